@@ -1,0 +1,434 @@
+// Per-ISA kernels of the distance stage (DESIGN.md §1, stage 1).
+//
+// Every metric runs through one register-blocked tile kernel: kTileRows
+// queries × one panel of 2 vectors of keys per step, the keys packed
+// depth-major (arch/kernels.h, PackedKeys) so that one coordinate of 2·N keys
+// is two aligned loads and one coordinate of a query is a broadcast. What a
+// step accumulates (q·k, (q−k)², |q−k|) and how the sums become distances
+// (norms, square roots, cancellation repair) are the Step and Finisher
+// parameters below.
+//
+// Blocking: a pass covers kDepthBlockBytes of coordinates, so the tile's query
+// rows stay in L1 while it sweeps a key block of about kKeyBlockBytes of
+// packed keys, which stays in L2 across all tiles of the query block. Partial
+// sums of a pass are kept in `out` and added in order by the next pass.
+//
+// Every output element is one lane of one accumulator, so its value depends
+// only on (query, key, depth) and the target: never on blocking, tile
+// position or thread count.
+
+#if defined(ATTNPOOL_ARCH_DISTANCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNPOOL_ARCH_DISTANCE_INL_H_
+#undef ATTNPOOL_ARCH_DISTANCE_INL_H_
+#else
+#define ATTNPOOL_ARCH_DISTANCE_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "arch/kernels.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnpool {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Queries per tile. A tile holds kTileRows × 2 vector accumulators: 16 on
+// ISAs with 32 vector registers; 12 on x86 below AVX-512, whose 16 registers
+// must also hold the 2 key vectors and a broadcast.
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || \
+                     HWY_TARGET == HWY_SSSE3)
+constexpr size_t kTileRows = 6;
+#else
+constexpr size_t kTileRows = 8;
+#endif
+
+// Coordinates per pass, in bytes of one query row (256 floats).
+constexpr size_t kDepthBlockBytes = 1024;
+// Packed keys per key block (one pass), sized to stay in a 1 MiB L2.
+constexpr size_t kKeyBlockBytes = 256 * 1024;
+// Queries whose per-row factors a DistanceRows call computes at a time.
+constexpr size_t kRowChunk = 96;
+// Gram-form squared distances below this fraction of ‖q‖² + ‖k‖² are
+// recomputed directly. The Gram form's error is ≤ (2d+8)·u·(‖q‖²+‖k‖²), so
+// what it keeps has relative error ≤ (2d+8)·u / kCancellationFraction.
+constexpr double kCancellationFraction = 1.0 / 32;
+// Largest lane count of any target (SVE: 2048-bit vectors).
+constexpr size_t kMaxLanesBytes = HWY_MAX_BYTES;
+
+// One step of a tile: acc += f(q, k) lane-wise.
+struct DotStep {
+  template <class V>
+  static HWY_INLINE V Apply(V q, V k, V acc) {
+    return hn::MulAdd(q, k, acc);
+  }
+};
+struct SquaredDifferenceStep {
+  template <class V>
+  static HWY_INLINE V Apply(V q, V k, V acc) {
+    const V diff = hn::Sub(q, k);
+    return hn::MulAdd(diff, diff, acc);
+  }
+};
+struct AbsoluteDifferenceStep {
+  template <class V>
+  static HWY_INLINE V Apply(V q, V k, V acc) {
+    return hn::Add(acc, hn::Abs(hn::Sub(q, k)));
+  }
+};
+
+#define ATTNPOOL_FOR_TILE_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+static_assert(kTileRows <= 8, "ATTNPOOL_FOR_TILE_ROWS covers 8 rows");
+
+// Accumulates Step over `depth` coordinates for kTileRows query rows (each
+// pointer at the first coordinate of the pass) against one packed panel, then
+// calls finish(row, acc_low, acc_high) for each row: acc_low holds keys
+// [0, N) of the panel, acc_high keys [N, 2N).
+// Accumulators are named variables, not an array: SVE vectors are sizeless.
+template <class Step, class D, class Finish, typename T = hn::TFromD<D>>
+HWY_INLINE void ComputeTile(D d, const T* const* rows,
+                            const T* HWY_RESTRICT panel, size_t depth,
+                            const Finish& finish) {
+  using V = hn::Vec<D>;
+  const size_t N = hn::Lanes(d);
+#define ATTNPOOL_TILE_DECLARE(R)                   \
+  V acc##R##_low = hn::Zero(d);                    \
+  V acc##R##_high = hn::Zero(d);                   \
+  const T* HWY_RESTRICT row##R = rows[R < kTileRows ? R : 0];
+  ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_DECLARE)
+#undef ATTNPOOL_TILE_DECLARE
+  for (size_t p = 0; p < depth; ++p) {
+    const V key_low = hn::Load(d, panel + 2 * N * p);
+    const V key_high = hn::Load(d, panel + 2 * N * p + N);
+#define ATTNPOOL_TILE_STEP(R)                                   \
+  if constexpr (R < kTileRows) {                                \
+    const V query = hn::Set(d, row##R[p]);                      \
+    acc##R##_low = Step::Apply(query, key_low, acc##R##_low);   \
+    acc##R##_high = Step::Apply(query, key_high, acc##R##_high); \
+  }
+    ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STEP)
+#undef ATTNPOOL_TILE_STEP
+  }
+#define ATTNPOOL_TILE_FINISH(R)                    \
+  if constexpr (R < kTileRows) {                   \
+    finish(R, acc##R##_low, acc##R##_high);        \
+  } else {                                         \
+    (void)acc##R##_low;                            \
+    (void)acc##R##_high;                           \
+    (void)row##R;                                  \
+  }
+  ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_FINISH)
+#undef ATTNPOOL_TILE_FINISH
+}
+
+// Loads `count` ≤ Lanes(d) elements, zeros beyond; never reads past p+count.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> LoadPrefix(D d, const T* HWY_RESTRICT p, size_t count) {
+  if (count == hn::Lanes(d)) return hn::LoadU(d, p);
+  HWY_ALIGN T buffer[kMaxLanesBytes / sizeof(T)] = {};
+  std::memcpy(buffer, p, count * sizeof(T));
+  return hn::Load(d, buffer);
+}
+
+// Stores the first `count` ≤ Lanes(d) lanes; never writes past p+count.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void StorePrefix(D d, hn::Vec<D> v, T* HWY_RESTRICT p,
+                            size_t count) {
+  if (count == hn::Lanes(d)) return hn::StoreU(v, d, p);
+  HWY_ALIGN T buffer[kMaxLanesBytes / sizeof(T)];
+  hn::Store(v, d, buffer);
+  std::memcpy(p, buffer, count * sizeof(T));
+}
+
+// Σ (qᵢ − kᵢ)² over `depth` coordinates, vectorized along the coordinates.
+// A sum of non-negative terms: relative error ≤ (depth+1)·u; exactly 0 for
+// q = k. Used to repair pairs whose Gram form cancelled.
+template <class D, typename T = hn::TFromD<D>>
+HWY_NOINLINE T DirectSquaredDistance(D d, const T* HWY_RESTRICT query,
+                                     const T* HWY_RESTRICT key, size_t depth) {
+  const size_t N = hn::Lanes(d);
+  auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+  size_t p = 0;
+  for (; p + 2 * N <= depth; p += 2 * N) {
+    const auto diff0 = hn::Sub(hn::LoadU(d, query + p), hn::LoadU(d, key + p));
+    const auto diff1 =
+        hn::Sub(hn::LoadU(d, query + p + N), hn::LoadU(d, key + p + N));
+    sum0 = hn::MulAdd(diff0, diff0, sum0);
+    sum1 = hn::MulAdd(diff1, diff1, sum1);
+  }
+  for (; p < depth; p += N) {
+    const size_t count = std::min(N, depth - p);
+    const auto diff = hn::Sub(LoadPrefix(d, query + p, count),
+                              LoadPrefix(d, key + p, count));
+    sum0 = hn::MulAdd(diff, diff, sum0);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+}
+
+// ---------------------------------------------------------------- finishers
+// Turn a full-depth accumulator (keys [key, key+N) of query `query_row`) into
+// distances. `row_factor` is indexed by query_row − first_row.
+
+struct KeepSums {
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D, size_t, size_t, hn::Vec<D> acc) const {
+    return acc;
+  }
+};
+
+struct SquareRootOfSums {
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D, size_t, size_t, hn::Vec<D> acc) const {
+    return hn::Sqrt(acc);
+  }
+};
+
+template <typename T>
+struct CosineFromDots {
+  const T* row_factor;  // 1/‖q‖, 0 for q = 0
+  const T* key_factor;  // 1/‖k‖, 0 for k = 0
+  size_t first_row;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, size_t query_row, size_t key,
+                                   hn::Vec<D> dots) const {
+    const auto scaled =
+        hn::Mul(dots, hn::Set(d, row_factor[query_row - first_row]));
+    return hn::Mul(scaled, hn::Load(d, key_factor + key));
+  }
+};
+
+// ‖q‖² + ‖k‖² − 2q·k, clamped at 0, with cancelling pairs recomputed.
+template <typename T>
+struct SquaredDistanceFromDots {
+  const T* row_factor;  // ‖q‖²
+  const T* key_factor;  // ‖k‖² (0 for padding keys)
+  size_t first_row;
+  ConstMatrixView<T> queries;
+  ConstMatrixView<T> keys;
+  bool take_root;
+
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, size_t query_row, size_t key,
+                                   hn::Vec<D> dots) const {
+    const auto norms = hn::Add(hn::Set(d, row_factor[query_row - first_row]),
+                               hn::Load(d, key_factor + key));
+    auto distance =
+        hn::Max(hn::NegMulAdd(hn::Set(d, T(2)), dots, norms), hn::Zero(d));
+    const auto threshold =
+        hn::Mul(norms, hn::Set(d, T(kCancellationFraction)));
+    if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Lt(distance, threshold)))) {
+      distance = Repair(d, query_row, key, distance, threshold);
+    }
+    return take_root ? hn::Sqrt(distance) : distance;
+  }
+
+  // Recomputes the lanes below `threshold` as Σ (qᵢ − kᵢ)².
+  template <class D>
+  HWY_NOINLINE hn::Vec<D> Repair(D d, size_t query_row, size_t key,
+                                 hn::Vec<D> distance,
+                                 hn::Vec<D> threshold) const {
+    const size_t N = hn::Lanes(d);
+    HWY_ALIGN T values[kMaxLanesBytes / sizeof(T)];
+    HWY_ALIGN T thresholds[kMaxLanesBytes / sizeof(T)];
+    hn::Store(distance, d, values);
+    hn::Store(threshold, d, thresholds);
+    const size_t valid = std::min(N, keys.rows - std::min(keys.rows, key));
+    for (size_t lane = 0; lane < valid; ++lane) {
+      if (values[lane] < thresholds[lane]) {
+        values[lane] = DirectSquaredDistance(
+            d, queries.row(query_row), keys.row(key + lane), queries.cols);
+      }
+    }
+    return hn::Load(d, values);
+  }
+};
+
+// ------------------------------------------------------------------ drivers
+
+template <typename T>
+size_t PanelWidth() {
+  const hn::ScalableTag<T> d;
+  return 2 * hn::Lanes(d);
+}
+
+template <typename T>
+void PackKeys(Distance distance, ConstMatrixView<T> keys, size_t panel_begin,
+              size_t panel_end, T* HWY_RESTRICT panels,
+              T* HWY_RESTRICT key_factor) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d);
+  const size_t width = 2 * N;
+  const size_t depth = keys.cols;
+  for (size_t panel = panel_begin; panel < panel_end; ++panel) {
+    T* HWY_RESTRICT packed = panels + panel * width * depth;
+    const size_t first_key = panel * width;
+    const size_t valid =
+        first_key < keys.rows ? std::min(width, keys.rows - first_key) : 0;
+    for (size_t lane = 0; lane < width; ++lane) {
+      if (lane < valid) {
+        const T* HWY_RESTRICT key = keys.row(first_key + lane);
+        for (size_t p = 0; p < depth; ++p) packed[p * width + lane] = key[p];
+      } else {
+        for (size_t p = 0; p < depth; ++p) packed[p * width + lane] = T(0);
+      }
+    }
+    auto squares_low = hn::Zero(d), squares_high = hn::Zero(d);
+    for (size_t p = 0; p < depth; ++p) {
+      const auto low = hn::Load(d, packed + p * width);
+      const auto high = hn::Load(d, packed + p * width + N);
+      squares_low = hn::MulAdd(low, low, squares_low);
+      squares_high = hn::MulAdd(high, high, squares_high);
+    }
+    if (distance == Distance::cosine) {
+      const auto one = hn::Set(d, T(1));
+      const auto zero = hn::Zero(d);
+      squares_low = hn::IfThenElseZero(hn::Gt(squares_low, zero),
+                                       hn::Div(one, hn::Sqrt(squares_low)));
+      squares_high = hn::IfThenElseZero(hn::Gt(squares_high, zero),
+                                        hn::Div(one, hn::Sqrt(squares_high)));
+    }
+    hn::Store(squares_low, d, key_factor + first_key);
+    hn::Store(squares_high, d, key_factor + first_key + N);
+  }
+}
+
+// Runs the tile kernel over rows [row_begin, row_end) × all keys.
+template <class Step, typename T, class Finisher>
+void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
+                MatrixView<T> out, size_t row_begin, size_t row_end,
+                const Finisher& finisher) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  const size_t N = hn::Lanes(d);
+  const size_t width = 2 * N;
+  const size_t depth = queries.cols;
+  const size_t panel_count = (keys.count + width - 1) / width;
+  const size_t depth_block =
+      std::max<size_t>(1, std::min(depth, kDepthBlockBytes / sizeof(T)));
+  const size_t panels_per_block = std::max<size_t>(
+      1, kKeyBlockBytes / (width * depth_block * sizeof(T)));
+
+  for (size_t panel_begin = 0; panel_begin < panel_count;
+       panel_begin += panels_per_block) {
+    const size_t panel_end =
+        std::min(panel_count, panel_begin + panels_per_block);
+    // depth = 0 still runs one (empty) pass so that every output is written.
+    for (size_t pass_begin = 0; pass_begin == 0 || pass_begin < depth;
+         pass_begin += depth_block) {
+      const size_t pass_depth = std::min(depth_block, depth - pass_begin);
+      const bool first_pass = pass_begin == 0;
+      const bool last_pass = pass_begin + pass_depth >= depth;
+      for (size_t tile_row = row_begin; tile_row < row_end;
+           tile_row += kTileRows) {
+        const size_t tile_rows = std::min(kTileRows, row_end - tile_row);
+        // Rows past the end repeat the last row; their results are dropped.
+        const T* rows[kTileRows];
+        for (size_t r = 0; r < kTileRows; ++r) {
+          rows[r] = queries.row(tile_row + std::min(r, tile_rows - 1)) +
+                    pass_begin;
+        }
+        for (size_t panel = panel_begin; panel < panel_end; ++panel) {
+          const size_t key = panel * width;
+          const size_t key_count = std::min(width, keys.count - key);
+          const size_t low_count = std::min(N, key_count);
+          const size_t high_count = key_count - low_count;
+          const T* panel_data =
+              keys.panels + panel * width * depth + pass_begin * width;
+          ComputeTile<Step>(
+              d, rows, panel_data, pass_depth,
+              [&](size_t r, V low, V high) HWY_ATTR {
+                if (r >= tile_rows) return;
+                const size_t query_row = tile_row + r;
+                T* HWY_RESTRICT target = out.row(query_row) + key;
+                if (!first_pass) {
+                  low = hn::Add(LoadPrefix(d, target, low_count), low);
+                  if (high_count != 0) {
+                    high = hn::Add(LoadPrefix(d, target + N, high_count), high);
+                  }
+                }
+                if (last_pass) {
+                  low = finisher(d, query_row, key, low);
+                  if (high_count != 0) {
+                    high = finisher(d, query_row, key + N, high);
+                  }
+                }
+                StorePrefix(d, low, target, low_count);
+                if (high_count != 0) {
+                  StorePrefix(d, high, target + N, high_count);
+                }
+              });
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void DistanceRows(Distance distance, ConstMatrixView<T> queries,
+                  ConstMatrixView<T> keys, const detail::PackedKeys<T>& packed,
+                  MatrixView<T> out, size_t row_begin, size_t row_end) {
+  const size_t depth = queries.cols;
+  // The Gram form pays from here on; below, (q−k)² is as cheap and exact.
+  constexpr size_t kGramMinDepth = 16;
+  for (size_t first = row_begin; first < row_end; first += kRowChunk) {
+    const size_t last = std::min(row_end, first + kRowChunk);
+    T row_factor[kRowChunk];
+    switch (distance) {
+      case Distance::dot:
+        SweepTiles<DotStep>(queries, packed, out, first, last, KeepSums());
+        break;
+      case Distance::manhattan:
+        SweepTiles<AbsoluteDifferenceStep>(queries, packed, out, first, last,
+                                           KeepSums());
+        break;
+      case Distance::cosine: {
+        for (size_t i = first; i < last; ++i) {
+          T squares = 0;
+          for (size_t p = 0; p < depth; ++p) {
+            squares += queries(i, p) * queries(i, p);
+          }
+          row_factor[i - first] = squares > 0 ? T(1) / std::sqrt(squares) : 0;
+        }
+        SweepTiles<DotStep>(
+            queries, packed, out, first, last,
+            CosineFromDots<T>{row_factor, packed.key_factor, first});
+        break;
+      }
+      case Distance::sqeuclidean:
+      case Distance::euclidean: {
+        const bool take_root = distance == Distance::euclidean;
+        if (depth < kGramMinDepth) {
+          if (take_root) {
+            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first,
+                                              last, SquareRootOfSums());
+          } else {
+            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first,
+                                              last, KeepSums());
+          }
+          break;
+        }
+        for (size_t i = first; i < last; ++i) {
+          T squares = 0;
+          for (size_t p = 0; p < depth; ++p) {
+            squares += queries(i, p) * queries(i, p);
+          }
+          row_factor[i - first] = squares;
+        }
+        SweepTiles<DotStep>(
+            queries, packed, out, first, last,
+            SquaredDistanceFromDots<T>{row_factor, packed.key_factor, first,
+                                       queries, keys, take_root});
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnpool
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNPOOL_ARCH_DISTANCE_INL_H_

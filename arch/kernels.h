@@ -1,0 +1,59 @@
+// The interface between target-independent src/ and the per-ISA arch/ code.
+// Each function dispatches (HWY_DYNAMIC_DISPATCH) to the active target and
+// returns the Highway target bit it ran on. No OpenMP here: src/ splits the
+// work into blocks and calls these once per block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <attnpool/distance.h>
+#include <attnpool/matrix.h>
+
+namespace attnpool {
+namespace detail {
+
+// Keys packed for the distance tile kernel: panels of panel_width keys, each
+// stored depth-major (element [p][c] = key c of the panel, coordinate p), so
+// one vector load fetches coordinate p of panel_width/2 keys.
+// Keys past the end are zero. `key_factor` holds one value per padded key:
+// ‖k‖² for sqeuclidean/euclidean, 1/‖k‖ (0 for ‖k‖ = 0) for cosine, unused
+// otherwise.
+template <typename T>
+struct PackedKeys {
+  const T* panels = nullptr;
+  const T* key_factor = nullptr;
+  size_t count = 0;        // m: real keys
+  size_t depth = 0;        // d
+  size_t panel_width = 0;  // keys per panel (2 vectors)
+};
+
+// Keys per panel on the active target (a multiple of the vector length).
+size_t DistancePanelWidth(float);
+size_t DistancePanelWidth(double);
+
+// Packs keys [panel_begin * panel_width, panel_end * panel_width) into
+// `panels` (sized for all panels: padded_count × d) and their key_factor.
+int64_t PackDistanceKeys(Distance distance, ConstMatrixView<float> keys,
+                         size_t panel_begin, size_t panel_end, float* panels,
+                         float* key_factor);
+int64_t PackDistanceKeys(Distance distance, ConstMatrixView<double> keys,
+                         size_t panel_begin, size_t panel_end, double* panels,
+                         double* key_factor);
+
+// out rows [row_begin, row_end) of the all-pairs distance matrix.
+// `keys` is the original view (for exact recomputation of cancelling pairs).
+int64_t DistanceRows(Distance distance, ConstMatrixView<float> queries,
+                     ConstMatrixView<float> keys,
+                     const PackedKeys<float>& packed, MatrixView<float> out,
+                     size_t row_begin, size_t row_end);
+int64_t DistanceRows(Distance distance, ConstMatrixView<double> queries,
+                     ConstMatrixView<double> keys,
+                     const PackedKeys<double>& packed, MatrixView<double> out,
+                     size_t row_begin, size_t row_end);
+
+// The target the next dispatched call would run on.
+int64_t DispatchedTarget();
+
+}  // namespace detail
+}  // namespace attnpool

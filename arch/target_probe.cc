@@ -1,0 +1,26 @@
+// Reports which compiled target HWY_DYNAMIC_DISPATCH selects right now.
+#include "arch/target_policy.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "arch/target_probe.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "arch/kernels.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnpool {
+namespace HWY_NAMESPACE {
+int64_t ThisTarget() { return HWY_TARGET; }
+}  // namespace HWY_NAMESPACE
+}  // namespace attnpool
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attnpool {
+namespace detail {
+HWY_EXPORT(ThisTarget);
+int64_t DispatchedTarget() { return HWY_DYNAMIC_DISPATCH(ThisTarget)(); }
+}  // namespace detail
+}  // namespace attnpool
+#endif  // HWY_ONCE

@@ -1,0 +1,45 @@
+// Instruction-set targets: which are compiled, which this CPU runs, and
+// forcing one for tests and benchmarks.
+//
+// Target names are Highway's: "AVX3" (AVX-512), "AVX2", "SSE4", "NEON",
+// "SVE", "SVE2", and the portable fallback "SCALAR" or "EMU128" (whichever
+// Highway builds with this compiler). Lookups are case-insensitive and also
+// accept "avx512" for AVX3 and either fallback name for the fallback.
+//
+// The environment variable ATTNPOOL_ISA, read once at the first call into the
+// library, forces a target as force_target() does; an unknown or unsupported
+// value makes that first call throw attnpool::Error naming ATTNPOOL_ISA.
+//
+// Thread safety: the forced target is process-global. force_target() and
+// reset_target() must not run concurrently with any other attnpool call;
+// everything else may be called from many threads at once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnpool {
+
+// Targets compiled into this build, best first.
+std::vector<std::string> compiled_targets();
+
+// Compiled targets that this CPU can run, best first (independent of forcing).
+std::vector<std::string> supported_targets();
+
+// The target the next call will run on: the forced one, else the best
+// supported one.
+std::string active_target();
+
+// Makes every following call run on `name`. Throws attnpool::Error (argument
+// "target") if the name is unknown, not compiled, or not supported by this
+// CPU: never a silent fallback.
+void force_target(const std::string& name);
+
+// Back to the best supported target (ignores ATTNPOOL_ISA).
+void reset_target();
+
+// The target on which the calling thread's most recent attnpool computation
+// actually ran, or "" if it ran none yet (or the last call had nothing to do).
+std::string last_run_target();
+
+}  // namespace attnpool

@@ -1,0 +1,67 @@
+// Test matrices: strided, misaligned, NaN-padded, seeded random contents.
+#pragma once
+
+#include <attnpool/matrix.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace attnpool_test {
+
+// Seed of every randomized test: fixed, and printed (INFO) on failure so a
+// failing case can be rerun alone.
+constexpr uint64_t kSeed = 20261126;
+
+// Unit roundoff of T: 2⁻²⁴ for float, 2⁻⁵³ for double.
+template <typename T>
+constexpr double kUnitRoundoff = std::numeric_limits<T>::epsilon() / 2;
+
+// A rows×cols matrix stored with `padding` extra elements per row and the
+// first element `offset` elements past an aligned allocation, so that kernels
+// see misaligned, strided rows. Padding holds NaN: any over-read shows up.
+template <typename T>
+class TestMatrix {
+ public:
+  TestMatrix(size_t rows, size_t cols, size_t padding = 0, size_t offset = 0)
+      : rows_(rows), cols_(cols), stride_(cols + padding), offset_(offset),
+        storage_(offset + rows * (cols + padding) + 1,
+                 std::numeric_limits<T>::quiet_NaN()) {
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) (*this)(r, c) = T(0);
+    }
+  }
+
+  T& operator()(size_t r, size_t c) { return data()[r * stride_ + c]; }
+  T operator()(size_t r, size_t c) const { return data()[r * stride_ + c]; }
+  T* data() { return storage_.data() + offset_; }
+  const T* data() const { return storage_.data() + offset_; }
+  size_t rows() const { return rows_; }
+  size_t cols() const { return cols_; }
+
+  attnpool::MatrixView<T> view() { return {data(), rows_, cols_, stride_}; }
+  attnpool::MatrixView<const T> view() const {
+    return {data(), rows_, cols_, stride_};
+  }
+  // Everything, padding included: to check that nothing else was written.
+  const std::vector<T>& storage() const { return storage_; }
+
+  // Normal values; each row scaled by 10^U(−2, max_exponent) so that
+  // magnitudes within a call span many orders.
+  void FillRandom(std::mt19937_64& rng, double max_exponent = 3) {
+    std::normal_distribution<double> normal;
+    std::uniform_real_distribution<double> exponent(-2, max_exponent);
+    for (size_t r = 0; r < rows_; ++r) {
+      const double scale = std::pow(10.0, exponent(rng));
+      for (size_t c = 0; c < cols_; ++c) (*this)(r, c) = T(normal(rng) * scale);
+    }
+  }
+
+ private:
+  size_t rows_, cols_, stride_, offset_;
+  std::vector<T> storage_;
+};
+
+}  // namespace attnpool_test

@@ -1,0 +1,72 @@
+// Target listing and forcing.
+#include <attnpool/attnpool.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace attnpool_test {
+namespace {
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST_CASE("targets: lists are consistent", "[targets]") {
+  const auto compiled = attnpool::compiled_targets();
+  const auto supported = attnpool::supported_targets();
+  REQUIRE(!supported.empty());
+  // The portable fallback is always there, last.
+  REQUIRE((supported.back() == "SCALAR" || supported.back() == "EMU128"));
+  REQUIRE(compiled.back() == supported.back());
+  for (const auto& name : supported) REQUIRE(Contains(compiled, name));
+  // With nothing forced, the best supported target is active.
+  attnpool::reset_target();
+  REQUIRE(attnpool::active_target() == supported.front());
+}
+
+TEST_CASE("targets: forcing each supported target, then resetting", "[targets]") {
+  for (const auto& name : attnpool::supported_targets()) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    attnpool::force_target(lower);  // names are case-insensitive
+    REQUIRE(attnpool::active_target() == name);
+  }
+  for (const char* fallback : {"scalar", "EMU128"}) {
+    attnpool::force_target(fallback);
+    REQUIRE(attnpool::active_target() == attnpool::supported_targets().back());
+  }
+  attnpool::reset_target();
+  REQUIRE(attnpool::active_target() == attnpool::supported_targets().front());
+}
+
+TEST_CASE("targets: forcing what is not there is an error", "[targets][errors]") {
+  const std::string before = attnpool::active_target();
+  for (const char* name : {"bogus", "", "AVX4"}) {
+    INFO(name);
+    try {
+      attnpool::force_target(name);
+      FAIL("no error");
+    } catch (const attnpool::Error& error) {
+      REQUIRE(error.argument() == "target");
+    }
+  }
+  // A target of the other architecture is never compiled.
+#if defined(__x86_64__)
+  const char* foreign = "NEON";
+#else
+  const char* foreign = "AVX2";
+#endif
+  REQUIRE_THROWS_AS(attnpool::force_target(foreign), attnpool::Error);
+  // Compiled but unsupported targets (if this CPU lacks any) are refused.
+  for (const auto& name : attnpool::compiled_targets()) {
+    if (Contains(attnpool::supported_targets(), name)) continue;
+    INFO(name);
+    REQUIRE_THROWS_AS(attnpool::force_target(name), attnpool::Error);
+  }
+  REQUIRE(attnpool::active_target() == before);
+}
+
+}  // namespace
+}  // namespace attnpool_test
