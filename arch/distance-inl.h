@@ -84,14 +84,15 @@ struct AbsoluteDifferenceStep {
 static_assert(kTileRows <= 8, "ATTNPOOL_FOR_TILE_ROWS covers 8 rows");
 
 // Accumulates Step over `depth` coordinates for kTileRows query rows (each
-// pointer at the first coordinate of the pass) against one packed panel, then
-// calls finish(row, acc_low, acc_high) for each row: acc_low holds keys
-// [0, N) of the panel, acc_high keys [N, 2N).
+// pointer at the first coordinate of the pass) against one packed panel and
+// stores the sums to `tile`: row R's keys [0, N) at tile + 2RN, keys [N, 2N)
+// at tile + (2R+1)N. Storing (rather than handing live accumulators to an
+// epilogue) keeps the epilogue from forcing spills into the hot loop.
 // Accumulators are named variables, not an array: SVE vectors are sizeless.
-template <class Step, class D, class Finish, typename T = hn::TFromD<D>>
+template <class Step, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void ComputeTile(D d, const T* const* rows,
                             const T* HWY_RESTRICT panel, size_t depth,
-                            const Finish& finish) {
+                            T* HWY_RESTRICT tile) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
 #define ATTNPOOL_TILE_DECLARE(R)                   \
@@ -112,16 +113,17 @@ HWY_INLINE void ComputeTile(D d, const T* const* rows,
     ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STEP)
 #undef ATTNPOOL_TILE_STEP
   }
-#define ATTNPOOL_TILE_FINISH(R)                    \
-  if constexpr (R < kTileRows) {                   \
-    finish(R, acc##R##_low, acc##R##_high);        \
-  } else {                                         \
-    (void)acc##R##_low;                            \
-    (void)acc##R##_high;                           \
-    (void)row##R;                                  \
+#define ATTNPOOL_TILE_STORE(R)                          \
+  if constexpr (R < kTileRows) {                        \
+    hn::Store(acc##R##_low, d, tile + 2 * R * N);       \
+    hn::Store(acc##R##_high, d, tile + (2 * R + 1) * N); \
+  } else {                                              \
+    (void)acc##R##_low;                                 \
+    (void)acc##R##_high;                                \
+    (void)row##R;                                       \
   }
-  ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_FINISH)
-#undef ATTNPOOL_TILE_FINISH
+  ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STORE)
+#undef ATTNPOOL_TILE_STORE
 }
 
 // Loads `count` ≤ Lanes(d) elements, zeros beyond; never reads past p+count.
@@ -310,6 +312,7 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
       std::max<size_t>(1, std::min(depth, kDepthBlockBytes / sizeof(T)));
   const size_t panels_per_block = std::max<size_t>(
       1, kKeyBlockBytes / (width * depth_block * sizeof(T)));
+  HWY_ALIGN T tile[kTileRows * 2 * kMaxLanesBytes / sizeof(T)];
 
   for (size_t panel_begin = 0; panel_begin < panel_count;
        panel_begin += panels_per_block) {
@@ -337,29 +340,25 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
           const size_t high_count = key_count - low_count;
           const T* panel_data =
               keys.panels + panel * width * depth + pass_begin * width;
-          ComputeTile<Step>(
-              d, rows, panel_data, pass_depth,
-              [&](size_t r, V low, V high) HWY_ATTR {
-                if (r >= tile_rows) return;
-                const size_t query_row = tile_row + r;
-                T* HWY_RESTRICT target = out.row(query_row) + key;
-                if (!first_pass) {
-                  low = hn::Add(LoadPrefix(d, target, low_count), low);
-                  if (high_count != 0) {
-                    high = hn::Add(LoadPrefix(d, target + N, high_count), high);
-                  }
-                }
-                if (last_pass) {
-                  low = finisher(d, query_row, key, low);
-                  if (high_count != 0) {
-                    high = finisher(d, query_row, key + N, high);
-                  }
-                }
-                StorePrefix(d, low, target, low_count);
-                if (high_count != 0) {
-                  StorePrefix(d, high, target + N, high_count);
-                }
-              });
+          ComputeTile<Step>(d, rows, panel_data, pass_depth, tile);
+          for (size_t r = 0; r < tile_rows; ++r) {
+            const size_t query_row = tile_row + r;
+            T* HWY_RESTRICT target = out.row(query_row) + key;
+            V low = hn::Load(d, tile + 2 * r * N);
+            V high = hn::Load(d, tile + (2 * r + 1) * N);
+            if (!first_pass) {
+              low = hn::Add(LoadPrefix(d, target, low_count), low);
+              if (high_count != 0) {
+                high = hn::Add(LoadPrefix(d, target + N, high_count), high);
+              }
+            }
+            if (last_pass) {
+              low = finisher(d, query_row, key, low);
+              if (high_count != 0) high = finisher(d, query_row, key + N, high);
+            }
+            StorePrefix(d, low, target, low_count);
+            if (high_count != 0) StorePrefix(d, high, target + N, high_count);
+          }
         }
       }
     }
