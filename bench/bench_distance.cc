@@ -18,6 +18,8 @@
 
 #if ATTNPOOL_BENCH_FAISS
 #include <faiss/utils/distances.h>
+// OpenBLAS's own thread count (FAISS computes the inner products with sgemm).
+extern "C" void openblas_set_num_threads(int num_threads);
 #endif
 
 namespace attnpool_bench {
@@ -88,8 +90,11 @@ void NaiveSquaredL2(benchmark::State& state, Shape s) {
 #if ATTNPOOL_BENCH_FAISS
 void FaissSquaredL2(benchmark::State& state, Shape s, int threads) {
   Inputs in(s);
+  // FAISS splits norms with OpenMP and inner products with OpenBLAS threads:
+  // both are limited to `threads`.
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
   for (auto _ : state) {
     faiss::pairwise_L2sqr(s.d, s.n, in.queries.data(), s.m, in.keys.data(),
                           in.out.data());

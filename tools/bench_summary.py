@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Summarizes a Google Benchmark JSON file of the attnpool benchmarks.
+
+Entries are named <stage>/<TARGET or baseline>/<variant>/<shape>/threads:<t>
+(baselines: baseline/<name>/<variant>/<shape>/threads:<t>). For each
+(stage, variant, shape, threads) it prints the median rate of every target
+and baseline, and attnpool's best target divided by each baseline.
+"""
+import json
+import sys
+from collections import defaultdict
+
+
+def main(path):
+    with open(path) as f:
+        data = json.load(f)
+    rows = defaultdict(dict)  # (stage, variant, shape, threads) -> who -> rate
+    for b in data["benchmarks"]:
+        if b.get("aggregate_name", "median") != "median":
+            continue
+        if b.get("run_type") == "iteration" and any(
+                x.get("aggregate_name") for x in data["benchmarks"]):
+            continue
+        parts = b["run_name"].split("/")
+        if len(parts) < 5:
+            continue
+        stage, who, variant, shape, threads = parts[:5]
+        key = (variant, shape, threads.replace("threads:", ""))
+        if stage == "baseline":
+            rows[key]["baseline:" + who] = b["items_per_second"]
+        else:
+            rows[key][who] = b["items_per_second"]
+    print(f"{'variant':<12} {'shape':<16} {'thr':>3}  rates in G items/s (pairs/s for distances)")
+    for (variant, shape, threads), rates in sorted(rows.items()):
+        targets = {k: v for k, v in rates.items() if not k.startswith("baseline:")}
+        baselines = {k[9:]: v for k, v in rates.items() if k.startswith("baseline:")}
+        text = "  ".join(f"{k} {v / 1e9:.3f}" for k, v in targets.items())
+        line = f"{variant:<12} {shape:<16} {threads:>3}  {text}"
+        if baselines:
+            best_name, best = max(targets.items(), key=lambda kv: kv[1]) if targets else ("-", 0)
+            line += "  |  " + "  ".join(
+                f"{k} {v / 1e9:.3f} ({best_name} = {best / v:.2f}x)" for k, v in baselines.items())
+        print(line)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "bench_distance.json")

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian (bookworm) packages attnpool needs; quick and silent
+# when they are already there.
+#   tools/install-deps.sh build   compiler, Highway, OpenMP, Google Benchmark,
+#                                 and the benchmark baselines (FAISS, OpenBLAS)
+#   tools/install-deps.sh test    the above, Catch2, and the aarch64 cross
+#                                 toolchain with qemu for the ARM tests
+set -euo pipefail
+profile=${1:-build}
+packages=(cmake ninja-build g++ pkg-config python3 libhwy-dev libbenchmark-dev
+          libfaiss-dev libopenblas-dev)
+if [[ $profile == test ]]; then
+  packages+=(catch2 g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgomp1:arm64)
+elif [[ $profile != build ]]; then
+  echo "usage: $0 build|test" >&2; exit 2
+fi
+
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo=sudo
+if [[ $profile == test ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+fi
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
