@@ -48,11 +48,11 @@ class TestMatrix {
   // Everything, padding included: to check that nothing else was written.
   const std::vector<T>& storage() const { return storage_; }
 
-  // Normal values; each row scaled by 10^U(−2, max_exponent) so that
+  // Normal values; each row scaled by 10^U(−3, max_exponent) so that
   // magnitudes within a call span many orders.
-  void FillRandom(std::mt19937_64& rng, double max_exponent = 3) {
+  void FillRandom(std::mt19937_64& rng, double max_exponent = 6) {
     std::normal_distribution<double> normal;
-    std::uniform_real_distribution<double> exponent(-2, max_exponent);
+    std::uniform_real_distribution<double> exponent(-3, max_exponent);
     for (size_t r = 0; r < rows_; ++r) {
       const double scale = std::pow(10.0, exponent(rng));
       for (size_t c = 0; c < cols_; ++c) (*this)(r, c) = T(normal(rng) * scale);
