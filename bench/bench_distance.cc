@@ -9,7 +9,9 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -105,9 +107,23 @@ void FaissSquaredL2(benchmark::State& state, Shape s, int threads) {
 }
 #endif
 
+// Thread counts to measure: ATTNPOOL_BENCH_THREADS="1,2,4" (default 1,2).
+std::vector<int> ThreadCounts() {
+  std::vector<int> counts;
+  const char* list = std::getenv("ATTNPOOL_BENCH_THREADS");
+  std::string text = list ? list : "1,2";
+  for (size_t start = 0; start < text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const int count = std::atoi(text.substr(start, comma - start).c_str());
+    if (count > 0) counts.push_back(count);
+    start = comma + 1;
+  }
+  return counts;
+}
+
 void RegisterAll() {
   for (const Shape& shape : kShapes) {
-    for (int threads : {1, 2}) {
+    for (int threads : ThreadCounts()) {
       const std::string suffix =
           ShapeName(shape) + "/threads:" + std::to_string(threads);
       for (const std::string& target : attnpool::supported_targets()) {
