@@ -2,7 +2,7 @@
 //
 // Every metric runs through one register-blocked tile kernel: kTileRows
 // queries × one panel of 2 vectors of keys per step, the keys packed
-// depth-major (arch/kernels.h, PackedKeys) so that one coordinate of 2·N keys
+// depth-major (arch/distance.h, PackedKeys) so that one coordinate of 2·N keys
 // is two aligned loads and one coordinate of a query is a broadcast. What a
 // step accumulates (q·k, (q−k)², |q−k|) and how the sums become distances
 // (norms, square roots, cancellation repair) are the Step and Finisher
@@ -28,7 +28,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "arch/kernels.h"
+#include "arch/distance.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -5,7 +5,7 @@
 #define HWY_TARGET_INCLUDE "arch/target_probe.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
-#include "arch/kernels.h"
+#include "arch/target_probe.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "arch/kernels.h"
+#include "arch/distance.h"
 #include "hwy/aligned_allocator.h"
 #include "src/dispatch.h"
 #include "src/threads.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "arch/kernels.h"
+#include "arch/target_probe.h"
 #include "hwy/targets.h"
 #include "src/dispatch.h"
 

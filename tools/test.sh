@@ -8,4 +8,5 @@ tools/install-deps.sh test
 tools/test-arm.sh build-arm
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
-ctest --test-dir build --output-on-failure -j"$(nproc)"
+# One test at a time: each already uses every core through OpenMP.
+ctest --test-dir build --output-on-failure

@@ -1,4 +1,5 @@
-// The interface between target-independent src/ and the per-ISA arch/ code.
+// The distance stage's interface between target-independent src/ and the
+// per-ISA arch/ code.
 // Each function dispatches (HWY_DYNAMIC_DISPATCH) to the active target and
 // returns the Highway target bit it ran on. No OpenMP here: src/ splits the
 // work into blocks and calls these once per block.
@@ -51,9 +52,6 @@ int64_t DistanceRows(Distance distance, ConstMatrixView<double> queries,
                      ConstMatrixView<double> keys,
                      const PackedKeys<double>& packed, MatrixView<double> out,
                      size_t row_begin, size_t row_end);
-
-// The target the next dispatched call would run on.
-int64_t DispatchedTarget();
 
 }  // namespace detail
 }  // namespace attnpool
