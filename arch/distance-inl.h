@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "arch/distance.h"
+#include "arch/prefix_io-inl.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -56,8 +57,6 @@ constexpr size_t kRowChunk = 96;
 // recomputed directly. The Gram form's error is ≤ (2d+8)·u·(‖q‖²+‖k‖²), so
 // what it keeps has relative error ≤ (2d+8)·u / kCancellationFraction.
 constexpr double kCancellationFraction = 1.0 / 32;
-// Largest lane count of any target (SVE: 2048-bit vectors).
-constexpr size_t kMaxLanesBytes = HWY_MAX_BYTES;
 
 // One step of a tile: acc += f(q, k) lane-wise.
 struct DotStep {
@@ -124,25 +123,6 @@ HWY_INLINE void ComputeTile(D d, const T* const* rows,
   }
   ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STORE)
 #undef ATTNPOOL_TILE_STORE
-}
-
-// Loads `count` ≤ Lanes(d) elements, zeros beyond; never reads past p+count.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE hn::Vec<D> LoadPrefix(D d, const T* HWY_RESTRICT p, size_t count) {
-  if (count == hn::Lanes(d)) return hn::LoadU(d, p);
-  HWY_ALIGN T buffer[kMaxLanesBytes / sizeof(T)] = {};
-  std::memcpy(buffer, p, count * sizeof(T));
-  return hn::Load(d, buffer);
-}
-
-// Stores the first `count` ≤ Lanes(d) lanes; never writes past p+count.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void StorePrefix(D d, hn::Vec<D> v, T* HWY_RESTRICT p,
-                            size_t count) {
-  if (count == hn::Lanes(d)) return hn::StoreU(v, d, p);
-  HWY_ALIGN T buffer[kMaxLanesBytes / sizeof(T)];
-  hn::Store(v, d, buffer);
-  std::memcpy(p, buffer, count * sizeof(T));
 }
 
 // Σ (qᵢ − kᵢ)² over `depth` coordinates, vectorized along the coordinates.

@@ -107,20 +107,6 @@ void FaissSquaredL2(benchmark::State& state, Shape s, int threads) {
 }
 #endif
 
-// Thread counts to measure: ATTNPOOL_BENCH_THREADS="1,2,4" (default 1,2).
-std::vector<int> ThreadCounts() {
-  std::vector<int> counts;
-  const char* list = std::getenv("ATTNPOOL_BENCH_THREADS");
-  std::string text = list ? list : "1,2";
-  for (size_t start = 0; start < text.size();) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const int count = std::atoi(text.substr(start, comma - start).c_str());
-    if (count > 0) counts.push_back(count);
-    start = comma + 1;
-  }
-  return counts;
-}
-
 void RegisterAll() {
   for (const Shape& shape : kShapes) {
     for (int threads : ThreadCounts()) {
@@ -129,29 +115,18 @@ void RegisterAll() {
       for (const std::string& target : attnpool::supported_targets()) {
         for (int metric = 0; metric < attnpool::kDistanceCount; ++metric) {
           const auto distance = static_cast<Distance>(metric);
-          benchmark::RegisterBenchmark(
-              ("distance/" + target + "/" + attnpool::distance_name(distance) +
+          Register(("distance/" + target + "/" + attnpool::distance_name(distance) +
                "/" + suffix)
-                  .c_str(),
-              AttnpoolDistance, target, distance, shape, threads)
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime();
+                  , AttnpoolDistance, target, distance, shape, threads);
         }
       }
 #if ATTNPOOL_BENCH_FAISS
-      benchmark::RegisterBenchmark(
-          ("baseline/faiss/sqeuclidean/" + suffix).c_str(), FaissSquaredL2,
-          shape, threads)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
+      Register(("baseline/faiss/sqeuclidean/" + suffix), FaissSquaredL2,
+          shape, threads);
 #endif
     }
-    benchmark::RegisterBenchmark(
-        ("baseline/naive/sqeuclidean/" + ShapeName(shape) + "/threads:1")
-            .c_str(),
-        NaiveSquaredL2, shape)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+    Register(("baseline/naive/sqeuclidean/" + ShapeName(shape) + "/threads:1")
+            , NaiveSquaredL2, shape);
   }
 }
 
@@ -159,10 +134,5 @@ void RegisterAll() {
 }  // namespace attnpool_bench
 
 int main(int argc, char** argv) {
-  attnpool_bench::RegisterAll();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return attnpool_bench::RunBenchmarks(argc, argv, attnpool_bench::RegisterAll);
 }

@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnpool_bench {
@@ -20,5 +21,22 @@ class ForcedTarget {
 // GFLOP/s for `flops_per_iteration`.
 void SetRates(benchmark::State& state, double items_per_iteration,
               double flops_per_iteration);
+
+// Registers a benchmark timed by wall clock (it runs OpenMP threads) and
+// reported in milliseconds.
+template <class... Args>
+benchmark::internal::Benchmark* Register(const std::string& name,
+                                         Args&&... args) {
+  return benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+
+// The main of every benchmark binary: registers, then runs what the command
+// line selects.
+int RunBenchmarks(int argc, char** argv, void (*register_all)());
+
+// Thread counts to measure: ATTNPOOL_BENCH_THREADS="1,2,4" (default 1,2).
+std::vector<int> ThreadCounts();
 
 }  // namespace attnpool_bench

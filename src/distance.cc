@@ -3,13 +3,12 @@
 #include <attnpool/error.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <string>
 
 #include "arch/distance.h"
 #include "hwy/aligned_allocator.h"
 #include "src/dispatch.h"
+#include "src/enum_names.h"
 #include "src/threads.h"
 #include "src/validate.h"
 
@@ -18,13 +17,6 @@ namespace {
 
 constexpr const char* kDistanceNames[kDistanceCount] = {
     "sqeuclidean", "euclidean", "manhattan", "dot", "cosine"};
-
-void CheckDistance(Distance distance) {
-  const int value = static_cast<int>(distance);
-  if (value < 0 || value >= kDistanceCount) {
-    throw Error("distance", "invalid value " + std::to_string(value));
-  }
-}
 
 // Queries per dispatched call: a multiple of every target's tile height
 // (6 and 8), large enough to amortize streaming the packed keys through L2.
@@ -37,7 +29,7 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
                        ConstMatrixView<T> keys, MatrixView<T> out,
                        const Execution& execution) {
   detail::EnsureDispatchReady();
-  CheckDistance(distance);
+  detail::CheckEnum("distance", static_cast<int>(distance), kDistanceCount);
   detail::CheckExecution(execution);
   const auto query_bytes = detail::CheckView("queries", queries);
   const auto key_bytes = detail::CheckView("keys", keys);
@@ -67,41 +59,27 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
   packed.key_factor = key_factor.get();
 
   const int threads = detail::ThreadCount(execution);
-  std::atomic<int64_t> ran{0};
-  const long pack_calls = static_cast<long>((panel_count + kPackBlock - 1) / kPackBlock);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (long call = 0; call < pack_calls; ++call) {
-    const size_t begin = static_cast<size_t>(call) * kPackBlock;
-    detail::PackDistanceKeys(distance, keys, begin,
-                             std::min(panel_count, begin + kPackBlock),
-                             panels.get(), key_factor.get());
-  }
-  const long row_calls = static_cast<long>((rows + kQueryBlock - 1) / kQueryBlock);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (long call = 0; call < row_calls; ++call) {
-    const size_t begin = static_cast<size_t>(call) * kQueryBlock;
-    ran.store(detail::DistanceRows(distance, queries, keys, packed, out, begin,
-                                   std::min(rows, begin + kQueryBlock)),
-              std::memory_order_relaxed);
-  }
-  detail::RecordRunTarget(ran.load());
+  detail::ForEachRowBlock(panel_count, kPackBlock, threads,
+                          [&](size_t begin, size_t end) {
+                            return detail::PackDistanceKeys(
+                                distance, keys, begin, end, panels.get(),
+                                key_factor.get());
+                          });
+  detail::ForEachRowBlock(rows, kQueryBlock, threads,
+                          [&](size_t begin, size_t end) {
+                            return detail::DistanceRows(distance, queries, keys,
+                                                        packed, out, begin, end);
+                          });
 }
 
 }  // namespace
 
 const char* distance_name(Distance distance) {
-  CheckDistance(distance);
-  return kDistanceNames[static_cast<int>(distance)];
+  return detail::EnumName("distance", kDistanceNames, distance);
 }
 
 Distance distance_from_name(const char* name) {
-  for (int i = 0; i < kDistanceCount; ++i) {
-    if (name != nullptr && std::strcmp(name, kDistanceNames[i]) == 0) {
-      return static_cast<Distance>(i);
-    }
-  }
-  throw Error("distance", std::string("unknown name '") +
-                              (name ? name : "(null)") + "'");
+  return detail::EnumFromName<Distance>("distance", kDistanceNames, name);
 }
 
 void pairwise_distances(Distance distance, ConstMatrixView<float> queries,

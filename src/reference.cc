@@ -35,5 +35,33 @@ double distance(Distance distance, const double* query, const double* key,
   throw Error("distance", "invalid value");
 }
 
+double kernel(const KernelSpec& spec, Distance input, double value, size_t depth,
+              bool logit) {
+  const bool squared = input == Distance::sqeuclidean;
+  const double h = spec.bandwidth;
+  const double r = squared ? std::sqrt(value) : value;  // the distance
+  const double u = r / h;
+  switch (spec.kernel) {
+    case Kernel::gaussian: {
+      const double l = squared ? -value / (2 * h * h) : -u * u / 2;
+      return logit ? l : std::exp(l);
+    }
+    case Kernel::exp: {
+      const double scale =
+          spec.scale ? *spec.scale : 1 / std::sqrt(static_cast<double>(depth));
+      return logit ? scale * value : std::exp(scale * value);
+    }
+    case Kernel::boxcar:
+      return std::isnan(value) ? value : u < 1 ? 1.0 : 0.0;
+    case Kernel::triangular:
+      return std::isnan(value) ? value : std::max(1 - u, 0.0);
+    case Kernel::epanechnikov:
+      return std::isnan(value) ? value : std::max(1 - u * u, 0.0);
+    case Kernel::constant:
+      return 1;
+  }
+  throw Error("kernel", "invalid value");
+}
+
 }  // namespace reference
 }  // namespace attnpool

@@ -3,9 +3,14 @@
 #pragma once
 
 #include <attnpool/distance.h>
+#include <attnpool/kernel.h>
 #include <attnpool/matrix.h>
+#include <attnpool/normalize.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 namespace attnpool {
@@ -28,6 +33,98 @@ std::vector<double> pairwise_distances(Distance metric,
       for (size_t p = 0; p < keys.cols; ++p) key[p] = keys(j, p);
       out[i * keys.rows + j] =
           reference::distance(metric, query.data(), key.data(), queries.cols);
+    }
+  }
+  return out;
+}
+
+// The kernel weight of a stage-1 value, or with `logit` the logit ℓ of an
+// exponential kernel (weight = exp(ℓ)). `input` is what produced the value.
+double kernel(const KernelSpec& spec, Distance input, double value, size_t depth,
+              bool logit = false);
+
+// Normalizes the row-major rows×cols `values` in place, in double, as
+// DESIGN.md §1 stage 3 says; `logits`: values are logits of exponential
+// weights (none → exp, sum and softmax → softmax, argmax → argmax).
+template <typename T>
+void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
+               const Mask<T>& mask, std::vector<double>& values, size_t rows,
+               size_t cols) {
+  const double infinity = std::numeric_limits<double>::infinity();
+  const bool scores = logits || normalization == Normalization::softmax ||
+                      normalization == Normalization::argmax;
+  for (size_t i = 0; i < rows; ++i) {
+    double* row = values.data() + i * cols;
+    std::vector<bool> seen(cols);
+    for (size_t j = 0; j < cols; ++j) {
+      seen[j] = (!mask.valid_lengths || j < mask.valid_lengths[i]) &&
+                (!mask.causal ||
+                 static_cast<std::ptrdiff_t>(j) <=
+                     static_cast<std::ptrdiff_t>(i) + mask.causal_offset) &&
+                (!mask.visible.data || mask.visible(i, j) != 0);
+      if (seen[j] && mask.bias.data) row[j] += mask.bias(i, j);
+    }
+    // NaN among the visible values: a NaN row. Otherwise the weights.
+    bool has_nan = false, empty = true;
+    for (size_t j = 0; j < cols; ++j) has_nan |= seen[j] && std::isnan(row[j]);
+    std::vector<double> weight(cols, 0.0);
+    if (normalization == Normalization::argmax) {
+      double best = -infinity;
+      size_t winner = cols;
+      for (size_t j = 0; j < cols; ++j) {
+        if (seen[j] && row[j] > best) best = row[j], winner = j;
+      }
+      if (winner < cols) weight[winner] = 1, empty = false;
+    } else if (scores && (logits ? normalization != Normalization::none : true)) {
+      double best = -infinity;
+      for (size_t j = 0; j < cols; ++j) if (seen[j]) best = std::max(best, row[j]);
+      if (best == infinity) {
+        double winners = 0;
+        for (size_t j = 0; j < cols; ++j) winners += seen[j] && row[j] == infinity;
+        for (size_t j = 0; j < cols; ++j) {
+          weight[j] = seen[j] && row[j] == infinity ? 1 / winners : 0;
+        }
+        empty = false;
+      } else if (best > -infinity) {
+        double sum = 0;
+        for (size_t j = 0; j < cols; ++j) {
+          if (seen[j]) sum += weight[j] = std::exp(row[j] - best);
+        }
+        for (double& w : weight) w /= sum;
+        empty = false;
+      }
+    } else {  // none (weights or exp of logits) and sum of weights
+      double sum = 0;
+      for (size_t j = 0; j < cols; ++j) {
+        if (seen[j]) sum += weight[j] = logits ? std::exp(row[j]) : row[j];
+      }
+      for (size_t j = 0; j < cols; ++j) empty &= weight[j] == 0;
+      if (normalization == Normalization::sum && !empty) {
+        for (double& w : weight) w /= sum;
+      }
+    }
+    const double fill = has_nan || empty_rows == EmptyRows::nan
+                            ? std::numeric_limits<double>::quiet_NaN()
+                            : 0.0;
+    for (size_t j = 0; j < cols; ++j) {
+      row[j] = has_nan || empty ? fill : weight[j];
+    }
+  }
+}
+
+// Row-major n×dv matrix out(i, c) = Σⱼ weights(i, j) · values(j, c), summed
+// in double in order of j; 0 for m = 0.
+template <typename T>
+std::vector<double> weighted_sum(ConstMatrixView<T> weights,
+                                 ConstMatrixView<T> values) {
+  std::vector<double> out(weights.rows * values.cols, 0.0);
+  for (size_t i = 0; i < weights.rows; ++i) {
+    for (size_t c = 0; c < values.cols; ++c) {
+      double sum = 0;
+      for (size_t j = 0; j < weights.cols; ++j) {
+        sum += double(weights(i, j)) * double(values(j, c));
+      }
+      out[i * values.cols + c] = sum;
     }
   }
   return out;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -47,6 +48,19 @@ class TestMatrix {
   }
   // Everything, padding included: to check that nothing else was written.
   const std::vector<T>& storage() const { return storage_; }
+
+  // Whether everything outside the view (padding and guards) is bitwise the
+  // same as in `other`, a matrix of the same shape.
+  bool SamePadding(const TestMatrix& other) const {
+    for (size_t k = 0; k < storage_.size(); ++k) {
+      const bool inside = k >= offset_ && (k - offset_) / stride_ < rows_ &&
+                          (k - offset_) % stride_ < cols_;
+      if (!inside && std::memcmp(&storage_[k], &other.storage_[k], sizeof(T)) != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   // Normal values; each row scaled by 10^U(−3, max_exponent) so that
   // magnitudes within a call span many orders.

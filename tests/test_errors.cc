@@ -4,8 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/require_rejected.h"
+
 #include <cstring>
 #include <functional>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -15,22 +19,6 @@ namespace {
 
 using attnpool::Distance;
 using attnpool::MatrixView;
-
-// Runs `call`, requires attnpool::Error naming `argument`, and requires the
-// canary-filled output buffer to be bitwise unchanged.
-void RequireRejected(const std::string& argument, const std::vector<float>& out,
-                     const std::function<void()>& call) {
-  const std::vector<float> before = out;
-  try {
-    call();
-    FAIL("no error; expected one naming " << argument);
-  } catch (const attnpool::Error& error) {
-    INFO(error.what());
-    REQUIRE(error.argument() == argument);
-    REQUIRE(std::string(error.what()).find(argument) != std::string::npos);
-  }
-  REQUIRE(std::memcmp(before.data(), out.data(), out.size() * sizeof(float)) == 0);
-}
 
 TEST_CASE("pairwise_distances rejects bad arguments", "[distance][errors]") {
   std::vector<float> queries(4 * 3, 1.0f), keys(5 * 3, 2.0f);
@@ -66,6 +54,121 @@ TEST_CASE("pairwise_distances rejects bad arguments", "[distance][errors]") {
   RequireRejected("out", out, run(sq, q, {out.data() + 2, 1, 3}, {out.data(), 4, 1}, {}));
   // Unknown names.
   RequireRejected("distance", out, [] { attnpool::distance_from_name("cityblock"); });
+}
+
+TEST_CASE("apply_kernel rejects bad arguments", "[kernel][errors]") {
+  using attnpool::Kernel;
+  using attnpool::KernelSpec;
+  std::vector<float> values(3 * 4, 0.5f);
+  const MatrixView<float> v(values.data(), 3, 4);
+  const auto run = [&](KernelSpec spec, Distance input, MatrixView<float> view,
+                       size_t depth, attnpool::Execution execution = {}) {
+    return [=] { attnpool::apply_kernel(spec, input, view, depth, execution); };
+  };
+  const Distance sq = Distance::sqeuclidean;
+  const double inf = std::numeric_limits<double>::infinity();
+  RequireRejected("kernel.kernel", values, run({static_cast<Kernel>(9)}, sq, v, 4));
+  RequireRejected("input", values, run({Kernel::gaussian}, static_cast<Distance>(5), v, 4));
+  RequireRejected("kernel.kernel", values, run({Kernel::gaussian}, Distance::dot, v, 4));
+  RequireRejected("kernel.kernel", values, run({Kernel::boxcar}, Distance::cosine, v, 4));
+  for (double h : {0.0, -1.0, inf, -inf, std::nan(""), 1e-50, 1e50}) {
+    INFO("bandwidth " << h);
+    RequireRejected("kernel.bandwidth", values, run({Kernel::triangular, h}, sq, v, 4));
+  }
+  RequireRejected("kernel.scale", values, run({Kernel::exp, 1, std::nan("")}, Distance::dot, v, 4));
+  RequireRejected("kernel.scale", values, run({Kernel::exp, 1, inf}, Distance::dot, v, 4));
+  RequireRejected("kernel.scale", values, run({Kernel::exp}, Distance::dot, v, 0));
+  RequireRejected("values.stride", values, run({Kernel::gaussian}, sq, {values.data(), 3, 4, 3}, 4));
+  RequireRejected("values.data", values, run({Kernel::gaussian}, sq, {nullptr, 3, 4}, 4));
+  RequireRejected("execution.threads", values, run({Kernel::gaussian}, sq, v, 4, {-2}));
+}
+
+TEST_CASE("normalize rejects bad arguments", "[normalize][errors]") {
+  using attnpool::EmptyRows;
+  using attnpool::Mask;
+  using attnpool::Normalization;
+  std::vector<float> values(3 * 4, 0.5f), bias(3 * 4, 1.0f);
+  std::vector<uint8_t> visible(3 * 4, 1);
+  const MatrixView<float> v(values.data(), 3, 4);
+  const auto run = [&](Normalization normalization, MatrixView<float> view,
+                       Mask<float> mask, EmptyRows empty = EmptyRows::nan) {
+    return [=] { attnpool::normalize(normalization, view, mask, empty); };
+  };
+  const Normalization softmax = Normalization::softmax;
+  RequireRejected("normalization", values, run(static_cast<Normalization>(4), v, {}));
+  RequireRejected("empty_rows", values, run(softmax, v, {}, static_cast<EmptyRows>(2)));
+  const size_t too_long[3] = {4, 5, 0};
+  Mask<float> mask;
+  mask.valid_lengths = too_long;
+  RequireRejected("mask.valid_lengths", values, run(softmax, v, mask));
+  mask = {};
+  mask.bias = {bias.data(), 2, 4};
+  RequireRejected("mask.bias.rows", values, run(softmax, v, mask));
+  mask.bias = {bias.data(), 3, 3};
+  RequireRejected("mask.bias.cols", values, run(softmax, v, mask));
+  mask.bias = {bias.data(), 3, 4};
+  RequireRejected("mask.bias", values, run(Normalization::sum, v, mask));
+  RequireRejected("mask.bias", values, run(Normalization::none, v, mask));
+  mask.bias = {nullptr, 3, 4};
+  RequireRejected("mask.bias.data", values, run(softmax, v, mask));
+  // A bias that overlaps the matrix being normalized.
+  mask.bias = {values.data() + 4, 2, 4};
+  RequireRejected("values", values, run(softmax, {values.data(), 2, 4}, mask));
+  mask = {};
+  mask.visible = {visible.data(), 3, 5, 5};
+  RequireRejected("mask.visible.cols", values, run(softmax, v, mask));
+}
+
+TEST_CASE("attention_pool_staged rejects bad arguments", "[pool][errors]") {
+  using attnpool::Kernel;
+  using attnpool::Mask;
+  using attnpool::Normalization;
+  using attnpool::PoolSpec;
+  // n = 3 queries, m = 4 keys, d = 2, dv = 5. out and weights live in one
+  // canary buffer, so one comparison covers both.
+  std::vector<float> queries(3 * 2, 1.0f), keys(4 * 2, 2.0f), values(4 * 5, 3.0f);
+  std::vector<float> outputs(3 * 5 + 3 * 4, -777.0f);
+  const MatrixView<const float> q(queries.data(), 3, 2), k(keys.data(), 4, 2),
+      v(values.data(), 4, 5);
+  const MatrixView<float> o(outputs.data(), 3, 5), w(outputs.data() + 15, 3, 4);
+  const PoolSpec nw{Distance::sqeuclidean, {Kernel::gaussian, 0.5}, Normalization::sum};
+  const auto run = [&](PoolSpec spec, MatrixView<const float> queries_view,
+                       MatrixView<const float> keys_view,
+                       MatrixView<const float> values_view, MatrixView<float> out_view,
+                       MatrixView<float> weights_view, Mask<float> mask = {}) {
+    return [=] {
+      attnpool::attention_pool_staged(spec, queries_view, keys_view, values_view,
+                                      out_view, weights_view, mask);
+    };
+  };
+  PoolSpec bad = nw;
+  bad.distance = static_cast<Distance>(8);
+  RequireRejected("spec.distance", outputs, run(bad, q, k, v, o, w));
+  bad = nw;
+  bad.kernel.bandwidth = -1;
+  RequireRejected("kernel.bandwidth", outputs, run(bad, q, k, v, o, w));
+  bad = {Distance::dot, {Kernel::epanechnikov}, Normalization::sum};
+  RequireRejected("kernel.kernel", outputs, run(bad, q, k, v, o, w));
+  bad = nw;
+  bad.normalization = static_cast<Normalization>(-1);
+  RequireRejected("normalization", outputs, run(bad, q, k, v, o, w));
+  RequireRejected("keys.cols", outputs, run(nw, q, {keys.data(), 2, 4}, v, o, w));
+  RequireRejected("values.rows", outputs, run(nw, q, k, {values.data(), 3, 5}, o, w));
+  RequireRejected("out.rows", outputs, run(nw, q, k, v, {outputs.data(), 2, 5}, w));
+  RequireRejected("out.cols", outputs, run(nw, q, k, v, {outputs.data(), 3, 4}, w));
+  RequireRejected("weights.rows", outputs, run(nw, q, k, v, o, {outputs.data() + 15, 2, 4}));
+  RequireRejected("weights.cols", outputs, run(nw, q, k, v, o, {outputs.data() + 15, 3, 3}));
+  RequireRejected("out", outputs, run(nw, q, k, v, o, {outputs.data() + 10, 3, 4}));
+  RequireRejected("weights", outputs, run(nw, q, k, {outputs.data() + 15, 4, 5}, o, w));
+  Mask<float> mask;
+  std::vector<float> bias(3 * 4);
+  mask.bias = {bias.data(), 3, 4};
+  const PoolSpec boxcar{Distance::euclidean, {Kernel::boxcar, 1.0}, Normalization::sum};
+  RequireRejected("mask.bias", outputs, run(boxcar, q, k, v, o, w, mask));
+  const size_t lengths[3] = {1, 9, 2};
+  mask = {};
+  mask.valid_lengths = lengths;
+  RequireRejected("mask.valid_lengths", outputs, run(nw, q, k, v, o, w, mask));
 }
 
 TEST_CASE("empty shapes are valid and write nothing", "[distance][errors]") {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Summarizes a Google Benchmark JSON file of the attnpool benchmarks.
 
-Entries are named <stage>/<TARGET or baseline>/<variant>/<shape>/threads:<t>
-(baselines: baseline/<name>/<variant>/<shape>/threads:<t>). For each
+Entries are named <stage>/<TARGET>[/<variant>]/<shape>/threads:<t>
+(baselines: baseline/<name>[/<variant>]/<shape>/threads:<t>). For each
 (stage, variant, shape, threads) it prints the median rate of every target
 and baseline, and attnpool's best target divided by each baseline.
 """
@@ -22,9 +22,13 @@ def main(path):
                 x.get("aggregate_name") for x in data["benchmarks"]):
             continue
         parts = b["run_name"].split("/")
-        if len(parts) < 5:
+        if parts[-1] == "real_time":
+            parts = parts[:-1]
+        if len(parts) < 4 or not parts[-1].startswith("threads:"):
             continue
-        stage, who, variant, shape, threads = parts[:5]
+        stage, who = parts[0], parts[1]
+        variant = "/".join(parts[2:-2]) or "-"
+        shape, threads = parts[-2], parts[-1]
         key = (variant, shape, threads.replace("threads:", ""))
         if stage == "baseline":
             rows[key]["baseline:" + who] = b["items_per_second"]

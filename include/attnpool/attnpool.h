@@ -5,5 +5,9 @@
 #include <attnpool/distance.h>
 #include <attnpool/error.h>
 #include <attnpool/execution.h>
+#include <attnpool/kernel.h>
+#include <attnpool/normalize.h>
+#include <attnpool/pool.h>
 #include <attnpool/matrix.h>
 #include <attnpool/targets.h>
+#include <attnpool/weighted_sum.h>

@@ -7,9 +7,14 @@
 namespace attnpool {
 
 // out = weights · values: out(i, :) = Σⱼ weights(i, j) · values(j, :).
-// weights: n×m, values: m×dv, out: n×dv. m = 0 gives a zero output.
+// weights: n×m, values: m×dv, out: n×dv, any strides. m = 0 gives a zero
+// output.
 // Accuracy (u = unit roundoff of T): |err| ≤ (m+1)·u·Σⱼ|wᵢⱼ·vⱼc|.
-// Results are bitwise identical for every thread count.
+// Each output element is one chain of multiply-adds over j = 0, …, m−1 in
+// order, accumulated in T: results are bitwise identical for every thread
+// count, and an element's value does not depend on the other rows or columns
+// of the call (a block of out computed on its own has the same bits). They
+// may differ between targets (fused or separate multiply-add).
 // Throws attnpool::Error naming the argument on invalid input (null data with
 // a non-zero size, shape mismatch, stride < cols, an output that overlaps an
 // input, sizes that overflow), before writing anything.

@@ -1,0 +1,98 @@
+// Per-ISA kernel stage (DESIGN.md §1, stage 2): element-wise, in place.
+
+#if defined(ATTNPOOL_ARCH_KERNEL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNPOOL_ARCH_KERNEL_INL_H_
+#undef ATTNPOOL_ARCH_KERNEL_INL_H_
+#else
+#define ATTNPOOL_ARCH_KERNEL_INL_H_
+#endif
+
+#include <algorithm>
+
+#include "arch/math-inl.h"
+#include "arch/prefix_io-inl.h"
+#include "arch/stages.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnpool {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// u² from the stage-1 value: (s/h)/h for squared distances (two products, so
+// that 1/h² never over- or underflows on its own), (r/h)² for distances.
+template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
+HWY_INLINE V ScaledSquare(D d, const detail::KernelPlan<T>& plan, V value) {
+  const V inverse = hn::Set(d, plan.inverse_bandwidth);
+  if (plan.input == detail::KernelInput::squared_distance) {
+    return hn::Mul(hn::Mul(value, inverse), inverse);
+  }
+  const V u = hn::Mul(value, inverse);
+  return hn::Mul(u, u);
+}
+
+// u = r/h (a square root of a squared distance).
+template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
+HWY_INLINE V Scaled(D d, const detail::KernelPlan<T>& plan, V value) {
+  const V r = plan.input == detail::KernelInput::squared_distance
+                  ? hn::Sqrt(value)
+                  : value;
+  return hn::Mul(r, hn::Set(d, plan.inverse_bandwidth));
+}
+
+// One vector of weights (or logits, for exponential kernels when the plan
+// asks). NaN inputs stay NaN except for `constant`, whose weight is 1.
+template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
+HWY_INLINE V KernelWeights(D d, const detail::KernelPlan<T>& plan, V value) {
+  const V one = hn::Set(d, T(1));
+  const V zero = hn::Zero(d);
+  V weight;
+  switch (plan.kernel) {
+    case Kernel::gaussian: {
+      const V logit = hn::Mul(hn::Set(d, T(-0.5)), ScaledSquare(d, plan, value));
+      return plan.write_logits ? logit : attnpool::HWY_NAMESPACE::Exp(d, logit);
+    }
+    case Kernel::exp: {
+      const V logit = hn::Mul(hn::Set(d, plan.scale), value);
+      return plan.write_logits ? logit : attnpool::HWY_NAMESPACE::Exp(d, logit);
+    }
+    case Kernel::constant:
+      return one;
+    case Kernel::boxcar:
+      weight = hn::IfThenElseZero(hn::Lt(ScaledSquare(d, plan, value), one), one);
+      break;
+    case Kernel::triangular:
+      weight = hn::Max(hn::Sub(one, Scaled(d, plan, value)), zero);
+      break;
+    case Kernel::epanechnikov:
+      weight = hn::Max(hn::Sub(one, ScaledSquare(d, plan, value)), zero);
+      break;
+  }
+  // Comparisons and Max drop NaN: put it back.
+  return hn::IfThenElse(hn::Eq(value, value), weight, value);
+}
+
+template <typename T>
+void ApplyKernelRows(const detail::KernelPlan<T>& plan, MatrixView<T> values,
+                     size_t row_begin, size_t row_end) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d);
+  for (size_t i = row_begin; i < row_end; ++i) {
+    T* HWY_RESTRICT row = values.row(i);
+    size_t j = 0;
+    for (; j + N <= values.cols; j += N) {
+      hn::StoreU(KernelWeights(d, plan, hn::LoadU(d, row + j)), d, row + j);
+    }
+    if (j < values.cols) {
+      const size_t count = values.cols - j;
+      StorePrefix(d, KernelWeights(d, plan, LoadPrefix(d, row + j, count)),
+                  row + j, count);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnpool
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNPOOL_ARCH_KERNEL_INL_H_

@@ -1,0 +1,242 @@
+// Per-ISA normalization stage (DESIGN.md §1, stage 3): row by row, in place.
+//
+// A row is handled in the "score" domain (softmax, argmax, and every
+// normalization of logits), where a hidden key is −inf, or in the "weight"
+// domain (none and sum of plain weights), where it is 0. Masks that are
+// prefixes (valid length, causal) only shorten the row; the element-wise
+// `visible` matrix writes the hidden value before the row is normalized.
+
+#if defined(ATTNPOOL_ARCH_NORMALIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNPOOL_ARCH_NORMALIZE_INL_H_
+#undef ATTNPOOL_ARCH_NORMALIZE_INL_H_
+#else
+#define ATTNPOOL_ARCH_NORMALIZE_INL_H_
+#endif
+
+#include <algorithm>
+#include <limits>
+
+#include "arch/math-inl.h"
+#include "arch/prefix_io-inl.h"
+#include "arch/stages.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnpool {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Keys [0, limit) of query `row` pass the prefix masks.
+template <typename T>
+size_t VisibleLimit(const Mask<T>& mask, size_t row, size_t key_count) {
+  size_t limit = key_count;
+  if (mask.valid_lengths != nullptr) {
+    limit = std::min(limit, mask.valid_lengths[row]);
+  }
+  if (mask.causal) {
+    const std::ptrdiff_t last =
+        static_cast<std::ptrdiff_t>(row) + mask.causal_offset;
+    limit = last < 0 ? 0 : std::min(limit, static_cast<size_t>(last) + 1);
+  }
+  return limit;
+}
+
+template <typename T>
+void FillRow(T* HWY_RESTRICT row, size_t begin, size_t end, T value) {
+  std::fill(row + begin, row + end, value);
+}
+
+// The vector of row[j, j + Lanes) when it is whole, else the rest padded
+// with `pad`; never reads past row + count.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> LoadPadded(D d, const T* HWY_RESTRICT row, size_t j,
+                                 size_t count, T pad) {
+  const size_t rest = count - j;
+  if (rest >= hn::Lanes(d)) return hn::LoadU(d, row + j);
+  return hn::IfThenElse(hn::FirstN(d, rest), LoadPrefix(d, row + j, rest),
+                        hn::Set(d, pad));
+}
+
+// row[j] ← op(row[j]) for j < count, a vector at a time; the last partial
+// vector is padded with `pad`, which op must map harmlessly. Lambdas here
+// capture scalars only: SVE vectors cannot be captured.
+template <class D, class Op, typename T = hn::TFromD<D>>
+HWY_INLINE void TransformRow(D d, T* HWY_RESTRICT row, size_t count, T pad,
+                             const Op& op) {
+  const size_t N = hn::Lanes(d);
+  for (size_t j = 0; j < count; j += N) {
+    const auto result = op(LoadPadded(d, row, j, count, pad));
+    if (count - j >= N) {
+      hn::StoreU(result, d, row + j);
+    } else {
+      StorePrefix(d, result, row + j, count - j);
+    }
+  }
+}
+
+// Largest value of row[0, count) (−inf if none) and whether any is NaN.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE T RowMax(D d, const T* HWY_RESTRICT row, size_t count,
+                    bool* has_nan) {
+  const T lowest = -std::numeric_limits<T>::infinity();
+  const size_t N = hn::Lanes(d);
+  auto maximum = hn::Set(d, lowest);
+  auto nan = hn::FirstN(d, 0);
+  for (size_t j = 0; j < count; j += N) {
+    const auto v = LoadPadded(d, row, j, count, lowest);
+    maximum = hn::Max(maximum, v);
+    nan = hn::Or(nan, hn::Not(hn::Eq(v, v)));
+  }
+  *has_nan = !hn::AllFalse(d, nan);
+  return hn::GetLane(hn::MaxOfLanes(d, maximum));
+}
+
+// Σ row[0, count).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE T RowSum(D d, const T* HWY_RESTRICT row, size_t count) {
+  const size_t N = hn::Lanes(d);
+  auto sum = hn::Zero(d);
+  for (size_t j = 0; j < count; j += N) {
+    sum = hn::Add(sum, LoadPadded(d, row, j, count, T(0)));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
+// Whether any of row[0, count) is not exactly 0 (NaN counts as non-zero).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE bool AnyNonZero(D d, const T* HWY_RESTRICT row, size_t count) {
+  const size_t N = hn::Lanes(d);
+  auto any = hn::FirstN(d, 0);
+  for (size_t j = 0; j < count; j += N) {
+    any = hn::Or(any, hn::Not(hn::Eq(LoadPadded(d, row, j, count, T(0)),
+                                     hn::Zero(d))));
+  }
+  return !hn::AllFalse(d, any);
+}
+
+// Outcome of normalizing one row's visible prefix.
+enum class RowResult { normalized, empty, nan };
+
+// softmax(row[0, count)), scores with hidden keys at −inf.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE RowResult SoftmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
+  bool has_nan = false;
+  const T maximum = RowMax(d, row, count, &has_nan);
+  if (has_nan) return RowResult::nan;
+  const T infinity = std::numeric_limits<T>::infinity();
+  if (count == 0 || maximum == -infinity) return RowResult::empty;
+  if (maximum == infinity) {
+    // The limit of softmax: the +inf scores share all the weight.
+    size_t winners = 0;
+    for (size_t j = 0; j < count; ++j) winners += row[j] == infinity;
+    const T share = T(1) / static_cast<T>(winners);
+    for (size_t j = 0; j < count; ++j) row[j] = row[j] == infinity ? share : T(0);
+    return RowResult::normalized;
+  }
+  // x − max ≤ 0 here, so exp cannot overflow; the max itself gives 1, so the
+  // sum is ≥ 1.
+  const size_t N = hn::Lanes(d);
+  const auto shift = hn::Set(d, maximum);
+  auto sum = hn::Zero(d);
+  for (size_t j = 0; j < count; j += N) {
+    const auto e = attnpool::HWY_NAMESPACE::Exp(
+        d, hn::Sub(LoadPadded(d, row, j, count, -infinity), shift));
+    sum = hn::Add(sum, e);  // padding lanes: exp(−inf) = 0
+    if (count - j >= N) {
+      hn::StoreU(e, d, row + j);
+    } else {
+      StorePrefix(d, e, row + j, count - j);
+    }
+  }
+  const T scale = T(1) / hn::GetLane(hn::SumOfLanes(d, sum));
+  TransformRow(d, row, count, T(0), [d, scale](hn::Vec<D> v) HWY_ATTR {
+    return hn::Mul(v, hn::Set(d, scale));
+  });
+  return RowResult::normalized;
+}
+
+// One-hot on the first maximum of row[0, count) (hidden keys at −inf).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE RowResult ArgmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
+  bool has_nan = false;
+  const T maximum = RowMax(d, row, count, &has_nan);
+  if (has_nan) return RowResult::nan;
+  if (count == 0 || maximum == -std::numeric_limits<T>::infinity()) {
+    return RowResult::empty;
+  }
+  const size_t winner = static_cast<size_t>(std::find(row, row + count, maximum) - row);
+  FillRow(row, 0, count, T(0));
+  row[winner] = T(1);
+  return RowResult::normalized;
+}
+
+// a / Σa over row[0, count) (hidden keys at 0).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE RowResult SumRow(D d, T* HWY_RESTRICT row, size_t count) {
+  const T sum = RowSum(d, row, count);
+  if (sum == T(0)) return AnyNonZero(d, row, count) ? RowResult::nan : RowResult::empty;
+  const T scale = T(1) / sum;
+  TransformRow(d, row, count, T(0), [d, scale](hn::Vec<D> v) HWY_ATTR {
+    return hn::Mul(v, hn::Set(d, scale));
+  });
+  return RowResult::normalized;
+}
+
+template <typename T>
+void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
+                   size_t row_begin, size_t row_end) {
+  const hn::ScalableTag<T> d;
+  const Mask<T>& mask = plan.mask;
+  const Normalization normalization = plan.normalization;
+  const bool score_domain = plan.logits || normalization == Normalization::softmax ||
+                            normalization == Normalization::argmax;
+  const T hidden = score_domain ? -std::numeric_limits<T>::infinity() : T(0);
+  const size_t key_count = values.cols;
+  for (size_t i = row_begin; i < row_end; ++i) {
+    T* HWY_RESTRICT row = values.row(i);
+    const size_t limit = VisibleLimit(mask, i, key_count);
+    if (mask.bias.data != nullptr) {
+      const T* HWY_RESTRICT bias = mask.bias.row(i);
+      const size_t N = hn::Lanes(d);
+      size_t j = 0;
+      for (; j + N <= limit; j += N) {
+        hn::StoreU(hn::Add(hn::LoadU(d, row + j), hn::LoadU(d, bias + j)), d, row + j);
+      }
+      for (; j < limit; ++j) row[j] += bias[j];  // exact either way: one add
+    }
+    if (mask.visible.data != nullptr) {
+      const uint8_t* HWY_RESTRICT visible = mask.visible.row(i);
+      for (size_t j = 0; j < limit; ++j) {
+        if (visible[j] == 0) row[j] = hidden;
+      }
+    }
+    RowResult result = RowResult::normalized;
+    if (normalization == Normalization::argmax) {
+      result = ArgmaxRow(d, row, limit);
+    } else if (plan.logits && normalization == Normalization::none) {
+      TransformRow(d, row, limit, hidden, [d](hn::Vec<decltype(d)> v) HWY_ATTR {
+        return attnpool::HWY_NAMESPACE::Exp(d, v);
+      });
+      if (!AnyNonZero(d, row, limit)) result = RowResult::empty;
+    } else if (score_domain) {
+      result = SoftmaxRow(d, row, limit);
+    } else if (normalization == Normalization::sum) {
+      result = SumRow(d, row, limit);
+    } else if (!AnyNonZero(d, row, limit)) {  // none
+      result = RowResult::empty;
+    }
+    if (result == RowResult::normalized) {
+      FillRow(row, limit, key_count, T(0));
+    } else {
+      const bool zero = result == RowResult::empty && plan.empty_rows == EmptyRows::zero;
+      FillRow(row, 0, key_count,
+              zero ? T(0) : std::numeric_limits<T>::quiet_NaN());
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnpool
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNPOOL_ARCH_NORMALIZE_INL_H_

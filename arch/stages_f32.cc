@@ -1,0 +1,11 @@
+// The kernel and normalization stages for float, compiled once per target
+// (see stages_tu.inc).
+#include "arch/target_policy.h"
+
+#define ATTNPOOL_STAGES_T float
+#define ATTNPOOL_STAGES_SUFFIX F32
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "arch/stages_tu.inc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "arch/stages_tu.inc"

@@ -1,0 +1,128 @@
+// The weighted-sum stage (out = weights · values) per target × shape, with
+// the baselines a user would otherwise pick in the same binary: a naive loop,
+// and OpenBLAS cblas_sgemm when built with it.
+//
+// Names: weighted_sum/<TARGET>/<n>x<m>x<dv>/threads:<t>, for weights n×m,
+// values m×dv, float. items_per_second counts outputs (n·dv); GFLOP/s counts
+// 2·n·m·dv (one multiply-add per weight and output column), the measure of
+// the FMA peak.
+#include <attnpool/attnpool.h>
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_targets.h"
+
+#if ATTNPOOL_BENCH_OPENBLAS
+#include <cblas.h>
+// Declared here too: the cblas.h of another BLAS lacks it.
+extern "C" void openblas_set_num_threads(int num_threads);
+#endif
+
+namespace attnpool_bench {
+namespace {
+
+struct Shape {
+  size_t n, m, dv;
+};
+
+// The goal shape (4096 queries and keys, 64 value columns) first.
+const Shape kShapes[] = {{4096, 4096, 64}, {1024, 1024, 64},
+                         {4096, 4096, 128}};
+
+std::string ShapeName(const Shape& s) {
+  return std::to_string(s.n) + "x" + std::to_string(s.m) + "x" +
+         std::to_string(s.dv);
+}
+
+// Weights as a softmax leaves them (positive, rows summing to 1) and normal
+// values.
+struct Inputs {
+  std::vector<float> weights, values, out;
+  explicit Inputs(const Shape& s)
+      : weights(s.n * s.m), values(s.m * s.dv), out(s.n * s.dv) {
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> uniform(0, 2.0f / s.m);
+    std::normal_distribution<float> normal;
+    for (float& x : weights) x = uniform(rng);
+    for (float& x : values) x = normal(rng);
+  }
+};
+
+void SetOutputRates(benchmark::State& state, const Shape& s) {
+  SetRates(state, double(s.n) * s.dv, 2.0 * s.n * s.m * s.dv);
+}
+
+void AttnpoolWeightedSum(benchmark::State& state, std::string target, Shape s,
+                         int threads) {
+  Inputs in(s);
+  ForcedTarget forced(state, target);
+  for (auto _ : state) {
+    attnpool::weighted_sum({in.weights.data(), s.n, s.m},
+                           {in.values.data(), s.m, s.dv},
+                           {in.out.data(), s.n, s.dv}, {threads});
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  SetOutputRates(state, s);
+}
+
+// What a user writes without a library: per output, a loop over the weights.
+void NaiveWeightedSum(benchmark::State& state, Shape s) {
+  Inputs in(s);
+  for (auto _ : state) {
+    for (size_t i = 0; i < s.n; ++i) {
+      for (size_t c = 0; c < s.dv; ++c) {
+        float sum = 0;
+        for (size_t j = 0; j < s.m; ++j) {
+          sum += in.weights[i * s.m + j] * in.values[j * s.dv + c];
+        }
+        in.out[i * s.dv + c] = sum;
+      }
+    }
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  SetOutputRates(state, s);
+}
+
+#if ATTNPOOL_BENCH_OPENBLAS
+void OpenblasSgemm(benchmark::State& state, Shape s, int threads) {
+  Inputs in(s);
+  openblas_set_num_threads(threads);
+  const int n = static_cast<int>(s.n), m = static_cast<int>(s.m),
+            dv = static_cast<int>(s.dv);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, m, 1.0f,
+                in.weights.data(), m, in.values.data(), dv, 0.0f,
+                in.out.data(), dv);
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  SetOutputRates(state, s);
+}
+#endif
+
+void RegisterAll() {
+  for (const Shape& shape : kShapes) {
+    for (int threads : ThreadCounts()) {
+      const std::string suffix =
+          ShapeName(shape) + "/threads:" + std::to_string(threads);
+      for (const std::string& target : attnpool::supported_targets()) {
+        Register(("weighted_sum/" + target + "/" + suffix), AttnpoolWeightedSum, target, shape, threads);
+      }
+#if ATTNPOOL_BENCH_OPENBLAS
+      Register(("baseline/openblas/sgemm/" + suffix), OpenblasSgemm, shape,
+          threads);
+#endif
+    }
+    Register(("baseline/naive/weighted_sum/" + ShapeName(shape) + "/threads:1")
+            , NaiveWeightedSum, shape);
+  }
+}
+
+}  // namespace
+}  // namespace attnpool_bench
+
+int main(int argc, char** argv) {
+  return attnpool_bench::RunBenchmarks(argc, argv, attnpool_bench::RegisterAll);
+}

@@ -1,0 +1,63 @@
+// Stage 3: normalization of each query's weights over its keys, with masks.
+#pragma once
+
+#include <attnpool/execution.h>
+#include <attnpool/matrix.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attnpool {
+
+enum class Normalization : int {
+  none = 0,     // weights as they are (masked keys 0)
+  sum = 1,      // aᵢ / Σⱼ aⱼ — Nadaraya–Watson
+  softmax = 2,  // exp(aᵢ − max) / Σⱼ exp(aⱼ − max)
+  argmax = 3,   // 1 on the largest visible value (ties: lowest index), else 0
+};
+constexpr int kNormalizationCount = 4;
+
+const char* normalization_name(Normalization normalization);
+Normalization normalization_from_name(const char* name);  // throws Error
+
+// What a query whose weights are all exactly zero, or whose keys are all
+// masked, gets: a row of NaN (the default: it cannot pass unnoticed) or a
+// row of zeros.
+enum class EmptyRows : int { nan = 0, zero = 1 };
+
+// Which keys each query sees. Everything is optional; an empty Mask shows
+// every key to every query. Indices are those of the whole call: query i is
+// row i of the queries (or of the matrix being normalized), key j column j.
+template <typename T>
+struct Mask {
+  // n entries: query i sees keys j < valid_lengths[i] (≤ m).
+  const size_t* valid_lengths = nullptr;
+  // Query i sees key j iff j ≤ i + causal_offset.
+  bool causal = false;
+  std::ptrdiff_t causal_offset = 0;
+  // n×m, added to the scores before a softmax (exp-family weights: to the
+  // logits). Not allowed with `sum` of non-exponential weights.
+  MatrixView<const T> bias;
+  // n×m, 0 hides the key from the query.
+  MatrixView<const uint8_t> visible;
+};
+
+// In place on an n×m matrix of values a (scores or kernel weights), as the
+// formulas above say, restricted to the keys the mask shows; hidden keys get
+// weight 0. A row is empty when no key is visible, or when its visible
+// weights are all exactly 0 (none, sum) or its visible scores all −inf
+// (softmax, argmax): empty rows follow `empty_rows`. A +inf among a row's
+// softmax scores takes all the weight (shared equally by the +inf entries);
+// a NaN visible value makes its row NaN whatever the policy.
+//
+// Accuracy (float): every weight w of sum or softmax has relative error
+// ≤ (m + 8)·u + 4e-7 + u·|aᵢ − max| (the last term only for softmax), or
+// absolute error ≤ the smallest normal number where it underflows.
+void normalize(Normalization normalization, MatrixView<float> values,
+               const Mask<float>& mask = {}, EmptyRows empty_rows = EmptyRows::nan,
+               const Execution& execution = {});
+void normalize(Normalization normalization, MatrixView<double> values,
+               const Mask<double>& mask = {}, EmptyRows empty_rows = EmptyRows::nan,
+               const Execution& execution = {});
+
+}  // namespace attnpool

@@ -1,0 +1,60 @@
+// Attention pooling by similarity: all four stages in one call.
+#pragma once
+
+#include <attnpool/distance.h>
+#include <attnpool/execution.h>
+#include <attnpool/kernel.h>
+#include <attnpool/matrix.h>
+#include <attnpool/normalize.h>
+
+namespace attnpool {
+
+// The whole mechanism: out(i, :) = Σⱼ wᵢⱼ · values(j, :) with
+// wᵢⱼ = normalization over j of kernel(distance(queries(i), keys(j))).
+//
+// With an exponential kernel (gaussian, exp) the weights are exp of a logit
+// ℓ (gaussian: −r²/(2h²); exp: scale·s). Then `sum` and `softmax` are both
+// the max-subtracted softmax of ℓ (+ the mask's bias): a query far from every
+// key gets the average of its nearest keys' values, never 0/0; `argmax`
+// takes the largest ℓ, `none` gives exp(ℓ). With the other kernels the
+// stages apply as written (`softmax` then treats the weights as scores).
+// Scaled dot-product attention is {dot, {exp}, sum}; Nadaraya–Watson is
+// {sqeuclidean, {gaussian, h}, sum}.
+struct PoolSpec {
+  Distance distance = Distance::sqeuclidean;
+  KernelSpec kernel;
+  Normalization normalization = Normalization::sum;
+  EmptyRows empty_rows = EmptyRows::nan;
+};
+
+// The staged pipeline: distance → kernel → normalization → weighted sum, each
+// a full pass, writing the n×m normalized weights to `weights` (for heatmaps
+// and inspection; it is also the only workspace). queries n×d, keys m×d,
+// values m×dv, out n×dv. Throws attnpool::Error naming the argument on
+// invalid input, before writing anything.
+void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
+                           ConstMatrixView<float> keys,
+                           ConstMatrixView<float> values, MatrixView<float> out,
+                           MatrixView<float> weights,
+                           const Mask<float>& mask = {},
+                           const Execution& execution = {});
+void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<double> queries,
+                           ConstMatrixView<double> keys,
+                           ConstMatrixView<double> values,
+                           MatrixView<double> out, MatrixView<double> weights,
+                           const Mask<double>& mask = {},
+                           const Execution& execution = {});
+
+// The same without the weights: allocates one n×m workspace.
+void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
+                           ConstMatrixView<float> keys,
+                           ConstMatrixView<float> values, MatrixView<float> out,
+                           const Mask<float>& mask = {},
+                           const Execution& execution = {});
+void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<double> queries,
+                           ConstMatrixView<double> keys,
+                           ConstMatrixView<double> values,
+                           MatrixView<double> out, const Mask<double>& mask = {},
+                           const Execution& execution = {});
+
+}  // namespace attnpool

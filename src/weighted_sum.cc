@@ -1,0 +1,116 @@
+// weighted_sum: argument checks, value packing and the OpenMP driver.
+#include <attnpool/error.h>
+#include <attnpool/weighted_sum.h>
+
+#include <algorithm>
+#include <atomic>
+#include <new>
+
+#include "arch/weighted_sum.h"
+#include "hwy/aligned_allocator.h"
+#include "src/dispatch.h"
+#include "src/threads.h"
+#include "src/validate.h"
+
+namespace attnpool {
+namespace {
+
+// Output rows per dispatched call: a multiple of the tile height (6), large
+// enough that the slice of values a pass keeps in L2 serves many rows before
+// the next slice is fetched.
+constexpr size_t kRowBlock = 192;
+// Value rows packed per dispatched call.
+constexpr size_t kPackRows = 512;
+// Multiply-adds below which a call runs on one thread: waking a second one
+// costs more (results are the same either way).
+constexpr double kMinParallelWork = 1 << 18;
+
+template <typename T>
+void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
+                 MatrixView<T> out, const Execution& execution) {
+  detail::EnsureDispatchReady();
+  detail::CheckExecution(execution);
+  const auto weight_bytes = detail::CheckView("weights", weights);
+  const auto value_bytes = detail::CheckView("values", values);
+  const auto out_bytes = detail::CheckView("out", out);
+  detail::CheckSize("values.rows", values.rows, weights.cols, "weights.cols");
+  detail::CheckSize("out.rows", out.rows, weights.rows, "weights.rows");
+  detail::CheckSize("out.cols", out.cols, values.cols, "values.cols");
+  detail::CheckNoOverlap("out", out_bytes, "weights", weight_bytes);
+  detail::CheckNoOverlap("out", out_bytes, "values", value_bytes);
+
+  const size_t rows = weights.rows, depth = weights.cols;
+  const size_t columns = values.cols;
+  detail::RecordRunTarget(0);
+  if (rows == 0 || columns == 0) return;
+
+  int threads = detail::ThreadCount(execution);
+  if (double(rows) * double(depth) * double(columns) < kMinParallelWork) {
+    threads = 1;
+  }
+  const size_t packed_size =
+      depth == 0 ? 0 : detail::WeightedSumPackedSize(values, rows);
+  // Allocation failure throws std::bad_alloc here, before any output write.
+  hwy::AlignedFreeUniquePtr<T[]> packed;
+  if (packed_size != 0) {
+    packed = hwy::AllocateAligned<T>(packed_size);
+    if (!packed) throw std::bad_alloc();
+    const size_t pack_calls = (depth + kPackRows - 1) / kPackRows;
+    const int pack_threads =
+        static_cast<int>(std::min<size_t>(threads, pack_calls));
+#pragma omp parallel for num_threads(pack_threads) schedule(static)
+    for (long call = 0; call < static_cast<long>(pack_calls); ++call) {
+      const size_t begin = static_cast<size_t>(call) * kPackRows;
+      detail::PackWeightedSumValues(
+          values, begin, std::min(depth, begin + kPackRows), packed.get());
+    }
+  }
+
+  // Work items: row blocks × column ranges. The columns are split only when
+  // there are fewer row blocks than threads; either way each output element
+  // is computed by one call in the same order, so the split changes nothing.
+  const size_t row_calls = (rows + kRowBlock - 1) / kRowBlock;
+  const size_t panel_width = detail::WeightedSumPanelWidth(T());
+  const size_t panel_count = (columns + panel_width - 1) / panel_width;
+  size_t column_calls = 1;
+  if (row_calls < static_cast<size_t>(threads)) {
+    const size_t per_row_call = (threads + row_calls - 1) / row_calls;
+    column_calls = std::min(panel_count, per_row_call);
+  }
+  const size_t panels_per_call =
+      (panel_count + column_calls - 1) / column_calls;
+  const size_t columns_per_call = panels_per_call * panel_width;
+  column_calls = (panel_count + panels_per_call - 1) / panels_per_call;
+  const size_t calls = row_calls * column_calls;
+  const int call_threads = static_cast<int>(std::min<size_t>(threads, calls));
+
+  std::atomic<int64_t> ran{0};
+#pragma omp parallel for num_threads(call_threads) schedule(dynamic, 1)
+  for (long call = 0; call < static_cast<long>(calls); ++call) {
+    const size_t row_begin =
+        static_cast<size_t>(call) / column_calls * kRowBlock;
+    const size_t column_begin =
+        static_cast<size_t>(call) % column_calls * columns_per_call;
+    const int64_t target = detail::WeightedSumRows(
+        weights, values, packed.get(), out, row_begin,
+        std::min(rows, row_begin + kRowBlock), column_begin,
+        std::min(columns, column_begin + columns_per_call));
+    ran.store(target, std::memory_order_relaxed);
+  }
+  detail::RecordRunTarget(ran.load());
+}
+
+}  // namespace
+
+void weighted_sum(ConstMatrixView<float> weights, ConstMatrixView<float> values,
+                  MatrixView<float> out, const Execution& execution) {
+  WeightedSum(weights, values, out, execution);
+}
+
+void weighted_sum(ConstMatrixView<double> weights,
+                  ConstMatrixView<double> values, MatrixView<double> out,
+                  const Execution& execution) {
+  WeightedSum(weights, values, out, execution);
+}
+
+}  // namespace attnpool
