@@ -2,7 +2,8 @@
 // the baselines a user would otherwise pick in the same binary: a naive loop,
 // and OpenBLAS cblas_sgemm when built with it.
 //
-// Names: weighted_sum/<TARGET>/<n>x<m>x<dv>/threads:<t>, for weights n×m,
+// Names: weighted_sum/<TARGET>/float/<n>x<m>x<dv>/threads:<t> (baselines:
+// baseline/<name>/float/...), for weights n×m,
 // values m×dv, float. items_per_second counts outputs (n·dv); GFLOP/s counts
 // 2·n·m·dv (one multiply-add per weight and output column), the measure of
 // the FMA peak.
@@ -108,14 +109,15 @@ void RegisterAll() {
       const std::string suffix =
           ShapeName(shape) + "/threads:" + std::to_string(threads);
       for (const std::string& target : attnpool::supported_targets()) {
-        Register(("weighted_sum/" + target + "/" + suffix), AttnpoolWeightedSum, target, shape, threads);
+        Register(("weighted_sum/" + target + "/float/" + suffix), AttnpoolWeightedSum,
+                 target, shape, threads);
       }
 #if ATTNPOOL_BENCH_OPENBLAS
-      Register(("baseline/openblas/sgemm/" + suffix), OpenblasSgemm, shape,
+      Register(("baseline/openblas_sgemm/float/" + suffix), OpenblasSgemm, shape,
           threads);
 #endif
     }
-    Register(("baseline/naive/weighted_sum/" + ShapeName(shape) + "/threads:1")
+    Register(("baseline/naive/float/" + ShapeName(shape) + "/threads:1")
             , NaiveWeightedSum, shape);
   }
 }

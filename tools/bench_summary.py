@@ -11,7 +11,7 @@ import sys
 from collections import defaultdict
 
 
-def main(path):
+def main(path, counter="items_per_second"):
     with open(path) as f:
         data = json.load(f)
     rows = defaultdict(dict)  # (stage, variant, shape, threads) -> who -> rate
@@ -31,21 +31,26 @@ def main(path):
         shape, threads = parts[-2], parts[-1]
         key = (variant, shape, threads.replace("threads:", ""))
         if stage == "baseline":
-            rows[key]["baseline:" + who] = b["items_per_second"]
+            rows[key]["baseline:" + who] = b.get(counter, 0)
         else:
-            rows[key][who] = b["items_per_second"]
-    print(f"{'variant':<12} {'shape':<16} {'thr':>3}  rates in G items/s (pairs/s for distances)")
+            rows[key][who] = b.get(counter, 0)
+    unit = "GFLOP/s" if counter == "GFLOP/s" else "G items/s (pairs/s for distances)"
+    scale = 1.0 if counter == "GFLOP/s" else 1e9  # the GFLOP/s counter is in G already
+    print(f"{'variant':<12} {'shape':<16} {'thr':>3}  medians in {unit}")
     for (variant, shape, threads), rates in sorted(rows.items()):
         targets = {k: v for k, v in rates.items() if not k.startswith("baseline:")}
         baselines = {k[9:]: v for k, v in rates.items() if k.startswith("baseline:")}
-        text = "  ".join(f"{k} {v / 1e9:.3f}" for k, v in targets.items())
+        text = "  ".join(f"{k} {v / scale:.3f}" for k, v in targets.items())
         line = f"{variant:<12} {shape:<16} {threads:>3}  {text}"
         if baselines:
             best_name, best = max(targets.items(), key=lambda kv: kv[1]) if targets else ("-", 0)
             line += "  |  " + "  ".join(
-                f"{k} {v / 1e9:.3f} ({best_name} = {best / v:.2f}x)" for k, v in baselines.items())
+                f"{k} {v / scale:.3f} ({best_name} = {best / v:.2f}x)" for k, v in baselines.items())
         print(line)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench_distance.json")
+    # usage: bench_summary.py FILE.json [--gflops]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(args[0] if args else "bench_distance.json",
+         "GFLOP/s" if "--gflops" in sys.argv else "items_per_second")
