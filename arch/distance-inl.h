@@ -94,32 +94,32 @@ HWY_INLINE void ComputeTile(D d, const T* const* rows,
                             T* HWY_RESTRICT tile) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
-#define ATTNPOOL_TILE_DECLARE(R)                   \
-  V acc##R##_low = hn::Zero(d);                    \
-  V acc##R##_high = hn::Zero(d);                   \
+#define ATTNPOOL_TILE_DECLARE(R) \
+  V acc##R##_low = hn::Zero(d);  \
+  V acc##R##_high = hn::Zero(d); \
   const T* HWY_RESTRICT row##R = rows[R < kTileRows ? R : 0];
   ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_DECLARE)
 #undef ATTNPOOL_TILE_DECLARE
   for (size_t p = 0; p < depth; ++p) {
     const V key_low = hn::Load(d, panel + 2 * N * p);
     const V key_high = hn::Load(d, panel + 2 * N * p + N);
-#define ATTNPOOL_TILE_STEP(R)                                   \
-  if constexpr (R < kTileRows) {                                \
-    const V query = hn::Set(d, row##R[p]);                      \
-    acc##R##_low = Step::Apply(query, key_low, acc##R##_low);   \
+#define ATTNPOOL_TILE_STEP(R)                                    \
+  if constexpr (R < kTileRows) {                                 \
+    const V query = hn::Set(d, row##R[p]);                       \
+    acc##R##_low = Step::Apply(query, key_low, acc##R##_low);    \
     acc##R##_high = Step::Apply(query, key_high, acc##R##_high); \
   }
     ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STEP)
 #undef ATTNPOOL_TILE_STEP
   }
-#define ATTNPOOL_TILE_STORE(R)                          \
-  if constexpr (R < kTileRows) {                        \
-    hn::Store(acc##R##_low, d, tile + 2 * R * N);       \
+#define ATTNPOOL_TILE_STORE(R)                           \
+  if constexpr (R < kTileRows) {                         \
+    hn::Store(acc##R##_low, d, tile + 2 * R * N);        \
     hn::Store(acc##R##_high, d, tile + (2 * R + 1) * N); \
-  } else {                                              \
-    (void)acc##R##_low;                                 \
-    (void)acc##R##_high;                                \
-    (void)row##R;                                       \
+  } else {                                               \
+    (void)acc##R##_low;                                  \
+    (void)acc##R##_high;                                 \
+    (void)row##R;                                        \
   }
   ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STORE)
 #undef ATTNPOOL_TILE_STORE
@@ -143,8 +143,8 @@ HWY_NOINLINE T DirectSquaredDistance(D d, const T* HWY_RESTRICT query,
   }
   for (; p < depth; p += N) {
     const size_t count = std::min(N, depth - p);
-    const auto diff = hn::Sub(LoadPrefix(d, query + p, count),
-                              LoadPrefix(d, key + p, count));
+    const auto diff =
+        hn::Sub(LoadPrefix(d, query + p, count), LoadPrefix(d, key + p, count));
     sum0 = hn::MulAdd(diff, diff, sum0);
   }
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
@@ -199,8 +199,7 @@ struct SquaredDistanceFromDots {
                                hn::Load(d, key_factor + key));
     auto distance =
         hn::Max(hn::NegMulAdd(hn::Set(d, T(2)), dots, norms), hn::Zero(d));
-    const auto threshold =
-        hn::Mul(norms, hn::Set(d, T(kCancellationFraction)));
+    const auto threshold = hn::Mul(norms, hn::Set(d, T(kCancellationFraction)));
     if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Lt(distance, threshold)))) {
       distance = Repair(d, query_row, key, distance, threshold);
     }
@@ -290,8 +289,8 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
   const size_t panel_count = (keys.count + width - 1) / width;
   const size_t depth_block =
       std::max<size_t>(1, std::min(depth, kDepthBlockBytes / sizeof(T)));
-  const size_t panels_per_block = std::max<size_t>(
-      1, kKeyBlockBytes / (width * depth_block * sizeof(T)));
+  const size_t panels_per_block =
+      std::max<size_t>(1, kKeyBlockBytes / (width * depth_block * sizeof(T)));
   HWY_ALIGN T tile[kTileRows * 2 * kMaxLanesBytes / sizeof(T)];
 
   for (size_t panel_begin = 0; panel_begin < panel_count;
@@ -310,8 +309,8 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
         // Rows past the end repeat the last row; their results are dropped.
         const T* rows[kTileRows];
         for (size_t r = 0; r < kTileRows; ++r) {
-          rows[r] = queries.row(tile_row + std::min(r, tile_rows - 1)) +
-                    pass_begin;
+          rows[r] =
+              queries.row(tile_row + std::min(r, tile_rows - 1)) + pass_begin;
         }
         for (size_t panel = panel_begin; panel < panel_end; ++panel) {
           const size_t key = panel * width;
@@ -381,11 +380,11 @@ void DistanceRows(Distance distance, ConstMatrixView<T> queries,
         const bool take_root = distance == Distance::euclidean;
         if (depth < kGramMinDepth) {
           if (take_root) {
-            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first,
-                                              last, SquareRootOfSums());
+            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first, last,
+                                              SquareRootOfSums());
           } else {
-            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first,
-                                              last, KeepSums());
+            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first, last,
+                                              KeepSums());
           }
           break;
         }

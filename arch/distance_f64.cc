@@ -1,4 +1,5 @@
-// The distance stage for double, compiled once per target (see distance_tu.inc).
+// The distance stage for double, compiled once per target (see
+// distance_tu.inc).
 #include "arch/target_policy.h"
 
 #define ATTNPOOL_DISTANCE_T double

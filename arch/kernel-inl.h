@@ -49,7 +49,8 @@ HWY_INLINE V KernelWeights(D d, const detail::KernelPlan<T>& plan, V value) {
   V weight;
   switch (plan.kernel) {
     case Kernel::gaussian: {
-      const V logit = hn::Mul(hn::Set(d, T(-0.5)), ScaledSquare(d, plan, value));
+      const V logit =
+          hn::Mul(hn::Set(d, T(-0.5)), ScaledSquare(d, plan, value));
       return plan.write_logits ? logit : attnpool::HWY_NAMESPACE::Exp(d, logit);
     }
     case Kernel::exp: {
@@ -59,7 +60,8 @@ HWY_INLINE V KernelWeights(D d, const detail::KernelPlan<T>& plan, V value) {
     case Kernel::constant:
       return one;
     case Kernel::boxcar:
-      weight = hn::IfThenElseZero(hn::Lt(ScaledSquare(d, plan, value), one), one);
+      weight =
+          hn::IfThenElseZero(hn::Lt(ScaledSquare(d, plan, value), one), one);
       break;
     case Kernel::triangular:
       weight = hn::Max(hn::Sub(one, Scaled(d, plan, value)), zero);

@@ -108,8 +108,8 @@ HWY_INLINE bool AnyNonZero(D d, const T* HWY_RESTRICT row, size_t count) {
   const size_t N = hn::Lanes(d);
   auto any = hn::FirstN(d, 0);
   for (size_t j = 0; j < count; j += N) {
-    any = hn::Or(any, hn::Not(hn::Eq(LoadPadded(d, row, j, count, T(0)),
-                                     hn::Zero(d))));
+    any = hn::Or(
+        any, hn::Not(hn::Eq(LoadPadded(d, row, j, count, T(0)), hn::Zero(d))));
   }
   return !hn::AllFalse(d, any);
 }
@@ -130,7 +130,8 @@ HWY_INLINE RowResult SoftmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
     size_t winners = 0;
     for (size_t j = 0; j < count; ++j) winners += row[j] == infinity;
     const T share = T(1) / static_cast<T>(winners);
-    for (size_t j = 0; j < count; ++j) row[j] = row[j] == infinity ? share : T(0);
+    for (size_t j = 0; j < count; ++j)
+      row[j] = row[j] == infinity ? share : T(0);
     return RowResult::normalized;
   }
   // x − max ≤ 0 here, so exp cannot overflow; the max itself gives 1, so the
@@ -164,7 +165,8 @@ HWY_INLINE RowResult ArgmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
   if (count == 0 || maximum == -std::numeric_limits<T>::infinity()) {
     return RowResult::empty;
   }
-  const size_t winner = static_cast<size_t>(std::find(row, row + count, maximum) - row);
+  const size_t winner =
+      static_cast<size_t>(std::find(row, row + count, maximum) - row);
   FillRow(row, 0, count, T(0));
   row[winner] = T(1);
   return RowResult::normalized;
@@ -174,7 +176,8 @@ HWY_INLINE RowResult ArgmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE RowResult SumRow(D d, T* HWY_RESTRICT row, size_t count) {
   const T sum = RowSum(d, row, count);
-  if (sum == T(0)) return AnyNonZero(d, row, count) ? RowResult::nan : RowResult::empty;
+  if (sum == T(0))
+    return AnyNonZero(d, row, count) ? RowResult::nan : RowResult::empty;
   const T scale = T(1) / sum;
   TransformRow(d, row, count, T(0), [d, scale](hn::Vec<D> v) HWY_ATTR {
     return hn::Mul(v, hn::Set(d, scale));
@@ -188,7 +191,8 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
   const hn::ScalableTag<T> d;
   const Mask<T>& mask = plan.mask;
   const Normalization normalization = plan.normalization;
-  const bool score_domain = plan.logits || normalization == Normalization::softmax ||
+  const bool score_domain = plan.logits ||
+                            normalization == Normalization::softmax ||
                             normalization == Normalization::argmax;
   const T hidden = score_domain ? -std::numeric_limits<T>::infinity() : T(0);
   const size_t key_count = values.cols;
@@ -200,7 +204,8 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
       const size_t N = hn::Lanes(d);
       size_t j = 0;
       for (; j + N <= limit; j += N) {
-        hn::StoreU(hn::Add(hn::LoadU(d, row + j), hn::LoadU(d, bias + j)), d, row + j);
+        hn::StoreU(hn::Add(hn::LoadU(d, row + j), hn::LoadU(d, bias + j)), d,
+                   row + j);
       }
       for (; j < limit; ++j) row[j] += bias[j];  // exact either way: one add
     }
@@ -228,7 +233,8 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
     if (result == RowResult::normalized) {
       FillRow(row, limit, key_count, T(0));
     } else {
-      const bool zero = result == RowResult::empty && plan.empty_rows == EmptyRows::zero;
+      const bool zero =
+          result == RowResult::empty && plan.empty_rows == EmptyRows::zero;
       FillRow(row, 0, key_count,
               zero ? T(0) : std::numeric_limits<T>::quiet_NaN());
     }

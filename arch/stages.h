@@ -43,8 +43,9 @@ int64_t ApplyKernelRows(const KernelPlan<double>& plan,
                         MatrixView<double> values, size_t row_begin,
                         size_t row_end);
 
-int64_t NormalizeRows(const NormalizePlan<float>& plan, MatrixView<float> values,
-                      size_t row_begin, size_t row_end);
+int64_t NormalizeRows(const NormalizePlan<float>& plan,
+                      MatrixView<float> values, size_t row_begin,
+                      size_t row_end);
 int64_t NormalizeRows(const NormalizePlan<double>& plan,
                       MatrixView<double> values, size_t row_begin,
                       size_t row_end);

@@ -70,10 +70,11 @@ constexpr size_t kMinRowsToPack = 2 * kTileRows;
 constexpr size_t kMaxVectorBytes = HWY_MAX_BYTES;
 
 #define ATTNPOOL_WSUM_FOR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define ATTNPOOL_WSUM_FOR_CELLS(X)                                      \
-  X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3)       \
-  X(2, 0) X(2, 1) X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3)       \
-  X(4, 0) X(4, 1) X(4, 2) X(4, 3) X(5, 0) X(5, 1) X(5, 2) X(5, 3)
+#define ATTNPOOL_WSUM_FOR_CELLS(X)                                            \
+  X(0, 0)                                                                     \
+  X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1)     \
+      X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3) X(4, 0) X(4, 1) X(4, 2) \
+          X(4, 3) X(5, 0) X(5, 1) X(5, 2) X(5, 3)
 static_assert(kTileRows == 6, "ATTNPOOL_WSUM_FOR_ROWS covers 6 rows");
 static_assert(kPanelVectors <= 4, "ATTNPOOL_WSUM_FOR_CELLS covers 4 vectors");
 
@@ -83,21 +84,21 @@ static_assert(kPanelVectors <= 4, "ATTNPOOL_WSUM_FOR_CELLS covers 4 vectors");
 // Accumulators are named variables, not an array: SVE vectors are sizeless.
 template <size_t kVectors, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
-                             const T* HWY_RESTRICT values,
-                             size_t value_stride, size_t depth,
-                             T* const* out_rows, bool accumulate) {
+                             const T* HWY_RESTRICT values, size_t value_stride,
+                             size_t depth, T* const* out_rows,
+                             bool accumulate) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
 #define ATTNPOOL_WSUM_DECLARE_ROW(R) \
   const T* HWY_RESTRICT weights##R = weight_rows[R];
   ATTNPOOL_WSUM_FOR_ROWS(ATTNPOOL_WSUM_DECLARE_ROW)
 #undef ATTNPOOL_WSUM_DECLARE_ROW
-#define ATTNPOOL_WSUM_DECLARE_CELL(R, C)                 \
-  V acc##R##_##C = hn::Zero(d);                          \
-  if constexpr (C < kVectors) {                          \
-    if (accumulate) {                                    \
-      acc##R##_##C = hn::LoadU(d, out_rows[R] + C * N);  \
-    }                                                    \
+#define ATTNPOOL_WSUM_DECLARE_CELL(R, C)                \
+  V acc##R##_##C = hn::Zero(d);                         \
+  if constexpr (C < kVectors) {                         \
+    if (accumulate) {                                   \
+      acc##R##_##C = hn::LoadU(d, out_rows[R] + C * N); \
+    }                                                   \
   }
   ATTNPOOL_WSUM_FOR_CELLS(ATTNPOOL_WSUM_DECLARE_CELL)
 #undef ATTNPOOL_WSUM_DECLARE_CELL
@@ -109,19 +110,19 @@ HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
     const V value1 = hn::LoadU(d, value_row + (kVectors > 1 ? N : 0));
     const V value2 = hn::LoadU(d, value_row + (kVectors > 2 ? 2 * N : 0));
     const V value3 = hn::LoadU(d, value_row + (kVectors > 3 ? 3 * N : 0));
-#define ATTNPOOL_WSUM_STEP_ROW(R)                           \
-  {                                                         \
-    const V weight = hn::Set(d, weights##R[j]);             \
-    acc##R##_0 = hn::MulAdd(weight, value0, acc##R##_0);    \
-    if constexpr (kVectors > 1) {                           \
-      acc##R##_1 = hn::MulAdd(weight, value1, acc##R##_1);  \
-    }                                                       \
-    if constexpr (kVectors > 2) {                           \
-      acc##R##_2 = hn::MulAdd(weight, value2, acc##R##_2);  \
-    }                                                       \
-    if constexpr (kVectors > 3) {                           \
-      acc##R##_3 = hn::MulAdd(weight, value3, acc##R##_3);  \
-    }                                                       \
+#define ATTNPOOL_WSUM_STEP_ROW(R)                          \
+  {                                                        \
+    const V weight = hn::Set(d, weights##R[j]);            \
+    acc##R##_0 = hn::MulAdd(weight, value0, acc##R##_0);   \
+    if constexpr (kVectors > 1) {                          \
+      acc##R##_1 = hn::MulAdd(weight, value1, acc##R##_1); \
+    }                                                      \
+    if constexpr (kVectors > 2) {                          \
+      acc##R##_2 = hn::MulAdd(weight, value2, acc##R##_2); \
+    }                                                      \
+    if constexpr (kVectors > 3) {                          \
+      acc##R##_3 = hn::MulAdd(weight, value3, acc##R##_3); \
+    }                                                      \
   }
     ATTNPOOL_WSUM_FOR_ROWS(ATTNPOOL_WSUM_STEP_ROW)
 #undef ATTNPOOL_WSUM_STEP_ROW
@@ -129,11 +130,11 @@ HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
     (void)value2;
     (void)value3;
   }
-#define ATTNPOOL_WSUM_STORE_CELL(R, C)                  \
-  if constexpr (C < kVectors) {                         \
-    hn::StoreU(acc##R##_##C, d, out_rows[R] + C * N);   \
-  } else {                                              \
-    (void)acc##R##_##C;                                 \
+#define ATTNPOOL_WSUM_STORE_CELL(R, C)                \
+  if constexpr (C < kVectors) {                       \
+    hn::StoreU(acc##R##_##C, d, out_rows[R] + C * N); \
+  } else {                                            \
+    (void)acc##R##_##C;                               \
   }
   ATTNPOOL_WSUM_FOR_CELLS(ATTNPOOL_WSUM_STORE_CELL)
 #undef ATTNPOOL_WSUM_STORE_CELL
@@ -141,8 +142,7 @@ HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
 
 // Runs MultiplyTile with kVectors = `vectors` (1 ≤ vectors ≤ kPanelVectors).
 template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void MultiplyTileOf(size_t vectors, D d,
-                               const T* const* weight_rows,
+HWY_INLINE void MultiplyTileOf(size_t vectors, D d, const T* const* weight_rows,
                                const T* HWY_RESTRICT values,
                                size_t value_stride, size_t depth,
                                T* const* out_rows, bool accumulate) {
@@ -196,8 +196,7 @@ void PackValues(ConstMatrixView<T> values, size_t row_begin, size_t row_end,
   const size_t N = hn::Lanes(d);
   const size_t width = kPanelVectors * N;
   const size_t columns = values.cols, depth = values.rows;
-  for (size_t panel_column = 0; panel_column < columns;
-       panel_column += width) {
+  for (size_t panel_column = 0; panel_column < columns; panel_column += width) {
     const size_t panel_columns = std::min(width, columns - panel_column);
     const size_t panel_width = (panel_columns + N - 1) / N * N;
     T* HWY_RESTRICT panel = packed + panel_column * depth;
@@ -226,8 +225,8 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
     return;
   }
   const size_t call_columns = (column_end - column_begin + N - 1) / N * N;
-  const size_t pass_depth = std::max(
-      kMinPassDepth, kValueSliceBytes / (call_columns * sizeof(T)));
+  const size_t pass_depth =
+      std::max(kMinPassDepth, kValueSliceBytes / (call_columns * sizeof(T)));
   // Outputs of a panel reaching past dv, and of rows past row_end (tail
   // tiles repeat the last row; their sums land here and are dropped).
   constexpr size_t kTileElements =
@@ -248,8 +247,7 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
       }
       for (size_t panel_column = column_begin; panel_column < column_end;
            panel_column += width) {
-        const size_t panel_columns =
-            std::min(width, column_end - panel_column);
+        const size_t panel_columns = std::min(width, column_end - panel_column);
         const size_t vectors = (panel_columns + N - 1) / N;
         const size_t panel_width = vectors * N;
         const T* panel_values;

@@ -40,14 +40,12 @@ int64_t PackWeightedSumValues(ConstMatrixView<double> values, size_t row_begin,
 // `values`, or null when WeightedSumPackedSize said 0.
 int64_t WeightedSumRows(ConstMatrixView<float> weights,
                         ConstMatrixView<float> values, const float* packed,
-                        MatrixView<float> out, size_t row_begin,
-                        size_t row_end, size_t column_begin,
-                        size_t column_end);
+                        MatrixView<float> out, size_t row_begin, size_t row_end,
+                        size_t column_begin, size_t column_end);
 int64_t WeightedSumRows(ConstMatrixView<double> weights,
                         ConstMatrixView<double> values, const double* packed,
                         MatrixView<double> out, size_t row_begin,
-                        size_t row_end, size_t column_begin,
-                        size_t column_end);
+                        size_t row_end, size_t column_begin, size_t column_end);
 
 }  // namespace detail
 }  // namespace attnpool

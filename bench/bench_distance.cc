@@ -34,8 +34,8 @@ struct Shape {
 };
 
 // W3 of shared/BASELINES.md, then the small-d shapes of regression.
-const Shape kShapes[] = {{4096, 4096, 128}, {4096, 4096, 16},
-                         {4096, 4096, 3},   {4096, 4096, 1}};
+const Shape kShapes[] = {
+    {4096, 4096, 128}, {4096, 4096, 16}, {4096, 4096, 3}, {4096, 4096, 1}};
 
 std::string ShapeName(const Shape& s) {
   return std::to_string(s.n) + "x" + std::to_string(s.m) + "x" +
@@ -115,18 +115,18 @@ void RegisterAll() {
       for (const std::string& target : attnpool::supported_targets()) {
         for (int metric = 0; metric < attnpool::kDistanceCount; ++metric) {
           const auto distance = static_cast<Distance>(metric);
-          Register(("distance/" + target + "/" + attnpool::distance_name(distance) +
-               "/" + suffix)
-                  , AttnpoolDistance, target, distance, shape, threads);
+          Register(("distance/" + target + "/" +
+                    attnpool::distance_name(distance) + "/" + suffix),
+                   AttnpoolDistance, target, distance, shape, threads);
         }
       }
 #if ATTNPOOL_BENCH_FAISS
-      Register(("baseline/faiss/sqeuclidean/" + suffix), FaissSquaredL2,
-          shape, threads);
+      Register(("baseline/faiss/sqeuclidean/" + suffix), FaissSquaredL2, shape,
+               threads);
 #endif
     }
-    Register(("baseline/naive/sqeuclidean/" + ShapeName(shape) + "/threads:1")
-            , NaiveSquaredL2, shape);
+    Register(("baseline/naive/sqeuclidean/" + ShapeName(shape) + "/threads:1"),
+             NaiveSquaredL2, shape);
   }
 }
 

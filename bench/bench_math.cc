@@ -38,7 +38,9 @@ namespace {
 
 enum class Function { exp, tanh };
 
-const char* FunctionName(Function f) { return f == Function::exp ? "exp" : "tanh"; }
+const char* FunctionName(Function f) {
+  return f == Function::exp ? "exp" : "tanh";
+}
 
 template <typename T>
 const char* TypeName() {
@@ -86,9 +88,8 @@ void Highway(benchmark::State& state, Function f, size_t count) {
   attnpool::reset_target();  // the best supported target
   int64_t target = 0;
   for (auto _ : state) {
-    target = f == Function::exp
-                 ? HighwayExp(a.in.data(), a.out.data(), count)
-                 : HighwayTanh(a.in.data(), a.out.data(), count);
+    target = f == Function::exp ? HighwayExp(a.in.data(), a.out.data(), count)
+                                : HighwayTanh(a.in.data(), a.out.data(), count);
     benchmark::DoNotOptimize(a.out.data());
     benchmark::ClobberMemory();
   }
@@ -131,8 +132,8 @@ void RegisterAll() {
           std::string(FunctionName(f)) + "/float/" + std::to_string(count);
       for (const std::string& target : attnpool::supported_targets()) {
         const std::string prefix = "math/" + target + "/";
-        benchmark::RegisterBenchmark((prefix + suffix).c_str(),
-                                     Attnpool<float>, target, f, count);
+        benchmark::RegisterBenchmark((prefix + suffix).c_str(), Attnpool<float>,
+                                     target, f, count);
         benchmark::RegisterBenchmark(
             (prefix + FunctionName(f) + "/double/" + std::to_string(count))
                 .c_str(),
@@ -148,8 +149,8 @@ void RegisterAll() {
                                      Libmvec, f, count);
       }
 #endif
-      benchmark::RegisterBenchmark(("baseline/std/" + suffix).c_str(),
-                                   Standard, f, count);
+      benchmark::RegisterBenchmark(("baseline/std/" + suffix).c_str(), Standard,
+                                   f, count);
     }
   }
 }

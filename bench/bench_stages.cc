@@ -38,9 +38,9 @@ void KernelStage(benchmark::State& state, std::string target, Kernel kernel,
                  int threads) {
   auto values = RandomMatrix(kRows * kCols, 0, 4);
   ForcedTarget forced(state, target);
-  const attnpool::KernelSpec spec{kernel, 1.3, kernel == Kernel::exp
-                                                   ? std::optional<double>(-0.5)
-                                                   : std::nullopt};
+  const attnpool::KernelSpec spec{
+      kernel, 1.3,
+      kernel == Kernel::exp ? std::optional<double>(-0.5) : std::nullopt};
   for (auto _ : state) {
     attnpool::apply_kernel(spec, Distance::sqeuclidean,
                            {values.data(), kRows, kCols}, 64, {threads});
@@ -68,8 +68,10 @@ void NaiveGaussianSoftmax(benchmark::State& state) {
     for (size_t i = 0; i < kRows; ++i) {
       float* row = values.data() + i * kCols;
       float maximum = -INFINITY, sum = 0;
-      for (size_t j = 0; j < kCols; ++j) maximum = std::max(maximum, -row[j] / 3.38f);
-      for (size_t j = 0; j < kCols; ++j) sum += row[j] = std::exp(-row[j] / 3.38f - maximum);
+      for (size_t j = 0; j < kCols; ++j)
+        maximum = std::max(maximum, -row[j] / 3.38f);
+      for (size_t j = 0; j < kCols; ++j)
+        sum += row[j] = std::exp(-row[j] / 3.38f - maximum);
       for (size_t j = 0; j < kCols; ++j) row[j] /= sum;
     }
     benchmark::DoNotOptimize(values.data());
@@ -86,24 +88,30 @@ struct PoolCase {
 const PoolCase kPoolCases[] = {
     {"nadaraya_watson_1d",
      {Distance::sqeuclidean, {Kernel::gaussian, 0.3}, Normalization::sum},
-     4096, 4096, 1, 1},
+     4096,
+     4096,
+     1,
+     1},
     {"sdpa",
      {Distance::dot, {Kernel::exp}, Normalization::sum},
-     1024, 1024, 64, 64},
+     1024,
+     1024,
+     64,
+     64},
 };
 
 void PoolStaged(benchmark::State& state, std::string target, PoolCase c,
                 int threads) {
-  auto queries = RandomMatrix(c.n * c.d, -2, 2), keys = RandomMatrix(c.m * c.d, -2, 2),
+  auto queries = RandomMatrix(c.n * c.d, -2, 2),
+       keys = RandomMatrix(c.m * c.d, -2, 2),
        values = RandomMatrix(c.m * c.dv, -1, 1);
   std::vector<float> out(c.n * c.dv), weights(c.n * c.m);
   ForcedTarget forced(state, target);
   for (auto _ : state) {
-    attnpool::attention_pool_staged(c.spec, {queries.data(), c.n, c.d},
-                                    {keys.data(), c.m, c.d},
-                                    {values.data(), c.m, c.dv},
-                                    {out.data(), c.n, c.dv},
-                                    {weights.data(), c.n, c.m}, {}, {threads});
+    attnpool::attention_pool_staged(
+        c.spec, {queries.data(), c.n, c.d}, {keys.data(), c.m, c.d},
+        {values.data(), c.m, c.dv}, {out.data(), c.n, c.dv},
+        {weights.data(), c.n, c.m}, {}, {threads});
     benchmark::DoNotOptimize(out.data());
   }
   // FLOPs: distance 2nmd (3nmd for L2 counted as 2, one FMA each),
@@ -118,22 +126,27 @@ void RegisterAll() {
     for (const std::string& target : attnpool::supported_targets()) {
       for (Kernel kernel : {Kernel::gaussian, Kernel::exp, Kernel::triangular,
                             Kernel::boxcar}) {
-        Register(("kernel/" + target + "/" + attnpool::kernel_name(kernel) + "/" +
-             shape + suffix), KernelStage, target, kernel, threads);
+        Register(("kernel/" + target + "/" + attnpool::kernel_name(kernel) +
+                  "/" + shape + suffix),
+                 KernelStage, target, kernel, threads);
       }
-      for (Normalization normalization : {Normalization::softmax, Normalization::sum}) {
+      for (Normalization normalization :
+           {Normalization::softmax, Normalization::sum}) {
         Register(("normalize/" + target + "/" +
-             attnpool::normalization_name(normalization) + "/" + shape + suffix)
-                , NormalizeStage, target, normalization, threads);
+                  attnpool::normalization_name(normalization) + "/" + shape +
+                  suffix),
+                 NormalizeStage, target, normalization, threads);
       }
       for (const PoolCase& c : kPoolCases) {
-        Register(("pool_staged/" + target + "/" + c.name + "/" + std::to_string(c.n) +
-             "x" + std::to_string(c.m) + "x" + std::to_string(c.d) + "x" +
-             std::to_string(c.dv) + suffix), PoolStaged, target, c, threads);
+        Register(("pool_staged/" + target + "/" + c.name + "/" +
+                  std::to_string(c.n) + "x" + std::to_string(c.m) + "x" +
+                  std::to_string(c.d) + "x" + std::to_string(c.dv) + suffix),
+                 PoolStaged, target, c, threads);
       }
     }
   }
-  Register(("baseline/naive/gaussian_softmax/" + shape + "/threads:1"), NaiveGaussianSoftmax);
+  Register(("baseline/naive/gaussian_softmax/" + shape + "/threads:1"),
+           NaiveGaussianSoftmax);
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ ForcedTarget::~ForcedTarget() { attnpool::reset_target(); }
 void SetRates(benchmark::State& state, double items_per_iteration,
               double flops_per_iteration) {
   const double iterations = static_cast<double>(state.iterations());
-  state.SetItemsProcessed(static_cast<int64_t>(items_per_iteration * iterations));
+  state.SetItemsProcessed(
+      static_cast<int64_t>(items_per_iteration * iterations));
   state.counters["GFLOP/s"] = benchmark::Counter(
       flops_per_iteration * iterations / 1e9, benchmark::Counter::kIsRate);
 }

@@ -30,8 +30,7 @@ struct Shape {
 };
 
 // The goal shape (4096 queries and keys, 64 value columns) first.
-const Shape kShapes[] = {{4096, 4096, 64}, {1024, 1024, 64},
-                         {4096, 4096, 128}};
+const Shape kShapes[] = {{4096, 4096, 64}, {1024, 1024, 64}, {4096, 4096, 128}};
 
 std::string ShapeName(const Shape& s) {
   return std::to_string(s.n) + "x" + std::to_string(s.m) + "x" +
@@ -95,8 +94,8 @@ void OpenblasSgemm(benchmark::State& state, Shape s, int threads) {
             dv = static_cast<int>(s.dv);
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, m, 1.0f,
-                in.weights.data(), m, in.values.data(), dv, 0.0f,
-                in.out.data(), dv);
+                in.weights.data(), m, in.values.data(), dv, 0.0f, in.out.data(),
+                dv);
     benchmark::DoNotOptimize(in.out.data());
   }
   SetOutputRates(state, s);
@@ -109,16 +108,16 @@ void RegisterAll() {
       const std::string suffix =
           ShapeName(shape) + "/threads:" + std::to_string(threads);
       for (const std::string& target : attnpool::supported_targets()) {
-        Register(("weighted_sum/" + target + "/float/" + suffix), AttnpoolWeightedSum,
-                 target, shape, threads);
+        Register(("weighted_sum/" + target + "/float/" + suffix),
+                 AttnpoolWeightedSum, target, shape, threads);
       }
 #if ATTNPOOL_BENCH_OPENBLAS
-      Register(("baseline/openblas_sgemm/float/" + suffix), OpenblasSgemm, shape,
-          threads);
+      Register(("baseline/openblas_sgemm/float/" + suffix), OpenblasSgemm,
+               shape, threads);
 #endif
     }
-    Register(("baseline/naive/float/" + ShapeName(shape) + "/threads:1")
-            , NaiveWeightedSum, shape);
+    Register(("baseline/naive/float/" + ShapeName(shape) + "/threads:1"),
+             NaiveWeightedSum, shape);
   }
 }
 

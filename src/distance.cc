@@ -52,24 +52,24 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
       (key_count + packed.panel_width - 1) / packed.panel_width;
   const size_t padded_count = panel_count * packed.panel_width;
   // Allocation failure throws std::bad_alloc here, before any output write.
-  auto panels = hwy::AllocateAligned<T>(std::max<size_t>(1, padded_count * depth));
+  auto panels =
+      hwy::AllocateAligned<T>(std::max<size_t>(1, padded_count * depth));
   auto key_factor = hwy::AllocateAligned<T>(padded_count);
   if (!panels || !key_factor) throw std::bad_alloc();
   packed.panels = panels.get();
   packed.key_factor = key_factor.get();
 
   const int threads = detail::ThreadCount(execution);
-  detail::ForEachRowBlock(panel_count, kPackBlock, threads,
-                          [&](size_t begin, size_t end) {
-                            return detail::PackDistanceKeys(
-                                distance, keys, begin, end, panels.get(),
-                                key_factor.get());
-                          });
-  detail::ForEachRowBlock(rows, kQueryBlock, threads,
-                          [&](size_t begin, size_t end) {
-                            return detail::DistanceRows(distance, queries, keys,
-                                                        packed, out, begin, end);
-                          });
+  detail::ForEachRowBlock(
+      panel_count, kPackBlock, threads, [&](size_t begin, size_t end) {
+        return detail::PackDistanceKeys(distance, keys, begin, end,
+                                        panels.get(), key_factor.get());
+      });
+  detail::ForEachRowBlock(
+      rows, kQueryBlock, threads, [&](size_t begin, size_t end) {
+        return detail::DistanceRows(distance, queries, keys, packed, out, begin,
+                                    end);
+      });
 }
 
 }  // namespace

@@ -32,9 +32,11 @@ Enum EnumFromName(const char* argument, const char* const (&names)[Count],
     }
   }
   std::string known;
-  for (const char* candidate : names) known += (known.empty() ? "" : ", ") + std::string(candidate);
-  throw Error(argument, std::string("unknown name '") + (name ? name : "(null)") +
-                            "' (known: " + known + ")");
+  for (const char* candidate : names)
+    known += (known.empty() ? "" : ", ") + std::string(candidate);
+  throw Error(argument, std::string("unknown name '") +
+                            (name ? name : "(null)") + "' (known: " + known +
+                            ")");
 }
 
 }  // namespace detail

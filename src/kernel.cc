@@ -36,11 +36,11 @@ void ApplyKernel(const KernelSpec& spec, Distance input, MatrixView<T> values,
   detail::CheckView("values", values);
   detail::RecordRunTarget(0);
   if (values.rows == 0 || values.cols == 0) return;
-  detail::ForEachRowBlock(values.rows, kKernelBlockRows,
-                          detail::ThreadCount(execution),
-                          [&](size_t begin, size_t end) {
-                            return detail::ApplyKernelRows(plan, values, begin, end);
-                          });
+  detail::ForEachRowBlock(
+      values.rows, kKernelBlockRows, detail::ThreadCount(execution),
+      [&](size_t begin, size_t end) {
+        return detail::ApplyKernelRows(plan, values, begin, end);
+      });
 }
 
 }  // namespace
@@ -60,10 +60,12 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
                    : KernelInput::score;
   if (NeedsDistance(spec.kernel)) {
     if (plan.input == KernelInput::score) {
-      throw Error("kernel.kernel",
-                  std::string(kernel_name(spec.kernel)) +
-                      " needs a distance (sqeuclidean, euclidean or manhattan), "
-                      "not the similarity " + distance_name(input));
+      throw Error(
+          "kernel.kernel",
+          std::string(kernel_name(spec.kernel)) +
+              " needs a distance (sqeuclidean, euclidean or manhattan), "
+              "not the similarity " +
+              distance_name(input));
     }
     const double h = spec.bandwidth;
     if (!(h >= static_cast<double>(std::numeric_limits<T>::min()) &&
@@ -77,7 +79,8 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
   if (spec.kernel == Kernel::exp) {
     if (spec.scale) {
       if (!std::isfinite(*spec.scale)) {
-        throw Error("kernel.scale", std::to_string(*spec.scale) + " is not finite");
+        throw Error("kernel.scale",
+                    std::to_string(*spec.scale) + " is not finite");
       }
       plan.scale = static_cast<T>(*spec.scale);
     } else if (depth == 0) {
@@ -90,8 +93,10 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
   return plan;
 }
 
-template KernelPlan<float> MakeKernelPlan<float>(const KernelSpec&, Distance, size_t);
-template KernelPlan<double> MakeKernelPlan<double>(const KernelSpec&, Distance, size_t);
+template KernelPlan<float> MakeKernelPlan<float>(const KernelSpec&, Distance,
+                                                 size_t);
+template KernelPlan<double> MakeKernelPlan<double>(const KernelSpec&, Distance,
+                                                   size_t);
 
 }  // namespace detail
 

@@ -27,15 +27,16 @@ void Normalize(Normalization normalization, MatrixView<T> values,
   detail::EnsureDispatchReady();
   detail::CheckExecution(execution);
   const auto value_bytes = detail::CheckView("values", values);
-  const auto plan = detail::MakeNormalizePlan(normalization, false, empty_rows, mask,
-                                              values.rows, values.cols, "values", value_bytes);
+  const auto plan = detail::MakeNormalizePlan(normalization, false, empty_rows,
+                                              mask, values.rows, values.cols,
+                                              "values", value_bytes);
   detail::RecordRunTarget(0);
   if (values.rows == 0) return;
-  detail::ForEachRowBlock(values.rows, kNormalizeBlockRows,
-                          detail::ThreadCount(execution),
-                          [&](size_t begin, size_t end) {
-                            return detail::NormalizeRows(plan, values, begin, end);
-                          });
+  detail::ForEachRowBlock(
+      values.rows, kNormalizeBlockRows, detail::ThreadCount(execution),
+      [&](size_t begin, size_t end) {
+        return detail::NormalizeRows(plan, values, begin, end);
+      });
 }
 
 }  // namespace
@@ -47,15 +48,16 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
                                    EmptyRows empty_rows, const Mask<T>& mask,
                                    size_t rows, size_t cols,
                                    const char* target_name, ByteRange target) {
-  CheckEnum("normalization", static_cast<int>(normalization), kNormalizationCount);
+  CheckEnum("normalization", static_cast<int>(normalization),
+            kNormalizationCount);
   CheckEnum("empty_rows", static_cast<int>(empty_rows), 2);
   if (mask.valid_lengths != nullptr) {
     for (size_t i = 0; i < rows; ++i) {
       if (mask.valid_lengths[i] > cols) {
         throw Error("mask.valid_lengths",
                     "entry " + std::to_string(i) + " is " +
-                        std::to_string(mask.valid_lengths[i]) + ", more than the " +
-                        std::to_string(cols) + " keys");
+                        std::to_string(mask.valid_lengths[i]) +
+                        ", more than the " + std::to_string(cols) + " keys");
       }
     }
   }
@@ -74,8 +76,10 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
   }
   if (mask.visible.data != nullptr || mask.visible.rows != 0) {
     const auto visible_bytes = CheckView("mask.visible", mask.visible);
-    CheckSize("mask.visible.rows", mask.visible.rows, rows, "the number of queries");
-    CheckSize("mask.visible.cols", mask.visible.cols, cols, "the number of keys");
+    CheckSize("mask.visible.rows", mask.visible.rows, rows,
+              "the number of queries");
+    CheckSize("mask.visible.cols", mask.visible.cols, cols,
+              "the number of keys");
     CheckNoOverlap(target_name, target, "mask.visible", visible_bytes);
   }
   if (mask.valid_lengths != nullptr) {
@@ -92,11 +96,12 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
 }
 
 template NormalizePlan<float> MakeNormalizePlan(Normalization, bool, EmptyRows,
-                                                const Mask<float>&, size_t, size_t,
-                                                const char*, ByteRange);
+                                                const Mask<float>&, size_t,
+                                                size_t, const char*, ByteRange);
 template NormalizePlan<double> MakeNormalizePlan(Normalization, bool, EmptyRows,
                                                  const Mask<double>&, size_t,
-                                                 size_t, const char*, ByteRange);
+                                                 size_t, const char*,
+                                                 ByteRange);
 
 }  // namespace detail
 
@@ -105,8 +110,8 @@ const char* normalization_name(Normalization normalization) {
 }
 
 Normalization normalization_from_name(const char* name) {
-  return detail::EnumFromName<Normalization>("normalization", kNormalizationNames,
-                                             name);
+  return detail::EnumFromName<Normalization>("normalization",
+                                             kNormalizationNames, name);
 }
 
 void normalize(Normalization normalization, MatrixView<float> values,

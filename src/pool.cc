@@ -27,7 +27,8 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
                          MatrixView<T> out, MatrixView<T> weights,
                          const Mask<T>& mask, const Execution& execution) {
   detail::EnsureDispatchReady();
-  detail::CheckEnum("spec.distance", static_cast<int>(spec.distance), kDistanceCount);
+  detail::CheckEnum("spec.distance", static_cast<int>(spec.distance),
+                    kDistanceCount);
   detail::CheckExecution(execution);
   const auto query_bytes = detail::CheckView("queries", queries);
   const auto key_bytes = detail::CheckView("keys", keys);
@@ -50,11 +51,12 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
   detail::CheckNoOverlap("out", out_bytes, "weights", weight_bytes);
   // Exponential weights travel as logits until the normalization.
   const bool logits = is_exponential(spec.kernel.kernel);
-  auto kernel_plan = detail::MakeKernelPlan<T>(spec.kernel, spec.distance, queries.cols);
+  auto kernel_plan =
+      detail::MakeKernelPlan<T>(spec.kernel, spec.distance, queries.cols);
   kernel_plan.write_logits = logits;
-  const auto normalize_plan = detail::MakeNormalizePlan(
-      spec.normalization, logits, spec.empty_rows, mask, rows, key_count, "weights",
-      weight_bytes);
+  const auto normalize_plan =
+      detail::MakeNormalizePlan(spec.normalization, logits, spec.empty_rows,
+                                mask, rows, key_count, "weights", weight_bytes);
   if (mask.bias.data != nullptr) {
     detail::CheckNoOverlap("out", out_bytes, "mask.bias",
                            detail::CheckView("mask.bias", mask.bias));
@@ -66,21 +68,20 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
     const T fill = spec.empty_rows == EmptyRows::zero
                        ? T(0)
                        : std::numeric_limits<T>::quiet_NaN();
-    for (size_t i = 0; i < rows; ++i) std::fill(out.row(i), out.row(i) + out.cols, fill);
+    for (size_t i = 0; i < rows; ++i)
+      std::fill(out.row(i), out.row(i) + out.cols, fill);
     return;
   }
   pairwise_distances(spec.distance, queries, keys, weights, execution);
   const int threads = detail::ThreadCount(execution);
-  detail::ForEachRowBlock(rows, kStageBlockRows, threads,
-                          [&](size_t begin, size_t end) {
-                            return detail::ApplyKernelRows(kernel_plan, weights,
-                                                           begin, end);
-                          });
-  detail::ForEachRowBlock(rows, kStageBlockRows, threads,
-                          [&](size_t begin, size_t end) {
-                            return detail::NormalizeRows(normalize_plan, weights,
-                                                         begin, end);
-                          });
+  detail::ForEachRowBlock(
+      rows, kStageBlockRows, threads, [&](size_t begin, size_t end) {
+        return detail::ApplyKernelRows(kernel_plan, weights, begin, end);
+      });
+  detail::ForEachRowBlock(
+      rows, kStageBlockRows, threads, [&](size_t begin, size_t end) {
+        return detail::NormalizeRows(normalize_plan, weights, begin, end);
+      });
   weighted_sum(weights, values, out, execution);
 }
 
@@ -109,30 +110,38 @@ void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
                            ConstMatrixView<float> values, MatrixView<float> out,
                            MatrixView<float> weights, const Mask<float>& mask,
                            const Execution& execution) {
-  AttentionPoolStaged(spec, queries, keys, values, out, weights, mask, execution);
+  AttentionPoolStaged(spec, queries, keys, values, out, weights, mask,
+                      execution);
 }
 
-void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<double> queries,
+void attention_pool_staged(const PoolSpec& spec,
+                           ConstMatrixView<double> queries,
                            ConstMatrixView<double> keys,
                            ConstMatrixView<double> values,
                            MatrixView<double> out, MatrixView<double> weights,
-                           const Mask<double>& mask, const Execution& execution) {
-  AttentionPoolStaged(spec, queries, keys, values, out, weights, mask, execution);
+                           const Mask<double>& mask,
+                           const Execution& execution) {
+  AttentionPoolStaged(spec, queries, keys, values, out, weights, mask,
+                      execution);
 }
 
 void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
                            ConstMatrixView<float> keys,
                            ConstMatrixView<float> values, MatrixView<float> out,
-                           const Mask<float>& mask, const Execution& execution) {
-  AttentionPoolStagedAllocating(spec, queries, keys, values, out, mask, execution);
+                           const Mask<float>& mask,
+                           const Execution& execution) {
+  AttentionPoolStagedAllocating(spec, queries, keys, values, out, mask,
+                                execution);
 }
 
-void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<double> queries,
+void attention_pool_staged(const PoolSpec& spec,
+                           ConstMatrixView<double> queries,
                            ConstMatrixView<double> keys,
                            ConstMatrixView<double> values,
                            MatrixView<double> out, const Mask<double>& mask,
                            const Execution& execution) {
-  AttentionPoolStagedAllocating(spec, queries, keys, values, out, mask, execution);
+  AttentionPoolStagedAllocating(spec, queries, keys, values, out, mask,
+                                execution);
 }
 
 }  // namespace attnpool

@@ -35,8 +35,8 @@ double distance(Distance distance, const double* query, const double* key,
   throw Error("distance", "invalid value");
 }
 
-double kernel(const KernelSpec& spec, Distance input, double value, size_t depth,
-              bool logit) {
+double kernel(const KernelSpec& spec, Distance input, double value,
+              size_t depth, bool logit) {
   const bool squared = input == Distance::sqeuclidean;
   const double h = spec.bandwidth;
   const double r = squared ? std::sqrt(value) : value;  // the distance

@@ -40,8 +40,8 @@ std::vector<double> pairwise_distances(Distance metric,
 
 // The kernel weight of a stage-1 value, or with `logit` the logit ℓ of an
 // exponential kernel (weight = exp(ℓ)). `input` is what produced the value.
-double kernel(const KernelSpec& spec, Distance input, double value, size_t depth,
-              bool logit = false);
+double kernel(const KernelSpec& spec, Distance input, double value,
+              size_t depth, bool logit = false);
 
 // Normalizes the row-major rows×cols `values` in place, in double, as
 // DESIGN.md §1 stage 3 says; `logits`: values are logits of exponential
@@ -75,12 +75,15 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
         if (seen[j] && row[j] > best) best = row[j], winner = j;
       }
       if (winner < cols) weight[winner] = 1, empty = false;
-    } else if (scores && (logits ? normalization != Normalization::none : true)) {
+    } else if (scores &&
+               (logits ? normalization != Normalization::none : true)) {
       double best = -infinity;
-      for (size_t j = 0; j < cols; ++j) if (seen[j]) best = std::max(best, row[j]);
+      for (size_t j = 0; j < cols; ++j)
+        if (seen[j]) best = std::max(best, row[j]);
       if (best == infinity) {
         double winners = 0;
-        for (size_t j = 0; j < cols; ++j) winners += seen[j] && row[j] == infinity;
+        for (size_t j = 0; j < cols; ++j)
+          winners += seen[j] && row[j] == infinity;
         for (size_t j = 0; j < cols; ++j) {
           weight[j] = seen[j] && row[j] == infinity ? 1 / winners : 0;
         }

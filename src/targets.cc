@@ -38,11 +38,14 @@ std::vector<std::string> Names(int64_t mask) {
 }
 
 std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : text)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
 }
 
-bool IsFallback(int64_t target) { return target == HWY_SCALAR || target == HWY_EMU128; }
+bool IsFallback(int64_t target) {
+  return target == HWY_SCALAR || target == HWY_EMU128;
+}
 
 // The compiled target named `name` (case-insensitive), or 0. "avx512" names
 // AVX3; "scalar" and "emu128" both name the portable fallback, whichever of
@@ -75,7 +78,8 @@ int64_t ResolveForced(const std::string& argument, const std::string& name) {
     throw Error(argument, message + ")");
   }
   if ((SupportedMask() & target) == 0) {
-    message = "'" + name + "' is compiled but this CPU does not support it (supported: ";
+    message = "'" + name +
+              "' is compiled but this CPU does not support it (supported: ";
     Join(message, Names(SupportedMask()));
     throw Error(argument, message + ")");
   }

@@ -23,9 +23,9 @@ void RequireRanOnTarget();
 
 }  // namespace attnpool_test
 
-#define ATTNPOOL_TEST_EACH_TARGET(function, name, tags)                      \
-  static void function();                                                    \
-  static const int function##_registration =                                 \
+#define ATTNPOOL_TEST_EACH_TARGET(function, name, tags)                       \
+  static void function();                                                     \
+  static const int function##_registration =                                  \
       ::attnpool_test::RegisterForEachTarget(name, tags, &function, __FILE__, \
-                                             __LINE__);                      \
+                                             __LINE__);                       \
   static void function()

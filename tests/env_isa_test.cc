@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
     float query[3] = {1, 2, 3}, key[3] = {1, 2, 4}, out[1] = {-1};
     attnpool::pairwise_distances(attnpool::Distance::sqeuclidean, {query, 1, 3},
                                  {key, 1, 3}, {out, 1, 1});
-    std::printf("ran on %s, distance %g\n", attnpool::last_run_target().c_str(), out[0]);
+    std::printf("ran on %s, distance %g\n", attnpool::last_run_target().c_str(),
+                out[0]);
     return active == expected && attnpool::last_run_target() == expected &&
                    out[0] == 1.0f
                ? 0

@@ -27,7 +27,8 @@ inline void RequireRejected(const std::string& argument,
     REQUIRE(error.argument() == argument);
     REQUIRE(std::string(error.what()).find(argument) != std::string::npos);
   }
-  REQUIRE(std::memcmp(before.data(), out.data(), out.size() * sizeof(float)) == 0);
+  REQUIRE(std::memcmp(before.data(), out.data(), out.size() * sizeof(float)) ==
+          0);
 }
 
 }  // namespace attnpool_test

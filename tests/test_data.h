@@ -27,7 +27,10 @@ template <typename T>
 class TestMatrix {
  public:
   TestMatrix(size_t rows, size_t cols, size_t padding = 0, size_t offset = 0)
-      : rows_(rows), cols_(cols), stride_(cols + padding), offset_(offset),
+      : rows_(rows),
+        cols_(cols),
+        stride_(cols + padding),
+        offset_(offset),
         storage_(offset + rows * (cols + padding) + 1,
                  std::numeric_limits<T>::quiet_NaN()) {
     for (size_t r = 0; r < rows; ++r) {
@@ -55,7 +58,8 @@ class TestMatrix {
     for (size_t k = 0; k < storage_.size(); ++k) {
       const bool inside = k >= offset_ && (k - offset_) / stride_ < rows_ &&
                           (k - offset_) % stride_ < cols_;
-      if (!inside && std::memcmp(&storage_[k], &other.storage_[k], sizeof(T)) != 0) {
+      if (!inside &&
+          std::memcmp(&storage_[k], &other.storage_[k], sizeof(T)) != 0) {
         return false;
       }
     }

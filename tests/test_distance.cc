@@ -23,9 +23,9 @@ Distance AllDistances(int i) { return static_cast<Distance>(i); }
 // Per-pair magnitudes that the error bounds of include/attnpool/distance.h
 // are stated in, computed in double from the data.
 struct PairScale {
-  double abs_dot = 0;      // Σ|qᵢkᵢ|
-  double norms = 0;        // ‖q‖² + ‖k‖²
-  double norm_product = 0; // ‖q‖‖k‖
+  double abs_dot = 0;       // Σ|qᵢkᵢ|
+  double norms = 0;         // ‖q‖² + ‖k‖²
+  double norm_product = 0;  // ‖q‖‖k‖
 };
 
 template <typename T>
@@ -115,7 +115,8 @@ void CheckShape(Distance distance, const TestMatrix<T>& queries,
   for (size_t k = 0; k < before.size(); ++k) {
     const T now = out.storage()[k];
     if (std::memcmp(&now, &before[k], sizeof(T)) != 0) {
-      FAIL("element " << k << " of the output storage outside the view changed");
+      FAIL("element " << k
+                      << " of the output storage outside the view changed");
     }
   }
 }
@@ -226,7 +227,8 @@ void ThreadCountCase() {
   }
 }
 
-ATTNPOOL_TEST_EACH_TARGET(ThreadsFloat, "distance.threads.float", "[distance]") {
+ATTNPOOL_TEST_EACH_TARGET(ThreadsFloat, "distance.threads.float",
+                          "[distance]") {
   ThreadCountCase<float>();
 }
 

@@ -27,7 +27,8 @@ TEST_CASE("pairwise_distances rejects bad arguments", "[distance][errors]") {
   const MatrixView<float> o(out.data(), 4, 5);
   const auto run = [&](Distance distance, MatrixView<const float> queries_view,
                        MatrixView<const float> keys_view,
-                       MatrixView<float> out_view, attnpool::Execution execution) {
+                       MatrixView<float> out_view,
+                       attnpool::Execution execution) {
     return [=] {
       attnpool::pairwise_distances(distance, queries_view, keys_view, out_view,
                                    execution);
@@ -40,20 +41,25 @@ TEST_CASE("pairwise_distances rejects bad arguments", "[distance][errors]") {
   RequireRejected("distance", out, run(static_cast<Distance>(-1), q, k, o, {}));
   RequireRejected("queries.data", out, run(sq, {nullptr, 4, 3}, k, o, {}));
   RequireRejected("keys.data", out, run(sq, q, {nullptr, 5, 3}, o, {}));
-  RequireRejected("queries.stride", out, run(sq, {queries.data(), 4, 3, 2}, k, o, {}));
-  RequireRejected("keys.stride", out, run(sq, q, {keys.data(), 5, 3, 1}, o, {}));
+  RequireRejected("queries.stride", out,
+                  run(sq, {queries.data(), 4, 3, 2}, k, o, {}));
+  RequireRejected("keys.stride", out,
+                  run(sq, q, {keys.data(), 5, 3, 1}, o, {}));
   RequireRejected("out.stride", out, run(sq, q, k, {out.data(), 4, 5, 4}, {}));
   RequireRejected("keys.cols", out, run(sq, q, {keys.data(), 5, 2, 3}, o, {}));
   RequireRejected("out.rows", out, run(sq, q, k, {out.data(), 3, 5}, {}));
   RequireRejected("out.cols", out, run(sq, q, k, {out.data(), 4, 4, 5}, {}));
-  RequireRejected("queries", out, run(sq, {queries.data(), huge, 3, huge}, k, o, {}));
+  RequireRejected("queries", out,
+                  run(sq, {queries.data(), huge, 3, huge}, k, o, {}));
   RequireRejected("keys", out, run(sq, q, {keys.data(), 3, huge, huge}, o, {}));
   RequireRejected("execution.threads", out, run(sq, q, k, o, {-1}));
   // The output aliasing an input.
   RequireRejected("out", out, run(sq, {out.data(), 4, 3}, k, o, {}));
-  RequireRejected("out", out, run(sq, q, {out.data() + 2, 1, 3}, {out.data(), 4, 1}, {}));
+  RequireRejected("out", out,
+                  run(sq, q, {out.data() + 2, 1, 3}, {out.data(), 4, 1}, {}));
   // Unknown names.
-  RequireRejected("distance", out, [] { attnpool::distance_from_name("cityblock"); });
+  RequireRejected("distance", out,
+                  [] { attnpool::distance_from_name("cityblock"); });
 }
 
 TEST_CASE("apply_kernel rejects bad arguments", "[kernel][errors]") {
@@ -67,20 +73,31 @@ TEST_CASE("apply_kernel rejects bad arguments", "[kernel][errors]") {
   };
   const Distance sq = Distance::sqeuclidean;
   const double inf = std::numeric_limits<double>::infinity();
-  RequireRejected("kernel.kernel", values, run({static_cast<Kernel>(9)}, sq, v, 4));
-  RequireRejected("input", values, run({Kernel::gaussian}, static_cast<Distance>(5), v, 4));
-  RequireRejected("kernel.kernel", values, run({Kernel::gaussian}, Distance::dot, v, 4));
-  RequireRejected("kernel.kernel", values, run({Kernel::boxcar}, Distance::cosine, v, 4));
+  RequireRejected("kernel.kernel", values,
+                  run({static_cast<Kernel>(9)}, sq, v, 4));
+  RequireRejected("input", values,
+                  run({Kernel::gaussian}, static_cast<Distance>(5), v, 4));
+  RequireRejected("kernel.kernel", values,
+                  run({Kernel::gaussian}, Distance::dot, v, 4));
+  RequireRejected("kernel.kernel", values,
+                  run({Kernel::boxcar}, Distance::cosine, v, 4));
   for (double h : {0.0, -1.0, inf, -inf, std::nan(""), 1e-50, 1e50}) {
     INFO("bandwidth " << h);
-    RequireRejected("kernel.bandwidth", values, run({Kernel::triangular, h}, sq, v, 4));
+    RequireRejected("kernel.bandwidth", values,
+                    run({Kernel::triangular, h}, sq, v, 4));
   }
-  RequireRejected("kernel.scale", values, run({Kernel::exp, 1, std::nan("")}, Distance::dot, v, 4));
-  RequireRejected("kernel.scale", values, run({Kernel::exp, 1, inf}, Distance::dot, v, 4));
-  RequireRejected("kernel.scale", values, run({Kernel::exp}, Distance::dot, v, 0));
-  RequireRejected("values.stride", values, run({Kernel::gaussian}, sq, {values.data(), 3, 4, 3}, 4));
-  RequireRejected("values.data", values, run({Kernel::gaussian}, sq, {nullptr, 3, 4}, 4));
-  RequireRejected("execution.threads", values, run({Kernel::gaussian}, sq, v, 4, {-2}));
+  RequireRejected("kernel.scale", values,
+                  run({Kernel::exp, 1, std::nan("")}, Distance::dot, v, 4));
+  RequireRejected("kernel.scale", values,
+                  run({Kernel::exp, 1, inf}, Distance::dot, v, 4));
+  RequireRejected("kernel.scale", values,
+                  run({Kernel::exp}, Distance::dot, v, 0));
+  RequireRejected("values.stride", values,
+                  run({Kernel::gaussian}, sq, {values.data(), 3, 4, 3}, 4));
+  RequireRejected("values.data", values,
+                  run({Kernel::gaussian}, sq, {nullptr, 3, 4}, 4));
+  RequireRejected("execution.threads", values,
+                  run({Kernel::gaussian}, sq, v, 4, {-2}));
 }
 
 TEST_CASE("normalize rejects bad arguments", "[normalize][errors]") {
@@ -95,8 +112,10 @@ TEST_CASE("normalize rejects bad arguments", "[normalize][errors]") {
     return [=] { attnpool::normalize(normalization, view, mask, empty); };
   };
   const Normalization softmax = Normalization::softmax;
-  RequireRejected("normalization", values, run(static_cast<Normalization>(4), v, {}));
-  RequireRejected("empty_rows", values, run(softmax, v, {}, static_cast<EmptyRows>(2)));
+  RequireRejected("normalization", values,
+                  run(static_cast<Normalization>(4), v, {}));
+  RequireRejected("empty_rows", values,
+                  run(softmax, v, {}, static_cast<EmptyRows>(2)));
   const size_t too_long[3] = {4, 5, 0};
   Mask<float> mask;
   mask.valid_lengths = too_long;
@@ -126,19 +145,23 @@ TEST_CASE("attention_pool_staged rejects bad arguments", "[pool][errors]") {
   using attnpool::PoolSpec;
   // n = 3 queries, m = 4 keys, d = 2, dv = 5. out and weights live in one
   // canary buffer, so one comparison covers both.
-  std::vector<float> queries(3 * 2, 1.0f), keys(4 * 2, 2.0f), values(4 * 5, 3.0f);
+  std::vector<float> queries(3 * 2, 1.0f), keys(4 * 2, 2.0f),
+      values(4 * 5, 3.0f);
   std::vector<float> outputs(3 * 5 + 3 * 4, -777.0f);
   const MatrixView<const float> q(queries.data(), 3, 2), k(keys.data(), 4, 2),
       v(values.data(), 4, 5);
   const MatrixView<float> o(outputs.data(), 3, 5), w(outputs.data() + 15, 3, 4);
-  const PoolSpec nw{Distance::sqeuclidean, {Kernel::gaussian, 0.5}, Normalization::sum};
+  const PoolSpec nw{
+      Distance::sqeuclidean, {Kernel::gaussian, 0.5}, Normalization::sum};
   const auto run = [&](PoolSpec spec, MatrixView<const float> queries_view,
                        MatrixView<const float> keys_view,
-                       MatrixView<const float> values_view, MatrixView<float> out_view,
+                       MatrixView<const float> values_view,
+                       MatrixView<float> out_view,
                        MatrixView<float> weights_view, Mask<float> mask = {}) {
     return [=] {
-      attnpool::attention_pool_staged(spec, queries_view, keys_view, values_view,
-                                      out_view, weights_view, mask);
+      attnpool::attention_pool_staged(spec, queries_view, keys_view,
+                                      values_view, out_view, weights_view,
+                                      mask);
     };
   };
   PoolSpec bad = nw;
@@ -152,18 +175,27 @@ TEST_CASE("attention_pool_staged rejects bad arguments", "[pool][errors]") {
   bad = nw;
   bad.normalization = static_cast<Normalization>(-1);
   RequireRejected("normalization", outputs, run(bad, q, k, v, o, w));
-  RequireRejected("keys.cols", outputs, run(nw, q, {keys.data(), 2, 4}, v, o, w));
-  RequireRejected("values.rows", outputs, run(nw, q, k, {values.data(), 3, 5}, o, w));
-  RequireRejected("out.rows", outputs, run(nw, q, k, v, {outputs.data(), 2, 5}, w));
-  RequireRejected("out.cols", outputs, run(nw, q, k, v, {outputs.data(), 3, 4}, w));
-  RequireRejected("weights.rows", outputs, run(nw, q, k, v, o, {outputs.data() + 15, 2, 4}));
-  RequireRejected("weights.cols", outputs, run(nw, q, k, v, o, {outputs.data() + 15, 3, 3}));
-  RequireRejected("out", outputs, run(nw, q, k, v, o, {outputs.data() + 10, 3, 4}));
-  RequireRejected("weights", outputs, run(nw, q, k, {outputs.data() + 15, 4, 5}, o, w));
+  RequireRejected("keys.cols", outputs,
+                  run(nw, q, {keys.data(), 2, 4}, v, o, w));
+  RequireRejected("values.rows", outputs,
+                  run(nw, q, k, {values.data(), 3, 5}, o, w));
+  RequireRejected("out.rows", outputs,
+                  run(nw, q, k, v, {outputs.data(), 2, 5}, w));
+  RequireRejected("out.cols", outputs,
+                  run(nw, q, k, v, {outputs.data(), 3, 4}, w));
+  RequireRejected("weights.rows", outputs,
+                  run(nw, q, k, v, o, {outputs.data() + 15, 2, 4}));
+  RequireRejected("weights.cols", outputs,
+                  run(nw, q, k, v, o, {outputs.data() + 15, 3, 3}));
+  RequireRejected("out", outputs,
+                  run(nw, q, k, v, o, {outputs.data() + 10, 3, 4}));
+  RequireRejected("weights", outputs,
+                  run(nw, q, k, {outputs.data() + 15, 4, 5}, o, w));
   Mask<float> mask;
   std::vector<float> bias(3 * 4);
   mask.bias = {bias.data(), 3, 4};
-  const PoolSpec boxcar{Distance::euclidean, {Kernel::boxcar, 1.0}, Normalization::sum};
+  const PoolSpec boxcar{
+      Distance::euclidean, {Kernel::boxcar, 1.0}, Normalization::sum};
   RequireRejected("mask.bias", outputs, run(boxcar, q, k, v, o, w, mask));
   const size_t lengths[3] = {1, 9, 2};
   mask = {};

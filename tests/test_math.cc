@@ -76,8 +76,9 @@ struct Tally {
 
   void Fail(double x, double got, const char* why) {
     if (failures++ < 8) {
-      FAIL_CHECK(why << ": x = " << std::hexfloat << x << " (" << std::defaultfloat
-                     << x << "), got " << std::hexfloat << got);
+      FAIL_CHECK(why << ": x = " << std::hexfloat << x << " ("
+                     << std::defaultfloat << x << "), got " << std::hexfloat
+                     << got);
     }
   }
   void Error(double x, double error, double bound, double got) {
@@ -174,8 +175,8 @@ std::vector<float> FloatEdgeCases() {
       0.0f, -0.0f, inf, -inf, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN,
       FloatFromBits(1), FloatFromBits(0x80000001u),  // ± smallest denormal
       1e-30f, -1e-30f, 1.0f, -1.0f, 0.5f, 88.0f, -88.0f, 100.0f, -100.0f,
-      -104.0f, 1e10f, -1e10f, 1e30f, -1e30f, 9.0f, 9.0109f, 9.5f, 10.0f,
-      -10.0f, 20.0f, -20.0f, 44.0f, 45.0f, -45.0f,
+      -104.0f, 1e10f, -1e10f, 1e30f, -1e30f, 9.0f, 9.0109f, 9.5f, 10.0f, -10.0f,
+      20.0f, -20.0f, 44.0f, 45.0f, -45.0f,
       // quiet and signaling NaNs, both signs, with payloads
       FloatFromBits(0x7fc00000u), FloatFromBits(0xffc00000u),
       FloatFromBits(0x7fc00001u), FloatFromBits(0xffc001ffu),
@@ -248,8 +249,8 @@ void FloatAccuracy(Function f) {
     CheckFloatRange(f, 8.0f, 10.0f, 16 * kThinning, tally);
     CheckFloatRange(f, 0x1p-13f, 0x1p-12f, 4 * kThinning, tally);
   }
-  Report(f, "float", tally, f == Function::exp ? kExpFloatBound
-                                              : kTanhFloatBound);
+  Report(f, "float", tally,
+         f == Function::exp ? kExpFloatBound : kTanhFloatBound);
 }
 
 ATTNPOOL_TEST_EACH_TARGET(ExpFloat, "math.exp.float", "[math]") {
@@ -283,9 +284,10 @@ void DoubleAccuracy(Function f) {
     in.push_back(i % 2 ? magnitude : -magnitude);
   }
   // Exact values, specials and the thresholds' neighbours.
-  for (double x : {0.0, -0.0, inf, -inf, DBL_MAX, -DBL_MAX, DBL_MIN, -DBL_MIN,
-                   DBL_TRUE_MIN, -DBL_TRUE_MIN, 0.625, -0.625, 19.0, 20.0,
-                   -20.0, 1e300, -1e300, -745.2, -800.0, 710.0}) {
+  for (double x : {0.0,      -0.0,    inf,      -inf,         DBL_MAX,
+                   -DBL_MAX, DBL_MIN, -DBL_MIN, DBL_TRUE_MIN, -DBL_TRUE_MIN,
+                   0.625,    -0.625,  19.0,     20.0,         -20.0,
+                   1e300,    -1e300,  -745.2,   -800.0,       710.0}) {
     in.push_back(x);
   }
   for (Long threshold : {std::log(static_cast<Long>(DBL_MAX)),
@@ -311,12 +313,13 @@ void DoubleAccuracy(Function f) {
     if (f == Function::exp) {
       const Long want = std::exp(static_cast<Long>(x));
       if (want < DBL_MIN) {
-        if (!(got == 0 && !std::signbit(got))) tally.Fail(x, got, "expected +0");
+        if (!(got == 0 && !std::signbit(got)))
+          tally.Fail(x, got, "expected +0");
       } else if (std::isinf(static_cast<double>(want))) {
         if (!(std::isinf(got) && got > 0)) tally.Fail(x, got, "expected +inf");
       } else {
-        tally.Error(x, static_cast<double>(std::fabs(got - want) / want),
-                    bound, got);
+        tally.Error(x, static_cast<double>(std::fabs(got - want) / want), bound,
+                    got);
       }
     } else {
       const Long want = std::tanh(static_cast<Long>(x));
@@ -325,9 +328,9 @@ void DoubleAccuracy(Function f) {
           tally.Fail(x, got, "expected a zero of the sign of x");
         }
       } else {
-        tally.Error(x,
-                    static_cast<double>(std::fabs(got - want) / std::fabs(want)),
-                    bound, got);
+        tally.Error(
+            x, static_cast<double>(std::fabs(got - want) / std::fabs(want)),
+            bound, got);
       }
     }
   }

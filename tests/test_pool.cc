@@ -38,7 +38,8 @@ void CheckPipeline(const PoolSpec& spec, const Mask<T>& mask,
   const size_t n = queries.rows(), m = keys.rows(), dv = values.cols();
   TestMatrix<T> out(n, dv, 1, 1), weights(n, m, 2);
   attnpool::attention_pool_staged(spec, queries.view(), keys.view(),
-                                  values.view(), out.view(), weights.view(), mask);
+                                  values.view(), out.view(), weights.view(),
+                                  mask);
   if (m != 0) RequireRanOnTarget();  // m = 0 computes nothing
 
   TestMatrix<T> distances(n, m);
@@ -59,14 +60,15 @@ void CheckPipeline(const PoolSpec& spec, const Mask<T>& mask,
   // Kernel and normalization bounds of kernel.h and normalize.h, with the
   // logit gap bounded by twice the largest logit (+ |bias| ≤ 3).
   const double u = kUnitRoundoff<T>;
-  const double relative = spec.normalization == Normalization::argmax
-                              ? 0
-                              : (m + 8) * u + 3 * kExpError<T> +
-                                    u * (8 * largest_logit + 6);
+  const double relative =
+      spec.normalization == Normalization::argmax
+          ? 0
+          : (m + 8) * u + 3 * kExpError<T> + u * (8 * largest_logit + 6);
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < m; ++j) {
       const double got = weights(i, j), expected = want[i * m + j];
-      INFO("weight (" << i << ", " << j << ") got " << got << " want " << expected);
+      INFO("weight (" << i << ", " << j << ") got " << got << " want "
+                      << expected);
       REQUIRE(std::isnan(got) == std::isnan(expected));
       if (!std::isnan(expected)) {
         REQUIRE(std::fabs(got - expected) <=
@@ -85,11 +87,12 @@ void CheckPipeline(const PoolSpec& spec, const Mask<T>& mask,
                        : 0;
       }
       const double got = out(i, c);
-      INFO("out (" << i << ", " << c << ") got " << got << " want " << expected);
+      INFO("out (" << i << ", " << c << ") got " << got << " want "
+                   << expected);
       REQUIRE(std::isnan(got) == std::isnan(expected));
       if (!std::isnan(expected)) {
-        REQUIRE(std::fabs(got - expected) <=
-                (relative + (m + 2) * u) * scale + std::numeric_limits<T>::min());
+        REQUIRE(std::fabs(got - expected) <= (relative + (m + 2) * u) * scale +
+                                                 std::numeric_limits<T>::min());
       }
     }
   }
@@ -102,9 +105,13 @@ void PipelineSweep() {
   const PoolSpec specs[] = {
       {Distance::sqeuclidean, {Kernel::gaussian, 2.0}, Normalization::sum},
       {Distance::euclidean, {Kernel::boxcar, 4.5}, Normalization::sum},
-      {Distance::manhattan, {Kernel::triangular, 9.0}, Normalization::sum,
+      {Distance::manhattan,
+       {Kernel::triangular, 9.0},
+       Normalization::sum,
        EmptyRows::zero},
-      {Distance::sqeuclidean, {Kernel::epanechnikov, 4.0}, Normalization::none,
+      {Distance::sqeuclidean,
+       {Kernel::epanechnikov, 4.0},
+       Normalization::none,
        EmptyRows::zero},
       {Distance::dot, {Kernel::exp}, Normalization::sum},
       {Distance::dot, {Kernel::exp, 1.0, 0.3}, Normalization::softmax},
@@ -121,7 +128,8 @@ void PipelineSweep() {
            << " " << attnpool::kernel_name(spec.kernel.kernel) << " "
            << attnpool::normalization_name(spec.normalization) << " n=" << n
            << " m=" << m << " d=" << depth << " dv=" << dv);
-      TestMatrix<T> queries(n, depth, 1), keys(m, depth, 2, 1), values(m, dv, 1, 3);
+      TestMatrix<T> queries(n, depth, 1), keys(m, depth, 2, 1),
+          values(m, dv, 1, 3);
       queries.FillRandom(rng, 0);
       keys.FillRandom(rng, 0);
       values.FillRandom(rng, 2);
@@ -165,16 +173,18 @@ void FarQueryCase() {
   const double h = 0.3;
   TestMatrix<T> keys(m, 1), values(m, 1), queries(2, 1), out(2, 1);
   for (size_t j = 0; j < m; ++j) {
-    keys(j, 0) = T(0.1 * static_cast<double>(j % 49));  // keys 0 and 49 tie at x = 0
+    keys(j, 0) =
+        T(0.1 * static_cast<double>(j % 49));  // keys 0 and 49 tie at x = 0
     values(j, 0) = T(std::sin(0.1 * static_cast<double>(j)));
   }
   values(0, 0) = T(1);
   values(49, 0) = T(3);
   queries(0, 0) = T(-1e4 * h);  // far left: nearest are keys 0 and 49 (x = 0)
   queries(1, 0) = T(2.45);      // an ordinary query, for contrast
-  const PoolSpec spec{Distance::sqeuclidean, {Kernel::gaussian, h}, Normalization::sum};
-  attnpool::attention_pool_staged(spec, queries.view(), keys.view(), values.view(),
-                                  out.view());
+  const PoolSpec spec{
+      Distance::sqeuclidean, {Kernel::gaussian, h}, Normalization::sum};
+  attnpool::attention_pool_staged(spec, queries.view(), keys.view(),
+                                  values.view(), out.view());
   RequireRanOnTarget();
   REQUIRE(out(0, 0) == Approx(2.0).epsilon(1e-6));
   REQUIRE(std::isfinite(static_cast<double>(out(1, 0))));

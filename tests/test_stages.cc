@@ -30,7 +30,9 @@ template <typename T>
 constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 
 // Whether `got` is NaN exactly when `want` is.
-bool SameNaN(double got, double want) { return std::isnan(got) == std::isnan(want); }
+bool SameNaN(double got, double want) {
+  return std::isnan(got) == std::isnan(want);
+}
 
 // ------------------------------------------------------------------ kernels
 
@@ -87,7 +89,8 @@ void CheckKernel(const KernelSpec& spec, Distance input, std::mt19937_64& rng) {
         } else if (spec.kernel == Kernel::boxcar) {
           // Exact, except where u is within a few ulp of 1.
           const double scaled =
-              (input == Distance::sqeuclidean ? std::sqrt(x) : x) / spec.bandwidth;
+              (input == Distance::sqeuclidean ? std::sqrt(x) : x) /
+              spec.bandwidth;
           bound = std::fabs(scaled - 1) <= 8 * u ? 1 : 0;
         }
         REQUIRE(std::fabs(got - want) <= bound);
@@ -108,8 +111,9 @@ void KernelSweep() {
           kernel != Kernel::constant && kernel != Kernel::exp;
       if (distance_kernel && input == Distance::dot) {
         TestMatrix<T> values(2, 2);
-        REQUIRE_THROWS_AS(attnpool::apply_kernel({kernel}, input, values.view(), 4),
-                          attnpool::Error);
+        REQUIRE_THROWS_AS(
+            attnpool::apply_kernel({kernel}, input, values.view(), 4),
+            attnpool::Error);
         continue;
       }
       for (double h : {0.7, 1e-30, 1e30}) {
@@ -139,10 +143,12 @@ template <typename T>
 double NormalizeBound(Normalization normalization, double want, size_t cols,
                       double logit_gap) {
   const double u = kUnitRoundoff<T>;
-  if (normalization == Normalization::none || normalization == Normalization::argmax) {
+  if (normalization == Normalization::none ||
+      normalization == Normalization::argmax) {
     return 0;
   }
-  const double gap = normalization == Normalization::softmax ? u * logit_gap : 0;
+  const double gap =
+      normalization == Normalization::softmax ? u * logit_gap : 0;
   return ((cols + 8) * u + 2 * kExpError<T> + gap) * want +
          std::numeric_limits<T>::min();
 }
@@ -189,7 +195,8 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
   RequireRanOnTarget();
   for (size_t i = 0; i < rows; ++i) {
     double row_sum = 0, best = -INFINITY;
-    for (size_t j = 0; j < cols; ++j) best = std::max(best, double(input(i, j)));
+    for (size_t j = 0; j < cols; ++j)
+      best = std::max(best, double(input(i, j)));
     for (size_t j = 0; j < cols; ++j) {
       const double got = values(i, j), expected = want[i * cols + j];
       INFO(attnpool::normalization_name(normalization)
@@ -206,7 +213,8 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
       row_sum += got;
     }
     // Normalized rows sum to 1 (rows emptied to zeros: 0).
-    if (cols && !std::isnan(want[i * cols]) && normalization != Normalization::none) {
+    if (cols && !std::isnan(want[i * cols]) &&
+        normalization != Normalization::none) {
       double want_sum = 0;
       for (size_t j = 0; j < cols; ++j) want_sum += want[i * cols + j];
       REQUIRE((want_sum == 0 || want_sum == Approx(1).epsilon(1e-12)));
@@ -234,14 +242,16 @@ void NormalizeSweep() {
       if (mask_case.bias && !scores) continue;  // rejected: see the errors test
       for (EmptyRows empty : {EmptyRows::nan, EmptyRows::zero}) {
         for (size_t cols : {0, 1, 3, 8, 15, 16, 17, 33, 100}) {
-          CheckNormalize<T>(normalization, mask_case, empty, 1 + cols % 7, cols, rng);
+          CheckNormalize<T>(normalization, mask_case, empty, 1 + cols % 7, cols,
+                            rng);
         }
       }
     }
   }
 }
 
-ATTNPOOL_TEST_EACH_TARGET(NormalizeFloat, "normalize.sweep.float", "[normalize]") {
+ATTNPOOL_TEST_EACH_TARGET(NormalizeFloat, "normalize.sweep.float",
+                          "[normalize]") {
   NormalizeSweep<float>();
 }
 
@@ -251,18 +261,19 @@ ATTNPOOL_TEST_EACH_TARGET(NormalizeDouble, "normalize.sweep.double",
 }
 
 // Extreme scores: ±1e30, rows of −inf, +inf, NaN; both empty-row policies.
-ATTNPOOL_TEST_EACH_TARGET(NormalizeExtremes, "normalize.extremes", "[normalize]") {
+ATTNPOOL_TEST_EACH_TARGET(NormalizeExtremes, "normalize.extremes",
+                          "[normalize]") {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const size_t cols = 19;
   for (EmptyRows empty : {EmptyRows::nan, EmptyRows::zero}) {
     TestMatrix<float> values(5, cols);
     for (size_t j = 0; j < cols; ++j) {
-      values(0, j) = j % 2 ? 1e30f : -1e30f;  // huge spread
-      values(1, j) = -inf;                    // nothing visible
+      values(0, j) = j % 2 ? 1e30f : -1e30f;              // huge spread
+      values(1, j) = -inf;                                // nothing visible
       values(2, j) = j == 4 || j == 11 ? inf : float(j);  // two +inf
       values(3, j) = j == 7 ? nan : 0.0f;
-      values(4, j) = -1e30f;                  // equal, huge negative
+      values(4, j) = -1e30f;  // equal, huge negative
     }
     attnpool::normalize(Normalization::softmax, values.view(), {}, empty);
     for (size_t j = 0; j < cols; ++j) {
@@ -275,7 +286,8 @@ ATTNPOOL_TEST_EACH_TARGET(NormalizeExtremes, "normalize.extremes", "[normalize]"
         REQUIRE(values(1, j) == 0);
       }
       REQUIRE(values(2, j) == (j == 4 || j == 11 ? 0.5f : 0.0f));
-      REQUIRE(std::isnan(values(3, j)));  // NaN poisons its row, whatever the policy
+      REQUIRE(std::isnan(
+          values(3, j)));  // NaN poisons its row, whatever the policy
       REQUIRE(values(4, j) == Approx(1.0 / cols).epsilon(1e-6));
     }
   }
@@ -290,8 +302,8 @@ ATTNPOOL_TEST_EACH_TARGET(D2lMaskedSoftmax, "normalize.d2l_masked_softmax",
                               {0.33f, 0.07f, 0.85f, 0.56f},
                               {0.72f, 0.15f, 0.44f, 0.29f},
                               {0.05f, 0.97f, 0.38f, 0.61f}};
-  const size_t per_batch[4] = {2, 2, 3, 3};    // [2, 3]
-  const size_t per_query[4] = {1, 3, 2, 4};    // [[1, 3], [2, 4]]
+  const size_t per_batch[4] = {2, 2, 3, 3};  // [2, 3]
+  const size_t per_query[4] = {1, 3, 2, 4};  // [[1, 3], [2, 4]]
   for (const size_t* lengths : {per_batch, per_query}) {
     std::vector<float> values(&scores[0][0], &scores[0][0] + 16);
     Mask<float> mask;
@@ -300,7 +312,8 @@ ATTNPOOL_TEST_EACH_TARGET(D2lMaskedSoftmax, "normalize.d2l_masked_softmax",
     RequireRanOnTarget();
     for (size_t i = 0; i < 4; ++i) {
       double denominator = 0;
-      for (size_t j = 0; j < lengths[i]; ++j) denominator += std::exp(double(scores[i][j]));
+      for (size_t j = 0; j < lengths[i]; ++j)
+        denominator += std::exp(double(scores[i][j]));
       for (size_t j = 0; j < 4; ++j) {
         const double by_hand =
             j < lengths[i] ? std::exp(double(scores[i][j])) / denominator : 0.0;
@@ -314,7 +327,8 @@ ATTNPOOL_TEST_EACH_TARGET(D2lMaskedSoftmax, "normalize.d2l_masked_softmax",
 TEST_CASE("stage enums: names round-trip", "[kernel][normalize]") {
   for (int k = 0; k < attnpool::kKernelCount; ++k) {
     const auto kernel = static_cast<Kernel>(k);
-    REQUIRE(attnpool::kernel_from_name(attnpool::kernel_name(kernel)) == kernel);
+    REQUIRE(attnpool::kernel_from_name(attnpool::kernel_name(kernel)) ==
+            kernel);
   }
   for (int n = 0; n < attnpool::kNormalizationCount; ++n) {
     const auto normalization = static_cast<Normalization>(n);

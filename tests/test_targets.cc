@@ -26,7 +26,8 @@ TEST_CASE("targets: lists are consistent", "[targets]") {
   REQUIRE(attnpool::active_target() == supported.front());
 }
 
-TEST_CASE("targets: forcing each supported target, then resetting", "[targets]") {
+TEST_CASE("targets: forcing each supported target, then resetting",
+          "[targets]") {
   for (const auto& name : attnpool::supported_targets()) {
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
@@ -44,7 +45,8 @@ TEST_CASE("targets: forcing each supported target, then resetting", "[targets]")
   REQUIRE(attnpool::active_target() == attnpool::supported_targets().front());
 }
 
-TEST_CASE("targets: forcing what is not there is an error", "[targets][errors]") {
+TEST_CASE("targets: forcing what is not there is an error",
+          "[targets][errors]") {
   const std::string before = attnpool::active_target();
   for (const char* name : {"bogus", "", "AVX4"}) {
     INFO(name);

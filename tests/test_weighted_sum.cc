@@ -55,8 +55,8 @@ void CheckShape(const TestMatrix<T>& weights, const TestMatrix<T>& values,
   attnpool::weighted_sum(weights.view(), values.view(), out.view(),
                          attnpool::Execution{threads});
   if (rows && columns) RequireRanOnTarget();
-  const auto want = attnpool::reference::weighted_sum(weights.view(),
-                                                      values.view());
+  const auto want =
+      attnpool::reference::weighted_sum(weights.view(), values.view());
   const double u = kUnitRoundoff<T>;
   size_t failures = 0;
   double worst = 0;  // largest error / bound
@@ -83,7 +83,8 @@ void CheckShape(const TestMatrix<T>& weights, const TestMatrix<T>& values,
   for (size_t k = 0; k < before.size(); ++k) {
     const T now = out.storage()[k];
     if (std::memcmp(&now, &before[k], sizeof(T)) != 0) {
-      FAIL("element " << k << " of the output storage outside the view changed");
+      FAIL("element " << k
+                      << " of the output storage outside the view changed");
     }
   }
 }
@@ -112,8 +113,7 @@ void SweepShapes() {
       // or 2 (strided: packed, or read in place for few rows).
       const size_t value_padding = s % 3;
       INFO("n=" << rows << " m=" << depth << " dv=" << columns
-                << " offset=" << offset << " values padding "
-                << value_padding);
+                << " offset=" << offset << " values padding " << value_padding);
       TestMatrix<T> weights(rows, depth, s % 4 == 0 ? 0 : 1 + s % 4, offset);
       TestMatrix<T> values(depth, columns, value_padding, 3 - offset % 3);
       FillWeights(weights, rng);
@@ -175,8 +175,8 @@ void ThreadCountCase() {
   for (const Shape& s : {Shape{300, 150, 37, 0}, Shape{5, 600, 130, 0},
                          Shape{50, 1100, 37, 1}, Shape{400, 70, 64, 0}}) {
     INFO("n=" << s.rows << " m=" << s.depth << " dv=" << s.columns);
-    TestMatrix<T> weights(s.rows, s.depth, 1), values(s.depth, s.columns,
-                                                      s.value_padding);
+    TestMatrix<T> weights(s.rows, s.depth, 1),
+        values(s.depth, s.columns, s.value_padding);
     FillWeights(weights, rng);
     values.FillRandom(rng);
     TestMatrix<T> one(s.rows, s.columns), two(s.rows, s.columns);
@@ -250,7 +250,8 @@ TEST_CASE("weighted_sum rejects bad arguments", "[weighted_sum][errors]") {
   const MatrixView<float> o(out.data(), 4, 3);
   const auto run = [](MatrixView<const float> weights_view,
                       MatrixView<const float> values_view,
-                      MatrixView<float> out_view, attnpool::Execution execution) {
+                      MatrixView<float> out_view,
+                      attnpool::Execution execution) {
     return [=] {
       attnpool::weighted_sum(weights_view, values_view, out_view, execution);
     };
@@ -260,30 +261,37 @@ TEST_CASE("weighted_sum rejects bad arguments", "[weighted_sum][errors]") {
   RequireRejected("weights.data", out, run({nullptr, 4, 5}, v, o, {}));
   RequireRejected("values.data", out, run(w, {nullptr, 5, 3}, o, {}));
   RequireRejected("out.data", out, run(w, v, {nullptr, 4, 3}, {}));
-  RequireRejected("weights.stride", out, run({weights.data(), 4, 5, 4}, v, o, {}));
-  RequireRejected("values.stride", out, run(w, {values.data(), 5, 3, 2}, o, {}));
+  RequireRejected("weights.stride", out,
+                  run({weights.data(), 4, 5, 4}, v, o, {}));
+  RequireRejected("values.stride", out,
+                  run(w, {values.data(), 5, 3, 2}, o, {}));
   RequireRejected("out.stride", out, run(w, v, {out.data(), 4, 3, 2}, {}));
   RequireRejected("values.rows", out, run(w, {values.data(), 4, 3}, o, {}));
   RequireRejected("out.rows", out, run(w, v, {out.data(), 3, 3}, {}));
   RequireRejected("out.cols", out, run(w, v, {out.data(), 4, 2, 3}, {}));
-  RequireRejected("weights", out, run({weights.data(), huge, 5, huge}, v, o, {}));
+  RequireRejected("weights", out,
+                  run({weights.data(), huge, 5, huge}, v, o, {}));
   RequireRejected("values", out, run(w, {values.data(), 5, huge, huge}, o, {}));
   RequireRejected("out", out, run(w, v, {out.data(), huge, 3, huge}, {}));
   RequireRejected("execution.threads", out, run(w, v, o, {-1}));
   // The output aliasing an input.
-  RequireRejected("out", out, run({out.data(), 4, 3, 3}, {values.data(), 3, 3}, o, {}));
-  RequireRejected("out", out, run(w, {out.data() + 3, 5, 1, 1}, {out.data(), 4, 1, 3}, {}));
+  RequireRejected("out", out,
+                  run({out.data(), 4, 3, 3}, {values.data(), 3, 3}, o, {}));
+  RequireRejected("out", out,
+                  run(w, {out.data() + 3, 5, 1, 1}, {out.data(), 4, 1, 3}, {}));
 }
 
 TEST_CASE("weighted_sum of empty shapes", "[weighted_sum][errors]") {
   std::vector<float> data(12, 1.0f), out(12, -777.0f);
   // n = 0 or dv = 0: no output element; null data is fine there.
   attnpool::weighted_sum({nullptr, 0, 3}, {data.data(), 3, 4}, {nullptr, 0, 4});
-  attnpool::weighted_sum({data.data(), 2, 3}, {nullptr, 3, 0}, {out.data(), 2, 0});
+  attnpool::weighted_sum({data.data(), 2, 3}, {nullptr, 3, 0},
+                         {out.data(), 2, 0});
   REQUIRE(out == std::vector<float>(12, -777.0f));
   REQUIRE(attnpool::last_run_target().empty());
   // m = 0: empty sums, a zero output (strided: the padding stays).
-  attnpool::weighted_sum({nullptr, 3, 0}, {nullptr, 0, 3}, {out.data(), 3, 3, 4});
+  attnpool::weighted_sum({nullptr, 3, 0}, {nullptr, 0, 3},
+                         {out.data(), 3, 3, 4});
   for (size_t k = 0; k < out.size(); ++k) {
     REQUIRE(out[k] == (k % 4 == 3 ? -777.0f : 0.0f));
   }

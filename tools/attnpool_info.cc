@@ -32,8 +32,10 @@ std::string CpuModel() {
 
 int main() {
   try {
-    std::printf("compiled targets:  %s\n", Join(attnpool::compiled_targets()).c_str());
-    std::printf("supported targets: %s\n", Join(attnpool::supported_targets()).c_str());
+    std::printf("compiled targets:  %s\n",
+                Join(attnpool::compiled_targets()).c_str());
+    std::printf("supported targets: %s\n",
+                Join(attnpool::supported_targets()).c_str());
     std::printf("active target:     %s\n", attnpool::active_target().c_str());
     std::printf("OpenMP threads:    %d\n", omp_get_max_threads());
     std::printf("CPU model:         %s\n", CpuModel().c_str());

@@ -25,11 +25,13 @@ struct MatrixView {
       : data(data_), rows(rows_), cols(cols_), stride(stride_) {}
 
   // A mutable view converts to a read-only one.
-  template <typename U, typename = std::enable_if_t<std::is_same<
-                            T, std::add_const_t<U>>::value &&
-                                                 !std::is_same<T, U>::value>>
+  template <typename U, typename = std::enable_if_t<
+                            std::is_same<T, std::add_const_t<U>>::value &&
+                            !std::is_same<T, U>::value>>
   MatrixView(const MatrixView<U>& other)  // NOLINT(google-explicit-constructor)
-      : data(other.data), rows(other.rows), cols(other.cols),
+      : data(other.data),
+        rows(other.rows),
+        cols(other.cols),
         stride(other.stride) {}
 
   T* row(size_t r) const { return data + r * stride; }

@@ -54,10 +54,12 @@ struct Mask {
 // ≤ (m + 8)·u + 4e-7 + u·|aᵢ − max| (the last term only for softmax), or
 // absolute error ≤ the smallest normal number where it underflows.
 void normalize(Normalization normalization, MatrixView<float> values,
-               const Mask<float>& mask = {}, EmptyRows empty_rows = EmptyRows::nan,
+               const Mask<float>& mask = {},
+               EmptyRows empty_rows = EmptyRows::nan,
                const Execution& execution = {});
 void normalize(Normalization normalization, MatrixView<double> values,
-               const Mask<double>& mask = {}, EmptyRows empty_rows = EmptyRows::nan,
+               const Mask<double>& mask = {},
+               EmptyRows empty_rows = EmptyRows::nan,
                const Execution& execution = {});
 
 }  // namespace attnpool

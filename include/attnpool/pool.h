@@ -38,7 +38,8 @@ void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
                            MatrixView<float> weights,
                            const Mask<float>& mask = {},
                            const Execution& execution = {});
-void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<double> queries,
+void attention_pool_staged(const PoolSpec& spec,
+                           ConstMatrixView<double> queries,
                            ConstMatrixView<double> keys,
                            ConstMatrixView<double> values,
                            MatrixView<double> out, MatrixView<double> weights,
@@ -51,10 +52,12 @@ void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
                            ConstMatrixView<float> values, MatrixView<float> out,
                            const Mask<float>& mask = {},
                            const Execution& execution = {});
-void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<double> queries,
+void attention_pool_staged(const PoolSpec& spec,
+                           ConstMatrixView<double> queries,
                            ConstMatrixView<double> keys,
                            ConstMatrixView<double> values,
-                           MatrixView<double> out, const Mask<double>& mask = {},
+                           MatrixView<double> out,
+                           const Mask<double>& mask = {},
                            const Execution& execution = {});
 
 }  // namespace attnpool
