@@ -276,27 +276,37 @@ void PackKeys(Distance distance, ConstMatrixView<T> keys, size_t panel_begin,
   }
 }
 
-// Runs the tile kernel over rows [row_begin, row_end) × all keys.
+// Where a sweep writes: query rows [row_begin, row_end) × the keys of
+// panels [panel_begin, panel_end), result (i, j) at out(i − row_origin,
+// j − key_origin).
+template <typename T>
+struct ScoreWindow {
+  MatrixView<T> out;
+  size_t row_begin, row_end;
+  size_t panel_begin, panel_end;
+  size_t row_origin = 0, key_origin = 0;
+};
+
+// Runs the tile kernel over a window of queries × keys.
 template <class Step, typename T, class Finisher>
 void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
-                MatrixView<T> out, size_t row_begin, size_t row_end,
-                const Finisher& finisher) {
+                const ScoreWindow<T>& window, const Finisher& finisher) {
   const hn::ScalableTag<T> d;
   using V = hn::Vec<decltype(d)>;
   const size_t N = hn::Lanes(d);
   const size_t width = 2 * N;
   const size_t depth = queries.cols;
-  const size_t panel_count = (keys.count + width - 1) / width;
+  const size_t row_begin = window.row_begin, row_end = window.row_end;
   const size_t depth_block =
       std::max<size_t>(1, std::min(depth, kDepthBlockBytes / sizeof(T)));
   const size_t panels_per_block =
       std::max<size_t>(1, kKeyBlockBytes / (width * depth_block * sizeof(T)));
   HWY_ALIGN T tile[kTileRows * 2 * kMaxLanesBytes / sizeof(T)];
 
-  for (size_t panel_begin = 0; panel_begin < panel_count;
+  for (size_t panel_begin = window.panel_begin; panel_begin < window.panel_end;
        panel_begin += panels_per_block) {
     const size_t panel_end =
-        std::min(panel_count, panel_begin + panels_per_block);
+        std::min(window.panel_end, panel_begin + panels_per_block);
     // depth = 0 still runs one (empty) pass so that every output is written.
     for (size_t pass_begin = 0; pass_begin == 0 || pass_begin < depth;
          pass_begin += depth_block) {
@@ -322,7 +332,9 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
           ComputeTile<Step>(d, rows, panel_data, pass_depth, tile);
           for (size_t r = 0; r < tile_rows; ++r) {
             const size_t query_row = tile_row + r;
-            T* HWY_RESTRICT target = out.row(query_row) + key;
+            T* HWY_RESTRICT target =
+                window.out.row(query_row - window.row_origin) +
+                (key - window.key_origin);
             V low = hn::Load(d, tile + 2 * r * N);
             V high = hn::Load(d, tile + (2 * r + 1) * N);
             if (!first_pass) {
@@ -344,23 +356,28 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
   }
 }
 
+// Distances of a window of queries × key panels.
 template <typename T>
-void DistanceRows(Distance distance, ConstMatrixView<T> queries,
-                  ConstMatrixView<T> keys, const detail::PackedKeys<T>& packed,
-                  MatrixView<T> out, size_t row_begin, size_t row_end) {
+void DistanceWindow(Distance distance, ConstMatrixView<T> queries,
+                    ConstMatrixView<T> keys,
+                    const detail::PackedKeys<T>& packed,
+                    const ScoreWindow<T>& window) {
   const size_t depth = queries.cols;
   // The Gram form pays from here on; below, (q−k)² is as cheap and exact.
   constexpr size_t kGramMinDepth = 16;
-  for (size_t first = row_begin; first < row_end; first += kRowChunk) {
-    const size_t last = std::min(row_end, first + kRowChunk);
+  for (size_t first = window.row_begin; first < window.row_end;
+       first += kRowChunk) {
+    const size_t last = std::min(window.row_end, first + kRowChunk);
+    ScoreWindow<T> chunk = window;
+    chunk.row_begin = first;
+    chunk.row_end = last;
     T row_factor[kRowChunk];
     switch (distance) {
       case Distance::dot:
-        SweepTiles<DotStep>(queries, packed, out, first, last, KeepSums());
+        SweepTiles<DotStep>(queries, packed, chunk, KeepSums());
         break;
       case Distance::manhattan:
-        SweepTiles<AbsoluteDifferenceStep>(queries, packed, out, first, last,
-                                           KeepSums());
+        SweepTiles<AbsoluteDifferenceStep>(queries, packed, chunk, KeepSums());
         break;
       case Distance::cosine: {
         for (size_t i = first; i < last; ++i) {
@@ -371,7 +388,7 @@ void DistanceRows(Distance distance, ConstMatrixView<T> queries,
           row_factor[i - first] = squares > 0 ? T(1) / std::sqrt(squares) : 0;
         }
         SweepTiles<DotStep>(
-            queries, packed, out, first, last,
+            queries, packed, chunk,
             CosineFromDots<T>{row_factor, packed.key_factor, first});
         break;
       }
@@ -380,10 +397,10 @@ void DistanceRows(Distance distance, ConstMatrixView<T> queries,
         const bool take_root = distance == Distance::euclidean;
         if (depth < kGramMinDepth) {
           if (take_root) {
-            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first, last,
+            SweepTiles<SquaredDifferenceStep>(queries, packed, chunk,
                                               SquareRootOfSums());
           } else {
-            SweepTiles<SquaredDifferenceStep>(queries, packed, out, first, last,
+            SweepTiles<SquaredDifferenceStep>(queries, packed, chunk,
                                               KeepSums());
           }
           break;
@@ -396,13 +413,24 @@ void DistanceRows(Distance distance, ConstMatrixView<T> queries,
           row_factor[i - first] = squares;
         }
         SweepTiles<DotStep>(
-            queries, packed, out, first, last,
+            queries, packed, chunk,
             SquaredDistanceFromDots<T>{row_factor, packed.key_factor, first,
                                        queries, keys, take_root});
         break;
       }
     }
   }
+}
+
+// Rows [row_begin, row_end) of the all-pairs matrix `out`.
+template <typename T>
+void DistanceRows(Distance distance, ConstMatrixView<T> queries,
+                  ConstMatrixView<T> keys, const detail::PackedKeys<T>& packed,
+                  MatrixView<T> out, size_t row_begin, size_t row_end) {
+  const size_t panel_count =
+      (packed.count + packed.panel_width - 1) / packed.panel_width;
+  DistanceWindow(distance, queries, keys, packed,
+                 ScoreWindow<T>{out, row_begin, row_end, 0, panel_count});
 }
 
 }  // namespace HWY_NAMESPACE

@@ -9,6 +9,7 @@
 #include "hwy/aligned_allocator.h"
 #include "src/dispatch.h"
 #include "src/enum_names.h"
+#include "src/packed_keys.h"
 #include "src/threads.h"
 #include "src/validate.h"
 
@@ -40,39 +41,54 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
   detail::CheckNoOverlap("out", out_bytes, "queries", query_bytes);
   detail::CheckNoOverlap("out", out_bytes, "keys", key_bytes);
 
-  const size_t rows = queries.rows, key_count = keys.rows, depth = queries.cols;
+  const size_t rows = queries.rows, key_count = keys.rows;
   detail::RecordRunTarget(0);
   if (rows == 0 || key_count == 0) return;
 
-  detail::PackedKeys<T> packed;
-  packed.count = key_count;
-  packed.depth = depth;
-  packed.panel_width = detail::DistancePanelWidth(T());
-  const size_t panel_count =
-      (key_count + packed.panel_width - 1) / packed.panel_width;
-  const size_t padded_count = panel_count * packed.panel_width;
-  // Allocation failure throws std::bad_alloc here, before any output write.
-  auto panels =
-      hwy::AllocateAligned<T>(std::max<size_t>(1, padded_count * depth));
-  auto key_factor = hwy::AllocateAligned<T>(padded_count);
-  if (!panels || !key_factor) throw std::bad_alloc();
-  packed.panels = panels.get();
-  packed.key_factor = key_factor.get();
-
   const int threads = detail::ThreadCount(execution);
-  detail::ForEachRowBlock(
-      panel_count, kPackBlock, threads, [&](size_t begin, size_t end) {
-        return detail::PackDistanceKeys(distance, keys, begin, end,
-                                        panels.get(), key_factor.get());
-      });
+  const auto packed = detail::PackKeys(distance, keys, threads);
   detail::ForEachRowBlock(
       rows, kQueryBlock, threads, [&](size_t begin, size_t end) {
-        return detail::DistanceRows(distance, queries, keys, packed, out, begin,
-                                    end);
+        return detail::DistanceRows(distance, queries, keys, packed.view, out,
+                                    begin, end);
       });
 }
 
 }  // namespace
+
+namespace detail {
+
+template <typename T>
+OwnedPackedKeys<T> PackKeys(Distance distance, ConstMatrixView<T> keys,
+                            int threads) {
+  OwnedPackedKeys<T> owned;
+  PackedKeys<T>& packed = owned.view;
+  packed.count = keys.rows;
+  packed.depth = keys.cols;
+  packed.panel_width = DistancePanelWidth(T());
+  const size_t panel_count =
+      (keys.rows + packed.panel_width - 1) / packed.panel_width;
+  const size_t padded_count = panel_count * packed.panel_width;
+  owned.panels =
+      hwy::AllocateAligned<T>(std::max<size_t>(1, padded_count * keys.cols));
+  owned.key_factor = hwy::AllocateAligned<T>(std::max<size_t>(1, padded_count));
+  if (!owned.panels || !owned.key_factor) throw std::bad_alloc();
+  packed.panels = owned.panels.get();
+  packed.key_factor = owned.key_factor.get();
+  T* panels = owned.panels.get();
+  T* key_factor = owned.key_factor.get();
+  ForEachRowBlock(
+      panel_count, kPackBlock, threads, [&](size_t begin, size_t end) {
+        return PackDistanceKeys(distance, keys, begin, end, panels, key_factor);
+      });
+  return owned;
+}
+
+template OwnedPackedKeys<float> PackKeys(Distance, ConstMatrixView<float>, int);
+template OwnedPackedKeys<double> PackKeys(Distance, ConstMatrixView<double>,
+                                          int);
+
+}  // namespace detail
 
 const char* distance_name(Distance distance) {
   return detail::EnumName("distance", kDistanceNames, distance);

@@ -10,10 +10,8 @@
 #include "arch/stages.h"
 #include "hwy/aligned_allocator.h"
 #include "src/dispatch.h"
-#include "src/enum_names.h"
-#include "src/kernel_plan.h"
+#include "src/pool_plan.h"
 #include "src/threads.h"
-#include "src/validate.h"
 
 namespace attnpool {
 namespace {
@@ -27,60 +25,21 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
                          MatrixView<T> out, MatrixView<T> weights,
                          const Mask<T>& mask, const Execution& execution) {
   detail::EnsureDispatchReady();
-  detail::CheckEnum("spec.distance", static_cast<int>(spec.distance),
-                    kDistanceCount);
-  detail::CheckExecution(execution);
-  const auto query_bytes = detail::CheckView("queries", queries);
-  const auto key_bytes = detail::CheckView("keys", keys);
-  const auto value_bytes = detail::CheckView("values", values);
-  const auto out_bytes = detail::CheckView("out", out);
-  const auto weight_bytes = detail::CheckView("weights", weights);
-  const size_t rows = queries.rows, key_count = keys.rows;
-  detail::CheckSize("keys.cols", keys.cols, queries.cols, "queries.cols");
-  detail::CheckSize("values.rows", values.rows, key_count, "keys.rows");
-  detail::CheckSize("out.rows", out.rows, rows, "queries.rows");
-  detail::CheckSize("out.cols", out.cols, values.cols, "values.cols");
-  detail::CheckSize("weights.rows", weights.rows, rows, "queries.rows");
-  detail::CheckSize("weights.cols", weights.cols, key_count, "keys.rows");
-  for (const auto& input : {std::make_pair("queries", query_bytes),
-                            std::make_pair("keys", key_bytes),
-                            std::make_pair("values", value_bytes)}) {
-    detail::CheckNoOverlap("out", out_bytes, input.first, input.second);
-    detail::CheckNoOverlap("weights", weight_bytes, input.first, input.second);
-  }
-  detail::CheckNoOverlap("out", out_bytes, "weights", weight_bytes);
-  // Exponential weights travel as logits until the normalization.
-  const bool logits = is_exponential(spec.kernel.kernel);
-  auto kernel_plan =
-      detail::MakeKernelPlan<T>(spec.kernel, spec.distance, queries.cols);
-  kernel_plan.write_logits = logits;
-  const auto normalize_plan =
-      detail::MakeNormalizePlan(spec.normalization, logits, spec.empty_rows,
-                                mask, rows, key_count, "weights", weight_bytes);
-  if (mask.bias.data != nullptr) {
-    detail::CheckNoOverlap("out", out_bytes, "mask.bias",
-                           detail::CheckView("mask.bias", mask.bias));
-  }
-
+  const auto plans = detail::CheckPool(spec, queries, keys, values, out,
+                                       &weights, mask, execution);
   detail::RecordRunTarget(0);
-  if (rows == 0) return;
-  if (key_count == 0) {  // every row is empty
-    const T fill = spec.empty_rows == EmptyRows::zero
-                       ? T(0)
-                       : std::numeric_limits<T>::quiet_NaN();
-    for (size_t i = 0; i < rows; ++i)
-      std::fill(out.row(i), out.row(i) + out.cols, fill);
-    return;
-  }
+  if (queries.rows == 0) return;
+  if (keys.rows == 0) return detail::FillEmptyRows(spec.empty_rows, out);
   pairwise_distances(spec.distance, queries, keys, weights, execution);
   const int threads = detail::ThreadCount(execution);
+  const size_t rows = queries.rows;
   detail::ForEachRowBlock(
       rows, kStageBlockRows, threads, [&](size_t begin, size_t end) {
-        return detail::ApplyKernelRows(kernel_plan, weights, begin, end);
+        return detail::ApplyKernelRows(plans.kernel, weights, begin, end);
       });
   detail::ForEachRowBlock(
       rows, kStageBlockRows, threads, [&](size_t begin, size_t end) {
-        return detail::NormalizeRows(normalize_plan, weights, begin, end);
+        return detail::NormalizeRows(plans.normalize, weights, begin, end);
       });
   weighted_sum(weights, values, out, execution);
 }

@@ -13,6 +13,7 @@
 
 #include "src/reference.h"
 #include "tests/each_target.h"
+#include "tests/pool_specs.h"
 #include "tests/test_data.h"
 
 namespace attnpool_test {
@@ -102,26 +103,7 @@ template <typename T>
 void PipelineSweep() {
   std::mt19937_64 rng(kSeed + 30);
   INFO("seed " << kSeed + 30);
-  const PoolSpec specs[] = {
-      {Distance::sqeuclidean, {Kernel::gaussian, 2.0}, Normalization::sum},
-      {Distance::euclidean, {Kernel::boxcar, 4.5}, Normalization::sum},
-      {Distance::manhattan,
-       {Kernel::triangular, 9.0},
-       Normalization::sum,
-       EmptyRows::zero},
-      {Distance::sqeuclidean,
-       {Kernel::epanechnikov, 4.0},
-       Normalization::none,
-       EmptyRows::zero},
-      {Distance::dot, {Kernel::exp}, Normalization::sum},
-      {Distance::dot, {Kernel::exp, 1.0, 0.3}, Normalization::softmax},
-      {Distance::cosine, {Kernel::exp, 1.0, 2.0}, Normalization::argmax},
-      {Distance::euclidean, {Kernel::constant}, Normalization::sum},
-      {Distance::sqeuclidean, {Kernel::gaussian, 0.5}, Normalization::argmax},
-      {Distance::dot, {Kernel::exp}, Normalization::none},
-      {Distance::euclidean, {Kernel::triangular, 3.0}, Normalization::softmax},
-  };
-  for (const PoolSpec& spec : specs) {
+  for (const PoolSpec& spec : kPoolSpecs) {
     for (size_t m : {0, 1, 7, 17, 40}) {
       const size_t n = 1 + m % 9, depth = 1 + m % 5 * 4, dv = 1 + m % 3 * 8;
       INFO(attnpool::distance_name(spec.distance)
@@ -146,9 +128,7 @@ void PipelineSweep() {
       mask.valid_lengths = lengths.data();
       mask.causal = true;
       mask.causal_offset = 2;
-      if (attnpool::is_exponential(spec.kernel.kernel) ||
-          spec.normalization == Normalization::softmax ||
-          spec.normalization == Normalization::argmax) {
+      if (TakesBias(spec)) {
         mask.bias = bias.view();
       }
       CheckPipeline<T>(spec, mask, queries, keys, values);

@@ -27,6 +27,25 @@ struct PoolSpec {
   EmptyRows empty_rows = EmptyRows::nan;
 };
 
+// The fused kernel: the same result as attention_pool_staged (within the
+// stages' stated tolerances) in one streaming pass over blocks of keys with a
+// running max, sum and accumulator per query (FlashAttention-2 style). It
+// never forms the n×m weights: extra memory is a packed copy of the keys
+// (m×d) plus a few hundred KiB per thread. Key blocks that a valid-length or
+// causal mask hides from every query of a block are skipped. Results are
+// bitwise identical for every thread count. queries n×d, keys m×d, values
+// m×dv, out n×dv. Throws attnpool::Error naming the argument on invalid
+// input, before writing anything.
+void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
+                    ConstMatrixView<float> keys, ConstMatrixView<float> values,
+                    MatrixView<float> out, const Mask<float>& mask = {},
+                    const Execution& execution = {});
+void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
+                    ConstMatrixView<double> keys,
+                    ConstMatrixView<double> values, MatrixView<double> out,
+                    const Mask<double>& mask = {},
+                    const Execution& execution = {});
+
 // The staged pipeline: distance → kernel → normalization → weighted sum, each
 // a full pass, writing the n×m normalized weights to `weights` (for heatmaps
 // and inspection; it is also the only workspace). queries n×d, keys m×d,

@@ -1,0 +1,274 @@
+// Per-ISA fused attention pooling (DESIGN.md §1, "Fused"): all four stages
+// in one pass over key blocks, FlashAttention-2 style, never holding more
+// than a block of scores.
+//
+// For a block of queries and each block of keys:
+//   1. scores: the distance tile kernel (arch/distance-inl.h) into a
+//      rows × kKeyBlock scratch;
+//   2. per row: kernel weights or logits, the mask, then one of
+//        softmax rows — logits of exponential kernels under sum/softmax, or
+//          any kernel under softmax: running max m and sum l; the block's
+//          p = exp(a − m_new), l ← l·exp(m_old − m_new) + Σp;
+//        weight rows — none/sum of weights (exp(ℓ) for exponential
+//          kernels under none): p = w, l ← l + Σw;
+//        argmax rows — the running best value and its first index;
+//   3. acc ← acc·exp(m_old − m_new) + p·V_block (the weighted-sum micro
+//      kernel, arch/weighted_sum-inl.h).
+// At the end out = acc / l (sum, softmax), acc (none) or the best key's
+// value row (argmax); empty and NaN rows as in the staged pipeline.
+// Key blocks every row of the query block cannot see (valid lengths, causal)
+// are skipped, and score panels past the last visible key are not computed.
+// Every step is per row and in a fixed order over key blocks, so results do
+// not depend on how rows are grouped into calls or on threads.
+
+#if defined(ATTNPOOL_ARCH_FUSED_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNPOOL_ARCH_FUSED_INL_H_
+#undef ATTNPOOL_ARCH_FUSED_INL_H_
+#else
+#define ATTNPOOL_ARCH_FUSED_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "arch/distance-inl.h"
+#include "arch/fused.h"
+#include "arch/kernel-inl.h"
+#include "arch/math-inl.h"
+#include "arch/normalize-inl.h"
+#include "arch/prefix_io-inl.h"
+#include "arch/weighted_sum-inl.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnpool {
+namespace HWY_NAMESPACE {
+namespace fused {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Keys per block, in bytes of one score row: a block's scores for the
+// query block (≤ kFusedRows rows) stay in L2 between the passes over them.
+constexpr size_t kKeyBlockBytes = 1024;
+
+enum class RowMode { softmax, weights, argmax };
+
+template <typename T>
+RowMode ModeOf(const detail::NormalizePlan<T>& plan) {
+  if (plan.normalization == Normalization::argmax) return RowMode::argmax;
+  if (plan.normalization == Normalization::softmax) return RowMode::softmax;
+  if (plan.logits && plan.normalization == Normalization::sum) {
+    return RowMode::softmax;
+  }
+  return RowMode::weights;
+}
+
+// Per-query running state.
+template <typename T>
+struct RowState {
+  T max = -std::numeric_limits<T>::infinity();  // softmax: m; argmax: best
+  T sum = 0;                                    // l, or Σw
+  size_t best = 0;                              // argmax: first index
+  bool nan = false;                             // a visible NaN was seen
+};
+
+// Turns a row of `count` scores (keys [key, key + count) of query `row`)
+// into the block's weights p in place, updates the state and returns the
+// factor the row's accumulator must be scaled by first.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
+                        T* HWY_RESTRICT row, size_t count, size_t visible,
+                        size_t query, size_t key, RowState<T>& state) {
+  const size_t N = hn::Lanes(d);
+  const T infinity = std::numeric_limits<T>::infinity();
+  const Mask<T>& mask = plan.normalize.mask;
+  const T hidden = mode == RowMode::weights ? T(0) : -infinity;
+  // Kernel, bias; keys past the visible prefix are hidden.
+  const T* bias = mask.bias.data ? mask.bias.row(query) + key : nullptr;
+  for (size_t j = 0; j < count; j += N) {
+    auto v = KernelWeights(d, plan.kernel, LoadPadded(d, row, j, count, T(0)));
+    if (bias != nullptr) v = hn::Add(v, LoadPadded(d, bias, j, count, T(0)));
+    if (mode == RowMode::weights && plan.normalize.logits) {
+      v = attnpool::HWY_NAMESPACE::Exp(d, v);  // exp(ℓ + bias) under none
+    }
+    const size_t shown = visible > j ? visible - j : 0;
+    v = hn::IfThenElse(hn::FirstN(d, shown), v, hn::Set(d, hidden));
+    if (count - j >= N) {
+      hn::StoreU(v, d, row + j);
+    } else {
+      StorePrefix(d, v, row + j, count - j);
+    }
+  }
+  if (mask.visible.data != nullptr) {
+    const uint8_t* flags = mask.visible.row(query) + key;
+    for (size_t j = 0; j < visible; ++j) {
+      if (flags[j] == 0) row[j] = hidden;
+    }
+  }
+
+  if (mode == RowMode::weights) {
+    if (visible != 0) {
+      state.sum += RowSum(d, row, count);
+    }
+    return T(1);
+  }
+  bool has_nan = false;
+  const T block_max = RowMax(d, row, count, &has_nan);
+  state.nan |= has_nan;
+  if (mode == RowMode::argmax) {
+    if (block_max > state.max) {
+      state.max = block_max;
+      state.best = key + static_cast<size_t>(
+                             std::find(row, row + count, block_max) - row);
+    }
+    return T(1);
+  }
+  // Softmax rows.
+  const T old_max = state.max;
+  const T new_max = std::max(old_max, block_max);
+  if (new_max == -infinity) {  // nothing visible yet
+    std::fill(row, row + count, T(0));
+    return T(1);
+  }
+  T rescale;
+  if (new_max == infinity) {
+    // The limit of softmax: the +inf scores share all the weight.
+    rescale = old_max == infinity ? T(1) : T(0);
+    for (size_t j = 0; j < count; ++j)
+      row[j] = row[j] == infinity ? T(1) : T(0);
+  } else {
+    rescale = old_max == -infinity ? T(0) : std::exp(old_max - new_max);
+    const auto shift = hn::Set(d, new_max);
+    for (size_t j = 0; j < count; j += N) {
+      const auto p = attnpool::HWY_NAMESPACE::Exp(
+          d, hn::Sub(LoadPadded(d, row, j, count, -infinity), shift));
+      if (count - j >= N) {
+        hn::StoreU(p, d, row + j);
+      } else {
+        StorePrefix(d, p, row + j, count - j);
+      }
+    }
+  }
+  state.max = new_max;
+  state.sum = state.sum * rescale + RowSum(d, row, count);
+  return rescale;
+}
+
+template <typename T>
+void FusedRows(const detail::FusedPlan<T>& plan, MatrixView<T> out,
+               size_t row_begin, size_t row_end) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d);
+  const size_t rows = row_end - row_begin;
+  const size_t key_count = plan.keys.rows;
+  const size_t columns = plan.values.cols;
+  const size_t width = plan.packed.panel_width;
+  const size_t key_block =
+      std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
+  const RowMode mode = ModeOf(plan.normalize);
+  const Mask<T>& mask = plan.normalize.mask;
+  // Values are read in place when their rows are whole vectors; otherwise a
+  // block at a time is copied into zero-padded rows.
+  const bool pad_values = columns % N != 0;
+  const size_t padded_columns = (columns + N - 1) / N * N;
+  const size_t score_elements = rows * key_block;
+  const size_t accumulator_elements = rows * padded_columns;
+  const size_t value_elements = pad_values ? key_block * padded_columns : 0;
+  auto buffer = hwy::AllocateAligned<T>(
+      score_elements + 2 * accumulator_elements + value_elements + rows);
+  T* HWY_RESTRICT scores = buffer.get();
+  T* HWY_RESTRICT accumulator = scores + score_elements;
+  T* HWY_RESTRICT block_sum = accumulator + accumulator_elements;
+  T* HWY_RESTRICT padded_values = block_sum + accumulator_elements;
+  T* HWY_RESTRICT rescale = padded_values + value_elements;
+  std::fill(accumulator, accumulator + accumulator_elements, T(0));
+  std::vector<RowState<T>> states(rows);
+  std::vector<size_t> limits(rows);
+  size_t widest = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    limits[r] = VisibleLimit(mask, row_begin + r, key_count);
+    widest = std::max(widest, limits[r]);
+  }
+
+  for (size_t key = 0; key < widest; key += key_block) {
+    // Panels up to the last key any row of the block sees.
+    const size_t count = std::min(key_block, widest - key);
+    const size_t panel_begin = key / width;
+    const size_t panel_end = (key + count + width - 1) / width;
+    const MatrixView<T> score_view(scores, rows, key_block, key_block);
+    DistanceWindow(plan.distance, plan.queries, plan.keys, plan.packed,
+                   ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,
+                                  panel_end, row_begin, key});
+    bool any_weight = false;
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t visible =
+          limits[r] > key ? std::min(count, limits[r] - key) : 0;
+      rescale[r] = ProcessRow(d, plan, mode, scores + r * key_block, count,
+                              visible, row_begin + r, key, states[r]);
+      any_weight |= visible != 0;
+    }
+    if (mode == RowMode::argmax || !any_weight) continue;
+    // block_sum = p · V[key, key + count); acc = acc·rescale + block_sum.
+    ConstMatrixView<T> values(plan.values.row(key), count, columns,
+                              plan.values.stride);
+    if (pad_values) {
+      for (size_t j = 0; j < count; ++j) {
+        T* target = padded_values + j * padded_columns;
+        std::memcpy(target, plan.values.row(key + j), columns * sizeof(T));
+        std::fill(target + columns, target + padded_columns, T(0));
+      }
+      values = ConstMatrixView<T>(padded_values, count, padded_columns);
+    }
+    wsum::WeightedSumRows(ConstMatrixView<T>(scores, rows, count, key_block),
+                          values, static_cast<const T*>(nullptr),
+                          MatrixView<T>(block_sum, rows, padded_columns),
+                          size_t{0}, rows, size_t{0}, padded_columns);
+    for (size_t r = 0; r < rows; ++r) {
+      const auto factor = hn::Set(d, rescale[r]);
+      T* HWY_RESTRICT acc = accumulator + r * padded_columns;
+      const T* HWY_RESTRICT add = block_sum + r * padded_columns;
+      for (size_t c = 0; c < padded_columns; c += N) {
+        hn::Store(
+            hn::MulAdd(hn::Load(d, acc + c), factor, hn::Load(d, add + c)), d,
+            acc + c);
+      }
+    }
+  }
+
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T empty = plan.normalize.empty_rows == EmptyRows::zero ? T(0) : nan;
+  for (size_t r = 0; r < rows; ++r) {
+    T* HWY_RESTRICT target = out.row(row_begin + r);
+    const RowState<T>& state = states[r];
+    const T* acc = accumulator + r * padded_columns;
+    if (state.nan) {
+      std::fill(target, target + columns, nan);
+    } else if (mode == RowMode::argmax) {
+      if (state.max == -std::numeric_limits<T>::infinity()) {
+        std::fill(target, target + columns, empty);
+      } else {
+        std::memcpy(target, plan.values.row(state.best), columns * sizeof(T));
+      }
+    } else if (mode == RowMode::softmax
+                   ? state.max == -std::numeric_limits<T>::infinity()
+                   : state.sum == T(0)) {
+      std::fill(target, target + columns, empty);
+    } else if (mode == RowMode::weights &&
+               plan.normalize.normalization == Normalization::none) {
+      std::memcpy(target, acc, columns * sizeof(T));
+    } else {
+      const T scale = T(1) / state.sum;
+      for (size_t c = 0; c < columns; ++c) target[c] = acc[c] * scale;
+    }
+  }
+}
+
+}  // namespace fused
+}  // namespace HWY_NAMESPACE
+}  // namespace attnpool
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNPOOL_ARCH_FUSED_INL_H_

@@ -1,0 +1,83 @@
+#include "src/pool_plan.h"
+
+#include <attnpool/error.h>
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "src/enum_names.h"
+#include "src/kernel_plan.h"
+#include "src/validate.h"
+
+namespace attnpool {
+namespace detail {
+
+template <typename T>
+PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
+                       ConstMatrixView<T> keys, ConstMatrixView<T> values,
+                       MatrixView<T> out, const MatrixView<T>* weights,
+                       const Mask<T>& mask, const Execution& execution) {
+  CheckEnum("spec.distance", static_cast<int>(spec.distance), kDistanceCount);
+  CheckExecution(execution);
+  const auto query_bytes = CheckView("queries", queries);
+  const auto key_bytes = CheckView("keys", keys);
+  const auto value_bytes = CheckView("values", values);
+  const auto out_bytes = CheckView("out", out);
+  const size_t rows = queries.rows, key_count = keys.rows;
+  CheckSize("keys.cols", keys.cols, queries.cols, "queries.cols");
+  CheckSize("values.rows", values.rows, key_count, "keys.rows");
+  CheckSize("out.rows", out.rows, rows, "queries.rows");
+  CheckSize("out.cols", out.cols, values.cols, "values.cols");
+  ByteRange weight_bytes;
+  if (weights != nullptr) {
+    weight_bytes = CheckView("weights", *weights);
+    CheckSize("weights.rows", weights->rows, rows, "queries.rows");
+    CheckSize("weights.cols", weights->cols, key_count, "keys.rows");
+    CheckNoOverlap("out", out_bytes, "weights", weight_bytes);
+  }
+  for (const auto& input : {std::make_pair("queries", query_bytes),
+                            std::make_pair("keys", key_bytes),
+                            std::make_pair("values", value_bytes)}) {
+    CheckNoOverlap("out", out_bytes, input.first, input.second);
+    if (weights != nullptr) {
+      CheckNoOverlap("weights", weight_bytes, input.first, input.second);
+    }
+  }
+  // Exponential weights travel as logits until the normalization.
+  const bool logits = is_exponential(spec.kernel.kernel);
+  PoolPlans<T> plans;
+  plans.kernel = MakeKernelPlan<T>(spec.kernel, spec.distance, queries.cols);
+  plans.kernel.write_logits = logits;
+  plans.normalize = MakeNormalizePlan(
+      spec.normalization, logits, spec.empty_rows, mask, rows, key_count,
+      weights ? "weights" : "out", weights ? weight_bytes : out_bytes);
+  if (weights != nullptr && mask.bias.data != nullptr) {
+    CheckNoOverlap("out", out_bytes, "mask.bias",
+                   CheckView("mask.bias", mask.bias));
+  }
+  return plans;
+}
+
+template <typename T>
+void FillEmptyRows(EmptyRows empty_rows, MatrixView<T> out) {
+  const T fill = empty_rows == EmptyRows::zero
+                     ? T(0)
+                     : std::numeric_limits<T>::quiet_NaN();
+  for (size_t i = 0; i < out.rows; ++i) {
+    std::fill(out.row(i), out.row(i) + out.cols, fill);
+  }
+}
+
+#define ATTNPOOL_INSTANTIATE(T)                                           \
+  template PoolPlans<T> CheckPool(const PoolSpec&, ConstMatrixView<T>,    \
+                                  ConstMatrixView<T>, ConstMatrixView<T>, \
+                                  MatrixView<T>, const MatrixView<T>*,    \
+                                  const Mask<T>&, const Execution&);      \
+  template void FillEmptyRows(EmptyRows, MatrixView<T>);
+ATTNPOOL_INSTANTIATE(float)
+ATTNPOOL_INSTANTIATE(double)
+#undef ATTNPOOL_INSTANTIATE
+
+}  // namespace detail
+}  // namespace attnpool

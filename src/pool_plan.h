@@ -1,0 +1,31 @@
+// Checks shared by the pooling entry points (internal).
+#pragma once
+
+#include <attnpool/pool.h>
+
+#include "arch/stages.h"
+
+namespace attnpool {
+namespace detail {
+
+template <typename T>
+struct PoolPlans {
+  KernelPlan<T> kernel;        // write_logits set for exponential kernels
+  NormalizePlan<T> normalize;  // logits likewise
+};
+
+// Validates a pooling call: the spec against the data, shapes, overlaps of
+// the outputs (out, and weights when non-null) with the inputs and each
+// other, and the mask. Throws attnpool::Error naming the argument.
+template <typename T>
+PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
+                       ConstMatrixView<T> keys, ConstMatrixView<T> values,
+                       MatrixView<T> out, const MatrixView<T>* weights,
+                       const Mask<T>& mask, const Execution& execution);
+
+// Every row of `out` as an empty row (the m = 0 case).
+template <typename T>
+void FillEmptyRows(EmptyRows empty_rows, MatrixView<T> out);
+
+}  // namespace detail
+}  // namespace attnpool

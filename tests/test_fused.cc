@@ -1,0 +1,188 @@
+// The fused kernel on every supported target against the staged pipeline.
+#include <attnpool/attnpool.h>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "tests/each_target.h"
+#include "tests/pool_specs.h"
+#include "tests/test_data.h"
+
+namespace attnpool_test {
+namespace {
+
+using attnpool::Distance;
+using attnpool::EmptyRows;
+using attnpool::Kernel;
+using attnpool::Mask;
+using attnpool::Normalization;
+using attnpool::PoolSpec;
+
+template <typename T>
+constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
+
+// fused(i, c) against staged(i, c): both are Σⱼ wᵢⱼ vⱼc with weights that
+// differ by the rounding of the online rescaling (a few u per key block) and
+// of the exps; the bound is relative to Σⱼ |wᵢⱼ vⱼc| of the staged weights.
+template <typename T>
+void CheckFused(const PoolSpec& spec, const Mask<T>& mask,
+                const TestMatrix<T>& queries, const TestMatrix<T>& keys,
+                const TestMatrix<T>& values) {
+  const size_t n = queries.rows(), m = keys.rows(), dv = values.cols();
+  TestMatrix<T> fused(n, dv, 1, 2), staged(n, dv), weights(n, m);
+  attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                           fused.view(), mask);
+  if (m != 0) RequireRanOnTarget();
+  attnpool::attention_pool_staged(spec, queries.view(), keys.view(),
+                                  values.view(), staged.view(), weights.view(),
+                                  mask);
+  double largest_logit = 0;
+  {
+    TestMatrix<T> scores(n, m);
+    attnpool::pairwise_distances(spec.distance, queries.view(), keys.view(),
+                                 scores.view());
+    const bool logits = attnpool::is_exponential(spec.kernel.kernel);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < m; ++j) {
+        const double s = scores(i, j);
+        const double logit =
+            logits ? (spec.kernel.kernel == Kernel::exp
+                          ? s * (spec.kernel.scale
+                                     ? *spec.kernel.scale
+                                     : 1 / std::sqrt(double(queries.cols())))
+                          : -s / (2 * spec.kernel.bandwidth *
+                                  spec.kernel.bandwidth))
+                   : s;
+        largest_logit = std::max(largest_logit, std::fabs(logit));
+      }
+    }
+  }
+  const double u = kUnitRoundoff<T>;
+  const double blocks = 1 + m / 128.0;
+  const double relative = (m + 16 + 8 * blocks) * u + 6 * kExpError<T> +
+                          u * (16 * largest_logit + 12);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t c = 0; c < dv; ++c) {
+      double scale = 0;
+      for (size_t j = 0; j < m; ++j)
+        scale += std::fabs(weights(i, j) * values(j, c));
+      const double got = fused(i, c), want = staged(i, c);
+      INFO("out (" << i << ", " << c << ") fused " << got << " staged " << want
+                   << " scale " << scale);
+      REQUIRE(std::isnan(got) == std::isnan(want));
+      if (std::isnan(want)) continue;
+      if (spec.normalization == Normalization::argmax) {
+        REQUIRE(got == want);  // the same value row
+      } else {
+        REQUIRE(std::fabs(got - want) <=
+                relative * scale + 4 * std::numeric_limits<T>::min());
+      }
+    }
+  }
+  REQUIRE(fused.SamePadding(TestMatrix<T>(n, dv, 1, 2)));
+}
+
+template <typename T>
+void FusedSweep() {
+  std::mt19937_64 rng(kSeed + 40);
+  INFO("seed " << kSeed + 40);
+  struct Shape {
+    size_t n, m, d, dv;
+  };
+  // Across query blocks (96 rows) and key blocks (256 floats, 128 doubles),
+  // small and large d, dv that are and are not whole vectors.
+  const Shape shapes[] = {{1, 1, 1, 1},      {5, 0, 3, 2},
+                          {7, 300, 3, 1},    {100, 130, 16, 7},
+                          {97, 260, 64, 16}, {13, 600, 20, 33}};
+  for (const PoolSpec& spec : kPoolSpecs) {
+    for (const Shape& s : shapes) {
+      INFO(attnpool::distance_name(spec.distance)
+           << " " << attnpool::kernel_name(spec.kernel.kernel) << " "
+           << attnpool::normalization_name(spec.normalization) << " n=" << s.n
+           << " m=" << s.m << " d=" << s.d << " dv=" << s.dv);
+      TestMatrix<T> queries(s.n, s.d, 1), keys(s.m, s.d, 2, 1),
+          values(s.m, s.dv, 1, 3);
+      queries.FillRandom(rng, 0);
+      keys.FillRandom(rng, 0);
+      values.FillRandom(rng, 2);
+      CheckFused<T>(spec, {}, queries, keys, values);
+      // Valid lengths with causal (prefix masks that skip key blocks), then
+      // the element-wise masks.
+      std::vector<size_t> lengths(s.n);
+      for (size_t& length : lengths) length = rng() % (s.m + 1);
+      Mask<T> mask;
+      mask.valid_lengths = lengths.data();
+      mask.causal = true;
+      mask.causal_offset = static_cast<std::ptrdiff_t>(s.m / 3);
+      CheckFused<T>(spec, mask, queries, keys, values);
+      TestMatrix<T> bias(s.n, s.m);
+      std::vector<uint8_t> visible(s.n * s.m);
+      std::uniform_real_distribution<double> bias_value(-3, 3);
+      for (size_t i = 0; i < s.n; ++i) {
+        for (size_t j = 0; j < s.m; ++j) {
+          bias(i, j) = T(bias_value(rng));
+          visible[i * s.m + j] = rng() % 4 != 0;
+        }
+      }
+      Mask<T> elementwise;
+      elementwise.visible = {visible.data(), s.n, s.m};
+      if (TakesBias(spec)) elementwise.bias = bias.view();
+      CheckFused<T>(spec, elementwise, queries, keys, values);
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(FusedFloat, "fused.vs_staged.float", "[fused]") {
+  FusedSweep<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(FusedDouble, "fused.vs_staged.double", "[fused]") {
+  FusedSweep<double>();
+}
+
+// Bitwise identical for 1, 2 and 3 threads.
+ATTNPOOL_TEST_EACH_TARGET(FusedThreads, "fused.threads", "[fused]") {
+  std::mt19937_64 rng(kSeed + 41);
+  INFO("seed " << kSeed + 41);
+  TestMatrix<float> queries(300, 24), keys(400, 24), values(400, 40);
+  queries.FillRandom(rng, 0);
+  keys.FillRandom(rng, 0);
+  values.FillRandom(rng, 1);
+  for (const PoolSpec& spec : kPoolSpecs) {
+    TestMatrix<float> one(300, 40), other(300, 40);
+    attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                             one.view(), {}, {1});
+    for (int threads : {2, 3}) {
+      attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                               other.view(), {}, {threads});
+      RequireRanOnTarget();
+      REQUIRE(std::memcmp(one.data(), other.data(), 300 * 40 * sizeof(float)) ==
+              0);
+    }
+  }
+}
+
+// The far query of the stable form, through the fused path.
+ATTNPOOL_TEST_EACH_TARGET(FusedFarQuery, "fused.far_query", "[fused]") {
+  const size_t m = 500;
+  TestMatrix<float> keys(m, 1), values(m, 1), queries(1, 1), out(1, 1);
+  for (size_t j = 0; j < m; ++j) {
+    keys(j, 0) = float(0.01 * double(j % 499));  // keys 0 and 499 tie at 0
+    values(j, 0) = float(std::sin(0.1 * double(j)));
+  }
+  values(0, 0) = 1;
+  values(499, 0) = 3;
+  queries(0, 0) = -3000;
+  attnpool::attention_pool(
+      {Distance::sqeuclidean, {Kernel::gaussian, 0.3}, Normalization::sum},
+      queries.view(), keys.view(), values.view(), out.view());
+  REQUIRE(out(0, 0) == Approx(2.0).epsilon(1e-6));
+}
+
+}  // namespace
+}  // namespace attnpool_test
