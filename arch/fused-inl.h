@@ -14,8 +14,10 @@
 //        argmax rows — the running best value and its first index;
 //   3. acc ← acc·exp(m_old − m_new) + p·V_block (the weighted-sum micro
 //      kernel, arch/weighted_sum-inl.h).
-// At the end out = acc / l (sum, softmax), acc (none) or the best key's
-// value row (argmax); empty and NaN rows as in the staged pipeline.
+// The result is a partial state per query (arch/fused.h) that src/ merges
+// across key ranges and finishes: out = acc / l (sum, softmax), acc (none)
+// or the best key's value row (argmax); empty and NaN rows as in the staged
+// pipeline.
 // Key blocks every row of the query block cannot see (valid lengths, causal)
 // are skipped, and score panels past the last visible key are not computed.
 // Every step is per row and in a fixed order over key blocks, so results do
@@ -54,17 +56,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // query block (≤ kFusedRows rows) stay in L2 between the passes over them.
 constexpr size_t kKeyBlockBytes = 1024;
 
-enum class RowMode { softmax, weights, argmax };
-
-template <typename T>
-RowMode ModeOf(const detail::NormalizePlan<T>& plan) {
-  if (plan.normalization == Normalization::argmax) return RowMode::argmax;
-  if (plan.normalization == Normalization::softmax) return RowMode::softmax;
-  if (plan.logits && plan.normalization == Normalization::sum) {
-    return RowMode::softmax;
-  }
-  return RowMode::weights;
-}
+using RowMode = detail::FusedRowMode;
 
 // Per-query running state.
 template <typename T>
@@ -157,18 +149,20 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   return rescale;
 }
 
+// Accumulates queries [row_begin, row_end) over keys [key_begin, key_end)
+// and writes their partial state (arch/fused.h).
 template <typename T>
-void FusedRows(const detail::FusedPlan<T>& plan, MatrixView<T> out,
-               size_t row_begin, size_t row_end) {
+void FusedAccumulate(const detail::FusedPlan<T>& plan,
+                     const detail::FusedState<T>& state, size_t row_begin,
+                     size_t row_end, size_t key_begin, size_t key_end) {
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
   const size_t rows = row_end - row_begin;
-  const size_t key_count = plan.keys.rows;
   const size_t columns = plan.values.cols;
   const size_t width = plan.packed.panel_width;
   const size_t key_block =
       std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
-  const RowMode mode = ModeOf(plan.normalize);
+  const RowMode mode = detail::FusedModeOf(plan.normalize);
   const Mask<T>& mask = plan.normalize.mask;
   // Values are read in place when their rows are whole vectors; otherwise a
   // block at a time is copied into zero-padded rows.
@@ -186,15 +180,17 @@ void FusedRows(const detail::FusedPlan<T>& plan, MatrixView<T> out,
   T* HWY_RESTRICT rescale = padded_values + value_elements;
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
+  // Keys [key_begin, limit) pass the prefix masks.
   std::vector<size_t> limits(rows);
-  size_t widest = 0;
+  size_t widest = key_begin;
   for (size_t r = 0; r < rows; ++r) {
-    limits[r] = VisibleLimit(mask, row_begin + r, key_count);
+    limits[r] = std::max(key_begin, VisibleLimit(mask, row_begin + r, key_end));
     widest = std::max(widest, limits[r]);
   }
 
-  for (size_t key = 0; key < widest; key += key_block) {
-    // Panels up to the last key any row of the block sees.
+  for (size_t key = key_begin; key < widest; key += key_block) {
+    // Panels up to the last key any row of the block sees. Blocks start at
+    // multiples of the panel width (key_begin is one).
     const size_t count = std::min(key_block, widest - key);
     const size_t panel_begin = key / width;
     const size_t panel_end = (key + count + width - 1) / width;
@@ -239,29 +235,22 @@ void FusedRows(const detail::FusedPlan<T>& plan, MatrixView<T> out,
   }
 
   const T nan = std::numeric_limits<T>::quiet_NaN();
-  const T empty = plan.normalize.empty_rows == EmptyRows::zero ? T(0) : nan;
   for (size_t r = 0; r < rows; ++r) {
-    T* HWY_RESTRICT target = out.row(row_begin + r);
-    const RowState<T>& state = states[r];
-    const T* acc = accumulator + r * padded_columns;
-    if (state.nan) {
-      std::fill(target, target + columns, nan);
-    } else if (mode == RowMode::argmax) {
-      if (state.max == -std::numeric_limits<T>::infinity()) {
-        std::fill(target, target + columns, empty);
+    const size_t row = row_begin + r;
+    const RowState<T>& s = states[r];
+    T* HWY_RESTRICT target = state.accumulator.row(row);
+    state.max[row] = s.nan ? nan : s.max;
+    state.sum[row] = s.nan ? nan : s.sum;
+    state.best[row] = s.best;
+    if (mode == RowMode::argmax) {
+      if (s.max != -std::numeric_limits<T>::infinity() && !s.nan) {
+        std::memcpy(target, plan.values.row(s.best), columns * sizeof(T));
       } else {
-        std::memcpy(target, plan.values.row(state.best), columns * sizeof(T));
+        std::fill(target, target + columns, T(0));
       }
-    } else if (mode == RowMode::softmax
-                   ? state.max == -std::numeric_limits<T>::infinity()
-                   : state.sum == T(0)) {
-      std::fill(target, target + columns, empty);
-    } else if (mode == RowMode::weights &&
-               plan.normalize.normalization == Normalization::none) {
-      std::memcpy(target, acc, columns * sizeof(T));
     } else {
-      const T scale = T(1) / state.sum;
-      for (size_t c = 0; c < columns; ++c) target[c] = acc[c] * scale;
+      std::memcpy(target, accumulator + r * padded_columns,
+                  columns * sizeof(T));
     }
   }
 }

@@ -13,6 +13,19 @@
 namespace attnpool {
 namespace detail {
 
+// How a query's weights are accumulated (see FusedState).
+enum class FusedRowMode { softmax, weights, argmax };
+
+template <typename T>
+FusedRowMode FusedModeOf(const NormalizePlan<T>& plan) {
+  if (plan.normalization == Normalization::argmax) return FusedRowMode::argmax;
+  if (plan.normalization == Normalization::softmax ||
+      (plan.logits && plan.normalization == Normalization::sum)) {
+    return FusedRowMode::softmax;
+  }
+  return FusedRowMode::weights;
+}
+
 // Everything a block of queries needs, validated by src/. Keys are packed
 // once for the whole call (PackDistanceKeys); everything else is read in
 // place.
@@ -25,12 +38,30 @@ struct FusedPlan {
   PackedKeys<T> packed;
 };
 
-// out rows [row_begin, row_end): the whole pooling, streaming over key
-// blocks with running max, sum and accumulator per query.
-int64_t FusedRows(const FusedPlan<float>& plan, MatrixView<float> out,
-                  size_t row_begin, size_t row_end);
-int64_t FusedRows(const FusedPlan<double>& plan, MatrixView<double> out,
-                  size_t row_begin, size_t row_end);
+// Where the queries' partial states go; arrays are indexed by query row.
+// Per row, by the row's mode (arch/fused-inl.h):
+//   softmax rows: max = the running max m of the scores seen (−inf: none),
+//     sum = Σ exp(a − m), accumulator = Σ exp(a − m)·v;
+//   weight rows: sum = Σ w, accumulator = Σ w·v (max unused);
+//   argmax rows: max = the best score (−inf: none), best = its key index,
+//     accumulator = that key's value row.
+// A row that saw a visible NaN has max = sum = NaN.
+template <typename T>
+struct FusedState {
+  T* max = nullptr;
+  T* sum = nullptr;
+  size_t* best = nullptr;
+  MatrixView<T> accumulator;  // n×dv
+};
+
+// Accumulates queries [row_begin, row_end) over keys [key_begin, key_end)
+// (key_begin a multiple of the distance panel width) into `state`.
+int64_t FusedAccumulate(const FusedPlan<float>& plan,
+                        const FusedState<float>& state, size_t row_begin,
+                        size_t row_end, size_t key_begin, size_t key_end);
+int64_t FusedAccumulate(const FusedPlan<double>& plan,
+                        const FusedState<double>& state, size_t row_begin,
+                        size_t row_end, size_t key_begin, size_t key_end);
 
 }  // namespace detail
 }  // namespace attnpool
