@@ -184,7 +184,11 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   std::vector<size_t> limits(rows);
   size_t widest = key_begin;
   for (size_t r = 0; r < rows; ++r) {
-    limits[r] = std::max(key_begin, VisibleLimit(mask, row_begin + r, key_end));
+    const size_t limit =
+        VisibleLimit(mask, row_begin + r, plan.key_offset + key_end);
+    limits[r] =
+        std::max(key_begin,
+                 limit > plan.key_offset ? limit - plan.key_offset : size_t{0});
     widest = std::max(widest, limits[r]);
   }
 
@@ -241,7 +245,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     T* HWY_RESTRICT target = state.accumulator.row(row);
     state.max[row] = s.nan ? nan : s.max;
     state.sum[row] = s.nan ? nan : s.sum;
-    state.best[row] = s.best;
+    state.best[row] = plan.key_offset + s.best;
     if (mode == RowMode::argmax) {
       if (s.max != -std::numeric_limits<T>::infinity() && !s.nan) {
         std::memcpy(target, plan.values.row(s.best), columns * sizeof(T));

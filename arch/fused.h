@@ -36,6 +36,9 @@ struct FusedPlan {
   NormalizePlan<T> normalize;  // logits set likewise; the mask
   ConstMatrixView<T> queries, keys, values;
   PackedKeys<T> packed;
+  // Index of keys' first row in the whole sequence (a shard's offset): the
+  // valid-length and causal masks and argmax indices count from there.
+  size_t key_offset = 0;
 };
 
 // Where the queries' partial states go; arrays are indexed by query row.

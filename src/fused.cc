@@ -1,12 +1,14 @@
 // attention_pool: checks, key packing, the split of keys into chunks, and the
 // OpenMP driver of the fused kernel (arch/fused-inl.h); merging and finishing
 // the per-query partial states.
+#include <attnpool/error.h>
 #include <attnpool/pool.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "arch/fused.h"
@@ -15,6 +17,8 @@
 #include "src/packed_keys.h"
 #include "src/pool_plan.h"
 #include "src/threads.h"
+#include "src/enum_names.h"
+#include "src/validate.h"
 
 namespace attnpool {
 namespace {
@@ -125,19 +129,22 @@ struct StateStorage {
   }
 };
 
+detail::FusedRowMode ModeOf(const PoolSpec& spec) {
+  detail::NormalizePlan<float> plan;
+  plan.normalization = spec.normalization;
+  plan.logits = is_exponential(spec.kernel.kernel);
+  return detail::FusedModeOf(plan);
+}
+
+// Accumulates all queries over all `keys` (a sequence, or a shard starting
+// at key_offset) into `state`, splitting the keys into chunks merged in order
+// when there are few query blocks.
 template <typename T>
-void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
-                   ConstMatrixView<T> keys, ConstMatrixView<T> values,
-                   MatrixView<T> out, const Mask<T>& mask,
-                   const Execution& execution) {
-  detail::EnsureDispatchReady();
-  const auto plans = detail::CheckPool<T>(spec, queries, keys, values, out,
-                                          nullptr, mask, execution);
-  detail::RecordRunTarget(0);
+void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
+                   ConstMatrixView<T> queries, ConstMatrixView<T> keys,
+                   ConstMatrixView<T> values, size_t key_offset,
+                   const detail::FusedState<T>& state, int threads) {
   const size_t rows = queries.rows, key_count = keys.rows;
-  if (rows == 0) return;
-  if (key_count == 0) return detail::FillEmptyRows(spec.empty_rows, out);
-  const int threads = detail::ThreadCount(execution);
   const auto packed = detail::PackKeys(spec.distance, keys, threads);
   detail::FusedPlan<T> plan;
   plan.distance = spec.distance;
@@ -147,6 +154,7 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   plan.keys = keys;
   plan.values = values;
   plan.packed = packed.view;
+  plan.key_offset = key_offset;
   const auto mode = detail::FusedModeOf(plan.normalize);
 
   // Key chunks: one, or for few query blocks up to kMaxChunks of at least
@@ -160,29 +168,134 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
     chunk_keys = (chunk_keys + width - 1) / width * width;
   }
   const size_t chunks = (key_count + chunk_keys - 1) / chunk_keys;
-  // Chunk 0 accumulates in `out`; the others in their own storage.
-  std::vector<StateStorage<T>> states;
-  states.reserve(chunks);
-  states.emplace_back(rows, out);
-  for (size_t c = 1; c < chunks; ++c) states.emplace_back(rows, values.cols);
-
+  // Chunk 0 accumulates in `state`; the others in their own storage.
+  std::vector<StateStorage<T>> storage;
+  storage.reserve(chunks);
+  for (size_t c = 1; c < chunks; ++c) storage.emplace_back(rows, values.cols);
+  const auto state_of = [&](size_t chunk) -> const detail::FusedState<T>& {
+    return chunk == 0 ? state : storage[chunk - 1].view;
+  };
   detail::ForEachRowBlock(
       row_calls * chunks, 1, threads, [&](size_t item, size_t) {
         const size_t chunk = item % chunks,
                      row_begin = item / chunks * kFusedRows;
         const size_t key_begin = chunk * chunk_keys;
         return detail::FusedAccumulate(
-            plan, states[chunk].view, row_begin,
+            plan, state_of(chunk), row_begin,
             std::min(rows, row_begin + kFusedRows), key_begin,
             std::min(key_count, key_begin + chunk_keys));
       });
   for (size_t c = 1; c < chunks; ++c) {
-    MergeState(mode, states[0].view, states[c].view, rows, values.cols);
+    MergeState(mode, state, state_of(c), rows, values.cols);
   }
-  FinishState(mode, spec.normalization, spec.empty_rows, states[0].view, out);
+}
+
+template <typename T>
+void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
+                   ConstMatrixView<T> keys, ConstMatrixView<T> values,
+                   MatrixView<T> out, const Mask<T>& mask,
+                   const Execution& execution) {
+  detail::EnsureDispatchReady();
+  const auto plans = detail::CheckPool<T>(spec, queries, keys, values, out,
+                                          nullptr, mask, execution);
+  detail::RecordRunTarget(0);
+  if (queries.rows == 0) return;
+  if (keys.rows == 0) return detail::FillEmptyRows(spec.empty_rows, out);
+  // The state accumulates in `out`, then finishes in place.
+  StateStorage<T> state(queries.rows, out);
+  AccumulateAll(spec, plans, queries, keys, values, 0, state.view,
+                detail::ThreadCount(execution));
+  FinishState(ModeOf(spec), spec.normalization, spec.empty_rows, state.view,
+              out);
+}
+
+template <typename T>
+detail::FusedState<T> CheckPartial(const std::string& name,
+                                   const PoolPartial<T>& partial, size_t rows,
+                                   size_t columns) {
+  detail::CheckView(name + ".accumulator", partial.accumulator);
+  detail::CheckSize(name + ".accumulator.rows", partial.accumulator.rows, rows,
+                    "the number of queries");
+  detail::CheckSize(name + ".accumulator.cols", partial.accumulator.cols,
+                    columns, "values.cols");
+  if (rows != 0) {
+    if (!partial.max) throw Error(name + ".max", "is null");
+    if (!partial.sum) throw Error(name + ".sum", "is null");
+    if (!partial.best) throw Error(name + ".best", "is null");
+  }
+  return {partial.max, partial.sum, partial.best, partial.accumulator};
+}
+
+template <typename T>
+void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
+                          ConstMatrixView<T> keys, ConstMatrixView<T> values,
+                          size_t key_offset, const PoolPartial<T>& partial,
+                          const Mask<T>& mask, const Execution& execution) {
+  detail::EnsureDispatchReady();
+  const auto plans = detail::CheckPool<T>(
+      spec, queries, keys, values, partial.accumulator, nullptr, mask,
+      execution, /*shard=*/true, "partial.accumulator");
+  const auto state =
+      CheckPartial("partial", partial, queries.rows, values.cols);
+  detail::RecordRunTarget(0);
+  if (queries.rows == 0) return;
+  if (keys.rows == 0) {  // the state of no keys
+    for (size_t i = 0; i < queries.rows; ++i) {
+      state.max[i] = -std::numeric_limits<T>::infinity();
+      state.sum[i] = 0;
+      state.best[i] = 0;
+      std::fill(state.accumulator.row(i),
+                state.accumulator.row(i) + values.cols, T(0));
+    }
+    return;
+  }
+  AccumulateAll(spec, plans, queries, keys, values, key_offset, state,
+                detail::ThreadCount(execution));
+}
+
+template <typename T>
+void AttentionPoolMerge(const PoolSpec& spec, const PoolPartial<T>& into,
+                        const PoolPartial<T>& later) {
+  const size_t rows = into.accumulator.rows, columns = into.accumulator.cols;
+  const auto target = CheckPartial("into", into, rows, columns);
+  const auto part = CheckPartial("later", later, rows, columns);
+  MergeState(ModeOf(spec), target, part, rows, columns);
+}
+
+template <typename T>
+void AttentionPoolFinish(const PoolSpec& spec, const PoolPartial<T>& partial,
+                         MatrixView<T> out) {
+  detail::CheckEnum("spec.normalization", static_cast<int>(spec.normalization),
+                    kNormalizationCount);
+  detail::CheckEnum("spec.empty_rows", static_cast<int>(spec.empty_rows), 2);
+  const auto state = CheckPartial("partial", partial, out.rows, out.cols);
+  detail::CheckView("out", out);
+  FinishState(ModeOf(spec), spec.normalization, spec.empty_rows, state, out);
 }
 
 }  // namespace
+
+#define ATTNPOOL_DEFINE(T)                                                    \
+  void attention_pool_partial(                                                \
+      const PoolSpec& spec, ConstMatrixView<T> queries,                       \
+      ConstMatrixView<T> keys, ConstMatrixView<T> values, size_t key_offset,  \
+      const PoolPartial<T>& partial, const Mask<T>& mask,                     \
+      const Execution& execution) {                                           \
+    AttentionPoolPartial(spec, queries, keys, values, key_offset, partial,    \
+                         mask, execution);                                    \
+  }                                                                           \
+  void attention_pool_merge(const PoolSpec& spec, const PoolPartial<T>& into, \
+                            const PoolPartial<T>& later) {                    \
+    AttentionPoolMerge(spec, into, later);                                    \
+  }                                                                           \
+  void attention_pool_finish(const PoolSpec& spec,                            \
+                             const PoolPartial<T>& partial,                   \
+                             MatrixView<T> out) {                             \
+    AttentionPoolFinish(spec, partial, out);                                  \
+  }
+ATTNPOOL_DEFINE(float)
+ATTNPOOL_DEFINE(double)
+#undef ATTNPOOL_DEFINE
 
 void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
                     ConstMatrixView<float> keys, ConstMatrixView<float> values,

@@ -23,12 +23,13 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
 // Validates the normalization, the empty-row policy and the mask for an
 // rows×cols matrix `target_name` occupying `target` (errors name
 // "normalization", "empty_rows", "mask.…"). `logits`: the values are logits
-// of exponential weights.
+// of exponential weights. Valid lengths may not exceed `valid_length_limit`.
 template <typename T>
 NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
                                    EmptyRows empty_rows, const Mask<T>& mask,
                                    size_t rows, size_t cols,
-                                   const char* target_name, ByteRange target);
+                                   const char* target_name, ByteRange target,
+                                   size_t valid_length_limit);
 
 }  // namespace detail
 }  // namespace attnpool

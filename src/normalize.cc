@@ -27,9 +27,9 @@ void Normalize(Normalization normalization, MatrixView<T> values,
   detail::EnsureDispatchReady();
   detail::CheckExecution(execution);
   const auto value_bytes = detail::CheckView("values", values);
-  const auto plan = detail::MakeNormalizePlan(normalization, false, empty_rows,
-                                              mask, values.rows, values.cols,
-                                              "values", value_bytes);
+  const auto plan = detail::MakeNormalizePlan(
+      normalization, false, empty_rows, mask, values.rows, values.cols,
+      "values", value_bytes, values.cols);
   detail::RecordRunTarget(0);
   if (values.rows == 0) return;
   detail::ForEachRowBlock(
@@ -47,13 +47,14 @@ template <typename T>
 NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
                                    EmptyRows empty_rows, const Mask<T>& mask,
                                    size_t rows, size_t cols,
-                                   const char* target_name, ByteRange target) {
+                                   const char* target_name, ByteRange target,
+                                   size_t valid_length_limit) {
   CheckEnum("normalization", static_cast<int>(normalization),
             kNormalizationCount);
   CheckEnum("empty_rows", static_cast<int>(empty_rows), 2);
   if (mask.valid_lengths != nullptr) {
     for (size_t i = 0; i < rows; ++i) {
-      if (mask.valid_lengths[i] > cols) {
+      if (mask.valid_lengths[i] > valid_length_limit) {
         throw Error("mask.valid_lengths",
                     "entry " + std::to_string(i) + " is " +
                         std::to_string(mask.valid_lengths[i]) +
@@ -97,11 +98,12 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
 
 template NormalizePlan<float> MakeNormalizePlan(Normalization, bool, EmptyRows,
                                                 const Mask<float>&, size_t,
-                                                size_t, const char*, ByteRange);
+                                                size_t, const char*, ByteRange,
+                                                size_t);
 template NormalizePlan<double> MakeNormalizePlan(Normalization, bool, EmptyRows,
                                                  const Mask<double>&, size_t,
-                                                 size_t, const char*,
-                                                 ByteRange);
+                                                 size_t, const char*, ByteRange,
+                                                 size_t);
 
 }  // namespace detail
 

@@ -17,29 +17,30 @@ template <typename T>
 PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                        ConstMatrixView<T> keys, ConstMatrixView<T> values,
                        MatrixView<T> out, const MatrixView<T>* weights,
-                       const Mask<T>& mask, const Execution& execution) {
+                       const Mask<T>& mask, const Execution& execution,
+                       bool shard, const std::string& out_name) {
   CheckEnum("spec.distance", static_cast<int>(spec.distance), kDistanceCount);
   CheckExecution(execution);
   const auto query_bytes = CheckView("queries", queries);
   const auto key_bytes = CheckView("keys", keys);
   const auto value_bytes = CheckView("values", values);
-  const auto out_bytes = CheckView("out", out);
+  const auto out_bytes = CheckView(out_name, out);
   const size_t rows = queries.rows, key_count = keys.rows;
   CheckSize("keys.cols", keys.cols, queries.cols, "queries.cols");
   CheckSize("values.rows", values.rows, key_count, "keys.rows");
-  CheckSize("out.rows", out.rows, rows, "queries.rows");
-  CheckSize("out.cols", out.cols, values.cols, "values.cols");
+  CheckSize(out_name + ".rows", out.rows, rows, "queries.rows");
+  CheckSize(out_name + ".cols", out.cols, values.cols, "values.cols");
   ByteRange weight_bytes;
   if (weights != nullptr) {
     weight_bytes = CheckView("weights", *weights);
     CheckSize("weights.rows", weights->rows, rows, "queries.rows");
     CheckSize("weights.cols", weights->cols, key_count, "keys.rows");
-    CheckNoOverlap("out", out_bytes, "weights", weight_bytes);
+    CheckNoOverlap(out_name, out_bytes, "weights", weight_bytes);
   }
   for (const auto& input : {std::make_pair("queries", query_bytes),
                             std::make_pair("keys", key_bytes),
                             std::make_pair("values", value_bytes)}) {
-    CheckNoOverlap("out", out_bytes, input.first, input.second);
+    CheckNoOverlap(out_name, out_bytes, input.first, input.second);
     if (weights != nullptr) {
       CheckNoOverlap("weights", weight_bytes, input.first, input.second);
     }
@@ -49,9 +50,11 @@ PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   PoolPlans<T> plans;
   plans.kernel = MakeKernelPlan<T>(spec.kernel, spec.distance, queries.cols);
   plans.kernel.write_logits = logits;
-  plans.normalize = MakeNormalizePlan(
-      spec.normalization, logits, spec.empty_rows, mask, rows, key_count,
-      weights ? "weights" : "out", weights ? weight_bytes : out_bytes);
+  plans.normalize =
+      MakeNormalizePlan(spec.normalization, logits, spec.empty_rows, mask, rows,
+                        key_count, weights ? "weights" : out_name.c_str(),
+                        weights ? weight_bytes : out_bytes,
+                        shard ? static_cast<size_t>(-1) : key_count);
   if (weights != nullptr && mask.bias.data != nullptr) {
     CheckNoOverlap("out", out_bytes, "mask.bias",
                    CheckView("mask.bias", mask.bias));
@@ -69,11 +72,11 @@ void FillEmptyRows(EmptyRows empty_rows, MatrixView<T> out) {
   }
 }
 
-#define ATTNPOOL_INSTANTIATE(T)                                           \
-  template PoolPlans<T> CheckPool(const PoolSpec&, ConstMatrixView<T>,    \
-                                  ConstMatrixView<T>, ConstMatrixView<T>, \
-                                  MatrixView<T>, const MatrixView<T>*,    \
-                                  const Mask<T>&, const Execution&);      \
+#define ATTNPOOL_INSTANTIATE(T)                                                \
+  template PoolPlans<T> CheckPool(                                             \
+      const PoolSpec&, ConstMatrixView<T>, ConstMatrixView<T>,                 \
+      ConstMatrixView<T>, MatrixView<T>, const MatrixView<T>*, const Mask<T>&, \
+      const Execution&, bool, const std::string&);                             \
   template void FillEmptyRows(EmptyRows, MatrixView<T>);
 ATTNPOOL_INSTANTIATE(float)
 ATTNPOOL_INSTANTIATE(double)

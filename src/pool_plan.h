@@ -3,6 +3,8 @@
 
 #include <attnpool/pool.h>
 
+#include <string>
+
 #include "arch/stages.h"
 
 namespace attnpool {
@@ -16,12 +18,15 @@ struct PoolPlans {
 
 // Validates a pooling call: the spec against the data, shapes, overlaps of
 // the outputs (out, and weights when non-null) with the inputs and each
-// other, and the mask. Throws attnpool::Error naming the argument.
+// other, and the mask; the output is named `out_name` in errors. `shard`: the
+// keys are a shard of a longer sequence, so valid lengths may exceed their
+// count. Throws attnpool::Error naming the argument.
 template <typename T>
 PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                        ConstMatrixView<T> keys, ConstMatrixView<T> values,
                        MatrixView<T> out, const MatrixView<T>* weights,
-                       const Mask<T>& mask, const Execution& execution);
+                       const Mask<T>& mask, const Execution& execution,
+                       bool shard = false, const std::string& out_name = "out");
 
 // Every row of `out` as an empty row (the m = 0 case).
 template <typename T>

@@ -203,6 +203,65 @@ TEST_CASE("attention_pool_staged rejects bad arguments", "[pool][errors]") {
   RequireRejected("mask.valid_lengths", outputs, run(nw, q, k, v, o, w, mask));
 }
 
+TEST_CASE("attention_pool and its shard API reject bad arguments",
+          "[fused][errors]") {
+  using attnpool::Kernel;
+  using attnpool::Normalization;
+  using attnpool::PoolPartial;
+  using attnpool::PoolSpec;
+  // n = 3, m = 4, d = 2, dv = 5; out and the partial state share one canary
+  // buffer.
+  std::vector<float> queries(3 * 2, 1.0f), keys(4 * 2, 2.0f),
+      values(4 * 5, 3.0f);
+  std::vector<float> outputs(3 * 5 + 3 * 5 + 3 + 3, -777.0f);
+  std::vector<size_t> best(3, 77);
+  const MatrixView<const float> q(queries.data(), 3, 2), k(keys.data(), 4, 2),
+      v(values.data(), 4, 5);
+  const MatrixView<float> o(outputs.data(), 3, 5);
+  float* max = outputs.data() + 30;
+  float* sum = outputs.data() + 33;
+  const PoolPartial<float> partial{
+      {outputs.data() + 15, 3, 5}, max, sum, best.data()};
+  const PoolSpec nw{
+      Distance::sqeuclidean, {Kernel::gaussian, 0.5}, Normalization::sum};
+  PoolSpec bad = nw;
+  bad.kernel.bandwidth = 0;
+  RequireRejected("kernel.bandwidth", outputs,
+                  [&] { attnpool::attention_pool(bad, q, k, v, o); });
+  RequireRejected("values.rows", outputs, [&] {
+    attnpool::attention_pool(nw, q, k, {values.data(), 3, 5}, o);
+  });
+  RequireRejected("out", outputs, [&] {
+    attnpool::attention_pool(nw, q, k, {outputs.data(), 4, 5},
+                             {outputs.data() + 2, 3, 5});
+  });
+  RequireRejected("partial.max", outputs, [&] {
+    attnpool::attention_pool_partial(
+        nw, q, k, v, 0, {partial.accumulator, nullptr, sum, best.data()});
+  });
+  RequireRejected("partial.accumulator.cols", outputs, [&] {
+    attnpool::attention_pool_partial(
+        nw, q, k, v, 0, {{outputs.data() + 15, 3, 4}, max, sum, best.data()});
+  });
+  RequireRejected("later.accumulator.rows", outputs, [&] {
+    attnpool::attention_pool_merge(
+        nw, partial, {{outputs.data() + 15, 2, 5}, max, sum, best.data()});
+  });
+  RequireRejected("partial.accumulator.cols", outputs, [&] {
+    attnpool::attention_pool_finish(nw, partial, {outputs.data(), 3, 4});
+  });
+  // Valid lengths may run past a shard, not past a whole sequence.
+  const size_t lengths[3] = {2, 9, 4};
+  attnpool::Mask<float> mask;
+  mask.valid_lengths = lengths;
+  RequireRejected("mask.valid_lengths", outputs,
+                  [&] { attnpool::attention_pool(nw, q, k, v, o, mask); });
+  std::vector<float> accumulator(3 * 5);
+  attnpool::attention_pool_partial(
+      nw, q, k, v, 0, {{accumulator.data(), 3, 5}, max, sum, best.data()},
+      mask);
+}
+
 TEST_CASE("empty shapes are valid and write nothing", "[distance][errors]") {
   std::vector<float> queries(6, 1.0f), out(6, -777.0f);
   // m = 0: no output columns; n = 0: no output rows. Null data is fine there.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -29,14 +30,21 @@ constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 // fused(i, c) against staged(i, c): both are Σⱼ wᵢⱼ vⱼc with weights that
 // differ by the rounding of the online rescaling (a few u per key block) and
 // of the exps; the bound is relative to Σⱼ |wᵢⱼ vⱼc| of the staged weights.
+// `compute` (default: attention_pool) writes the fused result to its view.
 template <typename T>
 void CheckFused(const PoolSpec& spec, const Mask<T>& mask,
                 const TestMatrix<T>& queries, const TestMatrix<T>& keys,
-                const TestMatrix<T>& values) {
+                const TestMatrix<T>& values,
+                std::function<void(attnpool::MatrixView<T>)> compute = {}) {
   const size_t n = queries.rows(), m = keys.rows(), dv = values.cols();
   TestMatrix<T> fused(n, dv, 1, 2), staged(n, dv), weights(n, m);
-  attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
-                           fused.view(), mask);
+  if (!compute) {
+    compute = [&](attnpool::MatrixView<T> out) {
+      attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                               out, mask);
+    };
+  }
+  compute(fused.view());
   if (m != 0) RequireRanOnTarget();
   attnpool::attention_pool_staged(spec, queries.view(), keys.view(),
                                   values.view(), staged.view(), weights.view(),
@@ -204,6 +212,67 @@ ATTNPOOL_TEST_EACH_TARGET(SplitFloat, "fused.split_keys.float", "[fused]") {
 
 ATTNPOOL_TEST_EACH_TARGET(SplitDouble, "fused.split_keys.double", "[fused]") {
   SplitKeysCase<double>();
+}
+
+// Keys in three shards (not multiples of any panel width): partial states
+// merged in key order and finished equal the pooling over all keys.
+template <typename T>
+void ShardCase() {
+  std::mt19937_64 rng(kSeed + 43);
+  INFO("seed " << kSeed + 43);
+  const size_t n = 9, m = 700, dv = 6;
+  TestMatrix<T> queries(n, 12), keys(m, 12), values(m, dv);
+  queries.FillRandom(rng, 0);
+  keys.FillRandom(rng, 0);
+  values.FillRandom(rng, 1);
+  std::vector<size_t> lengths(n);
+  for (size_t& length : lengths) length = rng() % (m + 1);
+  const size_t shard_begin[] = {0, 250, 600, m};
+  for (const PoolSpec& spec : kPoolSpecs) {
+    for (bool masked : {false, true}) {
+      INFO(attnpool::distance_name(spec.distance)
+           << " " << attnpool::kernel_name(spec.kernel.kernel) << " "
+           << attnpool::normalization_name(spec.normalization) << " masked "
+           << masked);
+      Mask<T> mask;
+      if (masked) {
+        mask.valid_lengths = lengths.data();
+        mask.causal = true;
+        mask.causal_offset = 300;
+      }
+      CheckFused<T>(
+          spec, mask, queries, keys, values, [&](attnpool::MatrixView<T> out) {
+            std::vector<T> max(3 * n), sum(3 * n);
+            std::vector<size_t> best(3 * n);
+            std::vector<T> accumulators(3 * n * dv);
+            std::vector<attnpool::PoolPartial<T>> parts(3);
+            for (size_t s = 0; s < 3; ++s) {
+              parts[s] = {{accumulators.data() + s * n * dv, n, dv},
+                          max.data() + s * n,
+                          sum.data() + s * n,
+                          best.data() + s * n};
+              const size_t begin = shard_begin[s],
+                           count = shard_begin[s + 1] - begin;
+              attnpool::attention_pool_partial(
+                  spec, queries.view(),
+                  {keys.data() + begin * keys.cols(), count, keys.cols()},
+                  {values.data() + begin * dv, count, dv}, begin, parts[s],
+                  mask);
+            }
+            attnpool::attention_pool_merge(spec, parts[0], parts[1]);
+            attnpool::attention_pool_merge(spec, parts[0], parts[2]);
+            attnpool::attention_pool_finish(spec, parts[0], out);
+          });
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(ShardsFloat, "fused.shards.float", "[fused]") {
+  ShardCase<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(ShardsDouble, "fused.shards.double", "[fused]") {
+  ShardCase<double>();
 }
 
 // The far query of the stable form, through the fused path.

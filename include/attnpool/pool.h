@@ -46,6 +46,60 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
                     const Mask<double>& mask = {},
                     const Execution& execution = {});
 
+// Sharding the keys: attention pooling of n queries over a shard of the
+// keys, as a state that merges with the states of other shards (in key
+// order) and finishes into the same result as attention_pool over all keys
+// (within rounding). For callers that split long contexts across processes.
+// Per query (all arrays have n entries; accumulator is n×dv):
+//   exponential kernels under sum/softmax, and softmax: max = the largest
+//     score seen (−inf: none), sum = Σ exp(a − max), accumulator =
+//     Σ exp(a − max)·v;
+//   none and sum of other kernels (and none of exponential ones):
+//     sum = Σ w, accumulator = Σ w·v;
+//   argmax: max = the best score, best = its key's index in the whole
+//     sequence, accumulator = its value row.
+// A query that met a visible NaN has max = sum = NaN.
+template <typename T>
+struct PoolPartial {
+  MatrixView<T> accumulator;
+  T* max = nullptr;
+  T* sum = nullptr;
+  size_t* best = nullptr;
+};
+
+// The state of keys [key_offset, key_offset + m) of the whole sequence.
+// `keys`, `values` and the mask's bias and visible matrices hold just this
+// shard (n×m); valid lengths and the causal mask count keys from the start of
+// the whole sequence (valid lengths may exceed m).
+void attention_pool_partial(const PoolSpec& spec,
+                            ConstMatrixView<float> queries,
+                            ConstMatrixView<float> keys,
+                            ConstMatrixView<float> values, size_t key_offset,
+                            const PoolPartial<float>& partial,
+                            const Mask<float>& mask = {},
+                            const Execution& execution = {});
+void attention_pool_partial(const PoolSpec& spec,
+                            ConstMatrixView<double> queries,
+                            ConstMatrixView<double> keys,
+                            ConstMatrixView<double> values, size_t key_offset,
+                            const PoolPartial<double>& partial,
+                            const Mask<double>& mask = {},
+                            const Execution& execution = {});
+
+// into ← into merged with `later`, whose keys all come after into's.
+void attention_pool_merge(const PoolSpec& spec, const PoolPartial<float>& into,
+                          const PoolPartial<float>& later);
+void attention_pool_merge(const PoolSpec& spec, const PoolPartial<double>& into,
+                          const PoolPartial<double>& later);
+
+// out ← the pooled result of a (merged) state; out may be its accumulator.
+void attention_pool_finish(const PoolSpec& spec,
+                           const PoolPartial<float>& partial,
+                           MatrixView<float> out);
+void attention_pool_finish(const PoolSpec& spec,
+                           const PoolPartial<double>& partial,
+                           MatrixView<double> out);
+
 // The staged pipeline: distance → kernel → normalization → weighted sum, each
 // a full pass, writing the n×m normalized weights to `weights` (for heatmaps
 // and inspection; it is also the only workspace). queries n×d, keys m×d,
