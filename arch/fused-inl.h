@@ -149,12 +149,193 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   return rescale;
 }
 
+// ------------------------------------------------- small-depth, exp-bound
+// For d ≤ kSmallDepth and dv ≤ kSmallColumns (kernel regression) without
+// element-wise masks: one query at a time against panels of 2N keys, the
+// distance, kernel and weights in registers, Σp and Σp·v accumulated in
+// vector lanes; no score block is stored. Softmax rows take two passes (the
+// max of the logits, then the exps), so each key costs one exp.
+
+// The distance vector of `query` (depth coordinates) and the half `half`
+// (0 or 1) of packed panel `panel`.
+template <class Step, class D, typename T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
+                                    const T* HWY_RESTRICT query, T query_factor,
+                                    size_t panel, size_t half) {
+  const size_t N = hn::Lanes(d);
+  const size_t width = 2 * N, depth = plan.queries.cols;
+  const T* HWY_RESTRICT keys =
+      plan.packed.panels + panel * width * depth + half * N;
+  auto sum = hn::Zero(d);
+  for (size_t p = 0; p < depth; ++p) {
+    sum = Step::Apply(hn::Set(d, query[p]), hn::Load(d, keys + p * width), sum);
+  }
+  switch (plan.distance) {
+    case Distance::euclidean:
+      return hn::Sqrt(sum);
+    case Distance::cosine:
+      return hn::Mul(
+          hn::Mul(sum, hn::Set(d, query_factor)),
+          hn::Load(d, plan.packed.key_factor + panel * width + half * N));
+    default:
+      return sum;
+  }
+}
+
+template <class Step, bool kGaussianOfSquares, typename T>
+void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
+                          const detail::FusedState<T>& state, size_t row_begin,
+                          size_t row_end, size_t key_begin, size_t key_end) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d);
+  const size_t width = 2 * N, depth = plan.queries.cols;
+  const size_t columns = plan.values.cols;
+  const RowMode mode = detail::FusedModeOf(plan.normalize);
+  const bool exponentiate = mode == RowMode::weights && plan.normalize.logits;
+  const T infinity = std::numeric_limits<T>::infinity();
+  const T* HWY_RESTRICT value_panels = plan.packed_values.panels;
+  for (size_t row = row_begin; row < row_end; ++row) {
+    const T* HWY_RESTRICT query = plan.queries.row(row);
+    T query_factor = 0;
+    if (plan.distance == Distance::cosine) {
+      T squares = 0;
+      for (size_t p = 0; p < depth; ++p) squares += query[p] * query[p];
+      query_factor = squares > 0 ? T(1) / std::sqrt(squares) : T(0);
+    }
+    const size_t global =
+        VisibleLimit(plan.normalize.mask, row, plan.key_offset + key_end);
+    const size_t limit = std::max(
+        key_begin, global > plan.key_offset ? global - plan.key_offset : 0);
+    // The kernel value of keys [panel·width + half·N, +N), −inf (softmax) or
+    // 0 (weights) past the visible limit.
+    // Gaussian of squared distances (Nadaraya–Watson): ℓ = c·r² with
+    // c = −1/(2h²), one multiply instead of the general kernel.
+    const T gaussian_factor =
+        T(-0.5) * plan.kernel.inverse_bandwidth * plan.kernel.inverse_bandwidth;
+    const auto kernel_of = [&](size_t panel, size_t half, T hidden) HWY_ATTR {
+      const size_t first = panel * width + half * N;
+      const auto distance =
+          PanelDistance<Step>(d, plan, query, query_factor, panel, half);
+      const auto v = kGaussianOfSquares
+                         ? hn::Mul(distance, hn::Set(d, gaussian_factor))
+                         : KernelWeights(d, plan.kernel, distance);
+      if (limit >= first + N) return v;
+      const size_t shown = limit > first ? limit - first : 0;
+      return hn::IfThenElse(hn::FirstN(d, shown), v, hn::Set(d, hidden));
+    };
+    const size_t panel_begin = key_begin / width;
+    const size_t panel_end = (limit + width - 1) / width;
+    T maximum = -infinity;
+    bool nan = false;
+    if (mode == RowMode::softmax && panel_begin < panel_end) {
+      auto low_max = hn::Set(d, -infinity), high_max = low_max;
+      auto nan_lanes = hn::FirstN(d, 0);
+      for (size_t panel = panel_begin; panel < panel_end; ++panel) {
+        const auto low = kernel_of(panel, 0, -infinity);
+        const auto high = kernel_of(panel, 1, -infinity);
+        low_max = hn::Max(low_max, low);
+        high_max = hn::Max(high_max, high);
+        nan_lanes = hn::Or(nan_lanes, hn::Or(hn::Not(hn::Eq(low, low)),
+                                             hn::Not(hn::Eq(high, high))));
+      }
+      nan = !hn::AllFalse(d, nan_lanes);
+      const auto both = hn::Max(low_max, high_max);
+      maximum = hn::AllTrue(d, hn::Eq(both, hn::Set(d, -infinity)))
+                    ? -infinity
+                    : hn::GetLane(hn::MaxOfLanes(d, both));
+    }
+    T* HWY_RESTRICT acc_out = state.accumulator.row(row);
+    T sum_out = 0;
+    std::fill(acc_out, acc_out + columns, T(0));
+    if (mode == RowMode::weights ||
+        (maximum > -infinity && maximum < infinity)) {
+      const auto shift = hn::Set(d, mode == RowMode::softmax ? maximum : T(0));
+      auto sum = hn::Zero(d);
+      auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d),
+           acc3 = hn::Zero(d);
+      const T hidden = mode == RowMode::softmax ? -infinity : T(0);
+      for (size_t panel = panel_begin; panel < panel_end; ++panel) {
+        const T* HWY_RESTRICT v = value_panels + panel * width * columns;
+        for (size_t half = 0; half < 2; ++half) {
+          auto p = kernel_of(panel, half, hidden);
+          if (mode == RowMode::softmax) {
+            p = attnpool::HWY_NAMESPACE::Exp(d, hn::Sub(p, shift));
+          } else if (exponentiate) {
+            p = attnpool::HWY_NAMESPACE::Exp(d,
+                                             p);  // hidden: exp(0) masked below
+            const size_t first = panel * width + half * N;
+            p = hn::IfThenElseZero(
+                hn::FirstN(d, limit > first ? limit - first : 0), p);
+          }
+          sum = hn::Add(sum, p);
+          const T* HWY_RESTRICT vh = v + half * N;
+          acc0 = hn::MulAdd(p, hn::Load(d, vh), acc0);
+          if (columns > 1) acc1 = hn::MulAdd(p, hn::Load(d, vh + width), acc1);
+          if (columns > 2)
+            acc2 = hn::MulAdd(p, hn::Load(d, vh + 2 * width), acc2);
+          if (columns > 3)
+            acc3 = hn::MulAdd(p, hn::Load(d, vh + 3 * width), acc3);
+        }
+      }
+      sum_out = hn::GetLane(hn::SumOfLanes(d, sum));
+      acc_out[0] = hn::GetLane(hn::SumOfLanes(d, acc0));
+      if (columns > 1) acc_out[1] = hn::GetLane(hn::SumOfLanes(d, acc1));
+      if (columns > 2) acc_out[2] = hn::GetLane(hn::SumOfLanes(d, acc2));
+      if (columns > 3) acc_out[3] = hn::GetLane(hn::SumOfLanes(d, acc3));
+    } else if (maximum == infinity) {
+      // The +inf logits share all the weight: count them and sum their values.
+      for (size_t key = key_begin; key < limit; ++key) {
+        const size_t panel = key / width, lane = key % width;
+        HWY_ALIGN T logits[kMaxLanesBytes / sizeof(T)];
+        hn::Store(kernel_of(panel, lane / N, -infinity), d, logits);
+        if (logits[lane % N] == infinity) {
+          sum_out += 1;
+          for (size_t c = 0; c < columns; ++c)
+            acc_out[c] += plan.values(key, c);
+        }
+      }
+    }
+    const T nan_value = std::numeric_limits<T>::quiet_NaN();
+    state.max[row] = nan ? nan_value : maximum;
+    state.sum[row] = nan ? nan_value : sum_out;
+    state.best[row] = 0;
+  }
+}
+
+// Whether SmallDepthAccumulate applies (src/ then packs the values too).
+template <typename T>
+bool SmallDepthApplies(const detail::FusedPlan<T>& plan) {
+  return plan.packed_values.panels != nullptr;
+}
+
 // Accumulates queries [row_begin, row_end) over keys [key_begin, key_end)
 // and writes their partial state (arch/fused.h).
 template <typename T>
 void FusedAccumulate(const detail::FusedPlan<T>& plan,
                      const detail::FusedState<T>& state, size_t row_begin,
                      size_t row_end, size_t key_begin, size_t key_end) {
+  if (SmallDepthApplies(plan)) {
+    switch (plan.distance) {
+      case Distance::sqeuclidean:
+        if (plan.kernel.kernel == Kernel::gaussian &&
+            plan.kernel.write_logits) {
+          return SmallDepthAccumulate<SquaredDifferenceStep, true>(
+              plan, state, row_begin, row_end, key_begin, key_end);
+        }
+        return SmallDepthAccumulate<SquaredDifferenceStep, false>(
+            plan, state, row_begin, row_end, key_begin, key_end);
+      case Distance::euclidean:
+        return SmallDepthAccumulate<SquaredDifferenceStep, false>(
+            plan, state, row_begin, row_end, key_begin, key_end);
+      case Distance::manhattan:
+        return SmallDepthAccumulate<AbsoluteDifferenceStep, false>(
+            plan, state, row_begin, row_end, key_begin, key_end);
+      case Distance::dot:
+      case Distance::cosine:
+        return SmallDepthAccumulate<DotStep, false>(
+            plan, state, row_begin, row_end, key_begin, key_end);
+    }
+  }
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
   const size_t rows = row_end - row_begin;

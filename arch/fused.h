@@ -39,7 +39,14 @@ struct FusedPlan {
   // Index of keys' first row in the whole sequence (a shard's offset): the
   // valid-length and causal masks and argmax indices count from there.
   size_t key_offset = 0;
+  // The small-depth path (d ≤ kFusedSmallDepth, dv ≤ kFusedSmallColumns, no
+  // bias or visible matrix, not argmax) is taken when src/ packs the values
+  // like keys (PackDistanceKeys with dot); otherwise panels is null.
+  PackedKeys<T> packed_values;
 };
+
+constexpr size_t kFusedSmallDepth = 8;
+constexpr size_t kFusedSmallColumns = 4;
 
 // Where the queries' partial states go; arrays are indexed by query row.
 // Per row, by the row's mode (arch/fused-inl.h):

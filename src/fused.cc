@@ -156,6 +156,17 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
   plan.packed = packed.view;
   plan.key_offset = key_offset;
   const auto mode = detail::FusedModeOf(plan.normalize);
+  // Kernel regression shapes take the small-depth path, which reads the
+  // values packed like keys.
+  detail::OwnedPackedKeys<T> packed_values;
+  const auto& mask = plan.normalize.mask;
+  if (queries.cols <= detail::kFusedSmallDepth &&
+      values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
+      mode != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
+      mask.visible.data == nullptr) {
+    packed_values = detail::PackKeys(Distance::dot, values, threads);
+    plan.packed_values = packed_values.view;
+  }
 
   // Key chunks: one, or for few query blocks up to kMaxChunks of at least
   // kMinChunkKeys keys, each a multiple of the panel width.

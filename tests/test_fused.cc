@@ -104,9 +104,15 @@ void FusedSweep() {
   };
   // Across query blocks (96 rows) and key blocks (256 floats, 128 doubles),
   // small and large d, dv that are and are not whole vectors.
-  const Shape shapes[] = {{1, 1, 1, 1},      {5, 0, 3, 2},
-                          {7, 300, 3, 1},    {100, 130, 16, 7},
-                          {97, 260, 64, 16}, {13, 600, 20, 33}};
+  const Shape shapes[] = {{1, 1, 1, 1},
+                          {5, 0, 3, 2},
+                          {7, 300, 3, 1},
+                          {100, 130, 16, 7},
+                          {97, 260, 64, 16},
+                          {13, 600, 20, 33},
+                          // the small-depth path: d ≤ 8, dv ≤ 4
+                          {150, 700, 2, 4},
+                          {9, 333, 8, 3}};
   for (const PoolSpec& spec : kPoolSpecs) {
     for (const Shape& s : shapes) {
       INFO(attnpool::distance_name(spec.distance)
