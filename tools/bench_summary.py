@@ -3,37 +3,20 @@
 
 Entries are named <stage>/<TARGET>[/<variant>]/<shape>/threads:<t>
 (baselines: baseline/<name>[/<variant>]/<shape>/threads:<t>). For each
-(stage, variant, shape, threads) it prints the median rate of every target
-and baseline, and attnpool's best target divided by each baseline.
+(variant, shape, threads) it prints the median rate of every target and
+baseline, and attnpool's best target divided by each baseline.
+For Markdown tables and plots, see bench_report.py.
 """
-import json
+import os
 import sys
-from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_common  # noqa: E402
 
 
 def main(path, counter="items_per_second"):
-    with open(path) as f:
-        data = json.load(f)
-    rows = defaultdict(dict)  # (stage, variant, shape, threads) -> who -> rate
-    for b in data["benchmarks"]:
-        if b.get("aggregate_name", "median") != "median":
-            continue
-        if b.get("run_type") == "iteration" and any(
-                x.get("aggregate_name") for x in data["benchmarks"]):
-            continue
-        parts = b["run_name"].split("/")
-        if parts[-1] == "real_time":
-            parts = parts[:-1]
-        if len(parts) < 4 or not parts[-1].startswith("threads:"):
-            continue
-        stage, who = parts[0], parts[1]
-        variant = "/".join(parts[2:-2]) or "-"
-        shape, threads = parts[-2], parts[-1]
-        key = (variant, shape, threads.replace("threads:", ""))
-        if stage == "baseline":
-            rows[key]["baseline:" + who] = b.get(counter, 0)
-        else:
-            rows[key][who] = b.get(counter, 0)
+    _, entries = bench_common.load(path)
+    rows = bench_common.group(entries, counter)
     unit = "GFLOP/s" if counter == "GFLOP/s" else "G items/s (pairs/s for distances)"
     scale = 1.0 if counter == "GFLOP/s" else 1e9  # the GFLOP/s counter is in G already
     print(f"{'variant':<12} {'shape':<16} {'thr':>3}  medians in {unit}")
@@ -45,7 +28,8 @@ def main(path, counter="items_per_second"):
         if baselines:
             best_name, best = max(targets.items(), key=lambda kv: kv[1]) if targets else ("-", 0)
             line += "  |  " + "  ".join(
-                f"{k} {v / scale:.3f} ({best_name} = {best / v:.2f}x)" for k, v in baselines.items())
+                f"{k} {v / scale:.3f} ({best_name} = {best / v:.2f}x)" if v else f"{k} -"
+                for k, v in baselines.items())
         print(line)
 
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, prints what this machine
-# offers, and benchmarks the distance stage per target against FAISS and a
-# naive loop in the same run.
+# offers, runs the demo (attention pooling by similarity on the seed's data:
+# summary on the terminal, figures in build/demo/), and benchmarks the
+# distance stage per target against FAISS and a naive loop in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh build
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target attnpool-info bench_distance
+cmake --build build -j"$(nproc)" --target attnpool-info attnpool-demo attnpool_cli bench_distance
 build/tools/attnpool-info
+echo
+build/tools/attnpool-demo --out build/demo
 echo
 echo "Benchmarking the distance stage (about a minute)..."
 # OpenBLAS's core-type overrides slow FAISS's sgemm: unset for the baselines.

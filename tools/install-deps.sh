@@ -2,13 +2,15 @@
 # Installs the Debian (bookworm) packages attnpool needs; quick and silent
 # when they are already there.
 #   tools/install-deps.sh build   compiler, Highway, OpenMP, Google Benchmark,
-#                                 and the benchmark baselines (FAISS, OpenBLAS)
+#                                 the benchmark baselines (FAISS, OpenBLAS),
+#                                 and NumPy + matplotlib (the demo's plots,
+#                                 the benchmark report)
 #   tools/install-deps.sh test    the above, Catch2, and the aarch64 cross
 #                                 toolchain with qemu for the ARM tests
 set -euo pipefail
 profile=${1:-build}
 packages=(cmake ninja-build g++ pkg-config python3 libhwy-dev libbenchmark-dev
-          libfaiss-dev libopenblas-dev)
+          libfaiss-dev libopenblas-dev python3-numpy python3-matplotlib)
 if [[ $profile == test ]]; then
   packages+=(catch2 g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgomp1:arm64)
 elif [[ $profile != build ]]; then

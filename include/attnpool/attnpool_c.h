@@ -1,0 +1,249 @@
+/* attnpool C API: the stages, the pooling and the targets from C (C99) and
+ * from any language with a C foreign-function interface (Python ctypes,
+ * ...). It wraps the C++ API of <attnpool/attnpool.h>, whose headers state
+ * the formulas and the accuracy; the behaviour is the same.
+ *
+ * Errors: every function that can fail returns an attnpool_status. On
+ * failure nothing has been written to any output, and
+ * attnpool_last_error() gives a message naming the argument
+ * ("attnpool: keys.cols: is 2 but must equal queries.cols (3)"), and
+ * attnpool_last_error_argument() the argument alone ("keys.cols"). Both are
+ * per thread and last until the thread's next failing call; a call that
+ * succeeds leaves them as they were.
+ *
+ * Matrices: row-major views { data, rows, cols, stride }, stride in
+ * elements; a stride of 0 means cols (dense rows). The element type of every
+ * float matrix of a call is the call's attnpool_dtype.
+ *
+ * Structs are plain: zero-initialized they hold no mask and default
+ * execution; initialize specs with attnpool_pool_spec_init() /
+ * attnpool_kernel_spec_init() so that fields added later get their
+ * defaults. Enum values equal those of the C++ enums.
+ *
+ * Thread safety: as the C++ API. attnpool_force_target() and
+ * attnpool_reset_target() are process-global and must not run while other
+ * threads call attnpool. */
+#ifndef ATTNPOOL_ATTNPOOL_C_H_
+#define ATTNPOOL_ATTNPOOL_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum attnpool_status {
+  ATTNPOOL_OK = 0,
+  /* An argument is invalid (null data, shape mismatch, stride < cols,
+   * overlapping output, bad enum value, bandwidth, mask, ...). */
+  ATTNPOOL_INVALID_ARGUMENT = 1,
+  /* A target that is not compiled or not supported by this CPU. */
+  ATTNPOOL_UNSUPPORTED_TARGET = 2,
+  ATTNPOOL_OUT_OF_MEMORY = 3,
+  /* Anything else: a bug in attnpool. */
+  ATTNPOOL_INTERNAL_ERROR = 4
+} attnpool_status;
+
+/* "ok", "invalid argument", ...; "unknown status" for other values. */
+const char* attnpool_status_name(attnpool_status status);
+
+/* The calling thread's last error message, or "" if none. Never NULL. */
+const char* attnpool_last_error(void);
+/* The argument named by the last error ("keys.cols", "kernel.bandwidth",
+ * "target", ...), or "" if none. Never NULL. */
+const char* attnpool_last_error_argument(void);
+
+/* "0.1.0". */
+const char* attnpool_version(void);
+
+/* ---------------------------------------------------------------- types */
+
+typedef enum attnpool_dtype {
+  ATTNPOOL_FLOAT32 = 0,
+  ATTNPOOL_FLOAT64 = 1
+} attnpool_dtype;
+
+typedef enum attnpool_distance {
+  ATTNPOOL_SQEUCLIDEAN = 0, /* sum (q_i - k_i)^2 */
+  ATTNPOOL_EUCLIDEAN = 1,   /* sqrt of the above */
+  ATTNPOOL_MANHATTAN = 2,   /* sum |q_i - k_i| */
+  ATTNPOOL_DOT = 3,         /* sum q_i k_i */
+  ATTNPOOL_COSINE = 4       /* dot / (|q| |k|); 0 when a norm is 0 */
+} attnpool_distance;
+
+typedef enum attnpool_kernel {
+  ATTNPOOL_KERNEL_GAUSSIAN = 0,     /* exp(-u^2/2), u = r / h */
+  ATTNPOOL_KERNEL_BOXCAR = 1,       /* 1 if u < 1 else 0 */
+  ATTNPOOL_KERNEL_TRIANGULAR = 2,   /* max(1 - u, 0) */
+  ATTNPOOL_KERNEL_EPANECHNIKOV = 3, /* max(1 - u^2, 0) */
+  ATTNPOOL_KERNEL_CONSTANT = 4,     /* 1 */
+  ATTNPOOL_KERNEL_EXP = 5 /* exp(scale * s), scale default 1/sqrt(d) */
+} attnpool_kernel;
+
+typedef enum attnpool_normalization {
+  ATTNPOOL_NORMALIZE_NONE = 0,
+  ATTNPOOL_NORMALIZE_SUM = 1,     /* a_i / sum_j a_j (Nadaraya-Watson) */
+  ATTNPOOL_NORMALIZE_SOFTMAX = 2, /* exp(a_i - max) / sum_j exp(a_j - max) */
+  ATTNPOOL_NORMALIZE_ARGMAX = 3   /* 1 on the largest (lowest index on ties) */
+} attnpool_normalization;
+
+/* What a query with no weight left (no visible key, or all weights 0) gets. */
+typedef enum attnpool_empty_rows {
+  ATTNPOOL_EMPTY_ROWS_NAN = 0,
+  ATTNPOOL_EMPTY_ROWS_ZERO = 1
+} attnpool_empty_rows;
+
+/* A read-only matrix view. */
+typedef struct attnpool_const_matrix {
+  const void* data;
+  size_t rows;
+  size_t cols;
+  size_t stride; /* elements between row starts; 0: cols */
+} attnpool_const_matrix;
+
+/* A writable matrix view. */
+typedef struct attnpool_matrix {
+  void* data;
+  size_t rows;
+  size_t cols;
+  size_t stride; /* elements between row starts; 0: cols */
+} attnpool_matrix;
+
+typedef struct attnpool_kernel_spec {
+  attnpool_kernel kernel;
+  double bandwidth; /* h of the distance kernels: finite, > 0 */
+  int has_scale;    /* 0: exp's scale is 1/sqrt(d) */
+  double scale;     /* the factor of exp when has_scale */
+} attnpool_kernel_spec;
+
+typedef struct attnpool_pool_spec {
+  attnpool_distance distance;
+  attnpool_kernel_spec kernel;
+  attnpool_normalization normalization;
+  attnpool_empty_rows empty_rows;
+} attnpool_pool_spec;
+
+/* Which keys each query sees; all-zero shows every key to every query.
+ * Query i is row i of the call, key j column j. */
+typedef struct attnpool_mask {
+  const size_t* valid_lengths; /* n entries, or NULL: query i sees j < L[i] */
+  int causal;                  /* nonzero: query i sees j <= i + offset */
+  ptrdiff_t causal_offset;
+  /* n x m of the call's dtype, added to the scores before a softmax (or to
+   * the logits of an exponential kernel); data NULL: none. */
+  attnpool_const_matrix bias;
+  /* n x m of uint8: 0 hides key j from query i; data NULL: none. */
+  attnpool_const_matrix visible;
+} attnpool_mask;
+
+/* Per-call settings; NULL means the defaults. */
+typedef struct attnpool_execution {
+  int threads; /* OpenMP threads; 0: OMP_NUM_THREADS */
+} attnpool_execution;
+
+/* {gaussian, bandwidth 1, no scale}. */
+attnpool_kernel_spec attnpool_kernel_spec_init(void);
+/* {sqeuclidean, gaussian h = 1, sum, NaN rows}: Nadaraya-Watson. */
+attnpool_pool_spec attnpool_pool_spec_init(void);
+
+/* Names of the enum values ("sqeuclidean", "gaussian", "sum"), NULL for an
+ * invalid value; and the value of a name (ATTNPOOL_INVALID_ARGUMENT for an
+ * unknown one, with the known names in the message). */
+const char* attnpool_distance_name(attnpool_distance distance);
+const char* attnpool_kernel_name(attnpool_kernel kernel);
+const char* attnpool_normalization_name(attnpool_normalization normalization);
+attnpool_status attnpool_distance_from_name(const char* name,
+                                            attnpool_distance* distance);
+attnpool_status attnpool_kernel_from_name(const char* name,
+                                          attnpool_kernel* kernel);
+attnpool_status attnpool_normalization_from_name(
+    const char* name, attnpool_normalization* normalization);
+
+/* ---------------------------------------------------------------- stages */
+
+/* Stage 1: out (n x m) = distance(queries row i (n x d), keys row j (m x d)).
+ */
+attnpool_status attnpool_pairwise_distances(
+    attnpool_dtype dtype, attnpool_distance distance,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_matrix* out, const attnpool_execution* execution);
+
+/* Stage 2, in place: values(i, j) <- kernel weight of values(i, j), which
+ * the distance `input` produced (sqeuclidean: r^2; euclidean, manhattan: r;
+ * dot, cosine: a score, for exp and constant only). `depth` is d (exp's
+ * default scale). */
+attnpool_status attnpool_apply_kernel(attnpool_dtype dtype,
+                                      const attnpool_kernel_spec* spec,
+                                      attnpool_distance input,
+                                      const attnpool_matrix* values,
+                                      size_t depth,
+                                      const attnpool_execution* execution);
+
+/* Stage 3, in place on n x m values, over the keys each query sees. `mask`
+ * may be NULL. */
+attnpool_status attnpool_normalize(attnpool_dtype dtype,
+                                   attnpool_normalization normalization,
+                                   const attnpool_matrix* values,
+                                   const attnpool_mask* mask,
+                                   attnpool_empty_rows empty_rows,
+                                   const attnpool_execution* execution);
+
+/* Stage 4: out (n x dv) = weights (n x m) . values (m x dv). */
+attnpool_status attnpool_weighted_sum(attnpool_dtype dtype,
+                                      const attnpool_const_matrix* weights,
+                                      const attnpool_const_matrix* values,
+                                      const attnpool_matrix* out,
+                                      const attnpool_execution* execution);
+
+/* ---------------------------------------------------------------- pooling */
+
+/* Attention pooling, fused: out (n x dv) = the normalized kernel weights of
+ * the query-key distances . values, in one streaming pass over blocks of keys
+ * that never forms the n x m weights (FlashAttention-2 style); queries n x d,
+ * keys m x d, values m x dv. Nadaraya-Watson is attnpool_pool_spec_init();
+ * scaled dot-product attention is {ATTNPOOL_DOT, {ATTNPOOL_KERNEL_EXP},
+ * ATTNPOOL_NORMALIZE_SOFTMAX}. `mask` may be NULL. Equals
+ * attnpool_pool_staged within the stages' tolerances. */
+attnpool_status attnpool_pool(
+    attnpool_dtype dtype, const attnpool_pool_spec* spec,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_const_matrix* values, const attnpool_matrix* out,
+    const attnpool_mask* mask, const attnpool_execution* execution);
+
+/* The staged pipeline: out (n x dv) = normalized kernel weights of the
+ * query-key distances . values; queries n x d, keys m x d, values m x dv.
+ * `weights` (n x m) receives the normalized weights; NULL (or data NULL)
+ * allocates a workspace instead. `mask` may be NULL. */
+attnpool_status attnpool_pool_staged(
+    attnpool_dtype dtype, const attnpool_pool_spec* spec,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_const_matrix* values, const attnpool_matrix* out,
+    const attnpool_matrix* weights, const attnpool_mask* mask,
+    const attnpool_execution* execution);
+
+/* ---------------------------------------------------------------- targets */
+
+/* Space-separated target names, best first ("AVX3 AVX2 SSE4 SCALAR").
+ * The strings stay valid for the life of the process. */
+const char* attnpool_compiled_targets(void);
+const char* attnpool_supported_targets(void);
+/* The target the next call runs on, and the one the calling thread's last
+ * computation ran on ("" if none). Valid until the thread's next call of
+ * the same function. */
+const char* attnpool_active_target(void);
+const char* attnpool_last_run_target(void);
+/* Forces a target ("avx2", "AVX3", "avx512", "neon", "scalar", ...;
+ * case-insensitive) for the whole process: ATTNPOOL_UNSUPPORTED_TARGET when
+ * it is not compiled or this CPU lacks it. */
+attnpool_status attnpool_force_target(const char* name);
+/* Back to the best supported target. */
+attnpool_status attnpool_reset_target(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNPOOL_ATTNPOOL_C_H_ */

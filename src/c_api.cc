@@ -1,0 +1,380 @@
+// The C API (include/attnpool/attnpool_c.h): converts the plain structs to
+// the C++ views and specs, and every exception to a status code with a
+// thread-local message.
+#include <attnpool/attnpool.h>
+#include <attnpool/attnpool_c.h>
+
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#ifndef ATTNPOOL_VERSION
+#define ATTNPOOL_VERSION "unknown"
+#endif
+
+namespace {
+
+thread_local std::string last_error;
+thread_local std::string last_error_argument;
+
+attnpool_status Fail(attnpool_status status, const std::string& argument,
+                     const std::string& message) {
+  last_error_argument = argument;
+  last_error = message;
+  return status;
+}
+
+// Runs `body`, turning what it throws into a status and the last error.
+template <class Body>
+attnpool_status Guard(const Body& body) {
+  try {
+    body();
+    return ATTNPOOL_OK;
+  } catch (const attnpool::Error& error) {
+    const bool target =
+        error.argument() == "target" || error.argument() == "ATTNPOOL_ISA";
+    return Fail(
+        target ? ATTNPOOL_UNSUPPORTED_TARGET : ATTNPOOL_INVALID_ARGUMENT,
+        error.argument(), error.what());
+  } catch (const std::bad_alloc&) {
+    return Fail(ATTNPOOL_OUT_OF_MEMORY, "", "attnpool: out of memory");
+  } catch (const std::exception& error) {
+    return Fail(ATTNPOOL_INTERNAL_ERROR, "",
+                std::string("attnpool: internal error: ") + error.what());
+  } catch (...) {
+    return Fail(ATTNPOOL_INTERNAL_ERROR, "", "attnpool: internal error");
+  }
+}
+
+// Arguments the C++ API cannot see: null struct pointers, invalid dtypes.
+template <typename P>
+P& Required(P* pointer, const char* argument) {
+  if (pointer == nullptr) throw attnpool::Error(argument, "is a null pointer");
+  return *pointer;
+}
+
+void CheckDtype(attnpool_dtype dtype) {
+  if (dtype != ATTNPOOL_FLOAT32 && dtype != ATTNPOOL_FLOAT64) {
+    throw attnpool::Error(
+        "dtype", "invalid value " + std::to_string(static_cast<int>(dtype)) +
+                     " (ATTNPOOL_FLOAT32 or ATTNPOOL_FLOAT64)");
+  }
+}
+
+template <typename T>
+attnpool::ConstMatrixView<T> View(const attnpool_const_matrix& m) {
+  return {static_cast<const T*>(m.data), m.rows, m.cols,
+          m.stride == 0 ? m.cols : m.stride};
+}
+template <typename T>
+attnpool::MatrixView<T> View(const attnpool_matrix& m) {
+  return {static_cast<T*>(m.data), m.rows, m.cols,
+          m.stride == 0 ? m.cols : m.stride};
+}
+
+attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
+  attnpool::Execution result;
+  if (execution) result.threads = execution->threads;
+  return result;
+}
+
+attnpool::KernelSpec KernelSpecOf(const attnpool_kernel_spec& spec) {
+  attnpool::KernelSpec result;
+  result.kernel = static_cast<attnpool::Kernel>(spec.kernel);
+  result.bandwidth = spec.bandwidth;
+  if (spec.has_scale) result.scale = spec.scale;
+  return result;
+}
+
+attnpool::PoolSpec PoolSpecOf(const attnpool_pool_spec& spec) {
+  attnpool::PoolSpec result;
+  result.distance = static_cast<attnpool::Distance>(spec.distance);
+  result.kernel = KernelSpecOf(spec.kernel);
+  result.normalization =
+      static_cast<attnpool::Normalization>(spec.normalization);
+  result.empty_rows = static_cast<attnpool::EmptyRows>(spec.empty_rows);
+  return result;
+}
+
+template <typename T>
+attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
+  attnpool::Mask<T> result;
+  if (mask == nullptr) return result;
+  result.valid_lengths = mask->valid_lengths;
+  result.causal = mask->causal != 0;
+  result.causal_offset = mask->causal_offset;
+  if (mask->bias.data != nullptr || mask->bias.rows != 0) {
+    result.bias = View<T>(mask->bias);
+  }
+  if (mask->visible.data != nullptr || mask->visible.rows != 0) {
+    const auto& visible = mask->visible;
+    result.visible = {static_cast<const uint8_t*>(visible.data), visible.rows,
+                      visible.cols,
+                      visible.stride == 0 ? visible.cols : visible.stride};
+  }
+  return result;
+}
+
+// Calls body.template operator()<T>() with T = float or double.
+template <class Body>
+attnpool_status Typed(attnpool_dtype dtype, const Body& body) {
+  return Guard([&] {
+    CheckDtype(dtype);
+    if (dtype == ATTNPOOL_FLOAT32) {
+      body(float{});
+    } else {
+      body(double{});
+    }
+  });
+}
+
+template <class Name>
+const char* NameOrNull(const Name& name) {
+  try {
+    return name();
+  } catch (const attnpool::Error&) {
+    return nullptr;
+  }
+}
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : " ") + name;
+  return text;
+}
+
+// The string of a name function, kept in thread-local storage; "" on error.
+template <class Names>
+const char* ThreadLocalText(std::string& storage, const Names& names) {
+  try {
+    storage = names();
+  } catch (const std::exception&) {
+    storage.clear();
+  }
+  return storage.c_str();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* attnpool_status_name(attnpool_status status) {
+  switch (status) {
+    case ATTNPOOL_OK:
+      return "ok";
+    case ATTNPOOL_INVALID_ARGUMENT:
+      return "invalid argument";
+    case ATTNPOOL_UNSUPPORTED_TARGET:
+      return "unsupported target";
+    case ATTNPOOL_OUT_OF_MEMORY:
+      return "out of memory";
+    case ATTNPOOL_INTERNAL_ERROR:
+      return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* attnpool_last_error(void) { return last_error.c_str(); }
+const char* attnpool_last_error_argument(void) {
+  return last_error_argument.c_str();
+}
+const char* attnpool_version(void) { return ATTNPOOL_VERSION; }
+
+attnpool_kernel_spec attnpool_kernel_spec_init(void) {
+  attnpool_kernel_spec spec;
+  spec.kernel = ATTNPOOL_KERNEL_GAUSSIAN;
+  spec.bandwidth = 1.0;
+  spec.has_scale = 0;
+  spec.scale = 0.0;
+  return spec;
+}
+
+attnpool_pool_spec attnpool_pool_spec_init(void) {
+  attnpool_pool_spec spec;
+  spec.distance = ATTNPOOL_SQEUCLIDEAN;
+  spec.kernel = attnpool_kernel_spec_init();
+  spec.normalization = ATTNPOOL_NORMALIZE_SUM;
+  spec.empty_rows = ATTNPOOL_EMPTY_ROWS_NAN;
+  return spec;
+}
+
+const char* attnpool_distance_name(attnpool_distance distance) {
+  return NameOrNull([&] {
+    return attnpool::distance_name(static_cast<attnpool::Distance>(distance));
+  });
+}
+const char* attnpool_kernel_name(attnpool_kernel kernel) {
+  return NameOrNull([&] {
+    return attnpool::kernel_name(static_cast<attnpool::Kernel>(kernel));
+  });
+}
+const char* attnpool_normalization_name(attnpool_normalization normalization) {
+  return NameOrNull([&] {
+    return attnpool::normalization_name(
+        static_cast<attnpool::Normalization>(normalization));
+  });
+}
+
+attnpool_status attnpool_distance_from_name(const char* name,
+                                            attnpool_distance* distance) {
+  return Guard([&] {
+    auto& result = Required(distance, "distance");
+    result = static_cast<attnpool_distance>(attnpool::distance_from_name(name));
+  });
+}
+attnpool_status attnpool_kernel_from_name(const char* name,
+                                          attnpool_kernel* kernel) {
+  return Guard([&] {
+    auto& result = Required(kernel, "kernel");
+    result = static_cast<attnpool_kernel>(attnpool::kernel_from_name(name));
+  });
+}
+attnpool_status attnpool_normalization_from_name(
+    const char* name, attnpool_normalization* normalization) {
+  return Guard([&] {
+    auto& result = Required(normalization, "normalization");
+    result = static_cast<attnpool_normalization>(
+        attnpool::normalization_from_name(name));
+  });
+}
+
+attnpool_status attnpool_pairwise_distances(
+    attnpool_dtype dtype, attnpool_distance distance,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_matrix* out, const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::pairwise_distances(
+        static_cast<attnpool::Distance>(distance),
+        View<T>(Required(queries, "queries")), View<T>(Required(keys, "keys")),
+        View<T>(Required(out, "out")), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_apply_kernel(attnpool_dtype dtype,
+                                      const attnpool_kernel_spec* spec,
+                                      attnpool_distance input,
+                                      const attnpool_matrix* values,
+                                      size_t depth,
+                                      const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::apply_kernel(KernelSpecOf(Required(spec, "spec")),
+                           static_cast<attnpool::Distance>(input),
+                           View<T>(Required(values, "values")), depth,
+                           ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_normalize(attnpool_dtype dtype,
+                                   attnpool_normalization normalization,
+                                   const attnpool_matrix* values,
+                                   const attnpool_mask* mask,
+                                   attnpool_empty_rows empty_rows,
+                                   const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::normalize(static_cast<attnpool::Normalization>(normalization),
+                        View<T>(Required(values, "values")), MaskOf<T>(mask),
+                        static_cast<attnpool::EmptyRows>(empty_rows),
+                        ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_weighted_sum(attnpool_dtype dtype,
+                                      const attnpool_const_matrix* weights,
+                                      const attnpool_const_matrix* values,
+                                      const attnpool_matrix* out,
+                                      const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::weighted_sum(View<T>(Required(weights, "weights")),
+                           View<T>(Required(values, "values")),
+                           View<T>(Required(out, "out")),
+                           ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_pool(
+    attnpool_dtype dtype, const attnpool_pool_spec* spec,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_const_matrix* values, const attnpool_matrix* out,
+    const attnpool_mask* mask, const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::attention_pool(
+        PoolSpecOf(Required(spec, "spec")),
+        View<T>(Required(queries, "queries")), View<T>(Required(keys, "keys")),
+        View<T>(Required(values, "values")), View<T>(Required(out, "out")),
+        MaskOf<T>(mask), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_pool_staged(
+    attnpool_dtype dtype, const attnpool_pool_spec* spec,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_const_matrix* values, const attnpool_matrix* out,
+    const attnpool_matrix* weights, const attnpool_mask* mask,
+    const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto pool_spec = PoolSpecOf(Required(spec, "spec"));
+    const auto q = View<T>(Required(queries, "queries"));
+    const auto k = View<T>(Required(keys, "keys"));
+    const auto v = View<T>(Required(values, "values"));
+    const auto o = View<T>(Required(out, "out"));
+    if (weights != nullptr && weights->data != nullptr) {
+      attnpool::attention_pool_staged(pool_spec, q, k, v, o, View<T>(*weights),
+                                      MaskOf<T>(mask), ExecutionOf(execution));
+    } else {
+      attnpool::attention_pool_staged(pool_spec, q, k, v, o, MaskOf<T>(mask),
+                                      ExecutionOf(execution));
+    }
+  });
+}
+
+const char* attnpool_compiled_targets(void) {
+  static const std::string names = [] {
+    try {
+      return Join(attnpool::compiled_targets());
+    } catch (const std::exception&) {
+      return std::string();
+    }
+  }();
+  return names.c_str();
+}
+
+const char* attnpool_supported_targets(void) {
+  static const std::string names = [] {
+    try {
+      return Join(attnpool::supported_targets());
+    } catch (const std::exception&) {
+      return std::string();
+    }
+  }();
+  return names.c_str();
+}
+
+const char* attnpool_active_target(void) {
+  thread_local std::string name;
+  return ThreadLocalText(name, [] { return attnpool::active_target(); });
+}
+
+const char* attnpool_last_run_target(void) {
+  thread_local std::string name;
+  return ThreadLocalText(name, [] { return attnpool::last_run_target(); });
+}
+
+attnpool_status attnpool_force_target(const char* name) {
+  return Guard([&] {
+    if (name == nullptr) throw attnpool::Error("name", "is a null pointer");
+    attnpool::force_target(name);
+  });
+}
+
+attnpool_status attnpool_reset_target(void) {
+  return Guard([] { attnpool::reset_target(); });
+}
+
+}  // extern "C"

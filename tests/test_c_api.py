@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""The C API through Python ctypes on NumPy arrays, against NumPy formulas.
+
+usage: test_c_api.py path/to/libattnpool_c.so
+"""
+import ctypes
+import sys
+import unittest
+
+import numpy as np
+
+LIBRARY_PATH = None
+lib = None
+
+FLOAT32, FLOAT64 = 0, 1
+DISTANCES = {"sqeuclidean": 0, "euclidean": 1, "manhattan": 2, "dot": 3, "cosine": 4}
+KERNELS = {"gaussian": 0, "boxcar": 1, "triangular": 2, "epanechnikov": 3,
+           "constant": 4, "exp": 5}
+NORMALIZATIONS = {"none": 0, "sum": 1, "softmax": 2, "argmax": 3}
+OK, INVALID_ARGUMENT, UNSUPPORTED_TARGET = 0, 1, 2
+
+
+class ConstMatrix(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("rows", ctypes.c_size_t),
+                ("cols", ctypes.c_size_t), ("stride", ctypes.c_size_t)]
+
+
+class Matrix(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("rows", ctypes.c_size_t),
+                ("cols", ctypes.c_size_t), ("stride", ctypes.c_size_t)]
+
+
+class KernelSpec(ctypes.Structure):
+    _fields_ = [("kernel", ctypes.c_int), ("bandwidth", ctypes.c_double),
+                ("has_scale", ctypes.c_int), ("scale", ctypes.c_double)]
+
+
+class PoolSpec(ctypes.Structure):
+    _fields_ = [("distance", ctypes.c_int), ("kernel", KernelSpec),
+                ("normalization", ctypes.c_int), ("empty_rows", ctypes.c_int)]
+
+
+class Mask(ctypes.Structure):
+    _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
+                ("causal", ctypes.c_int), ("causal_offset", ctypes.c_ssize_t),
+                ("bias", ConstMatrix), ("visible", ConstMatrix)]
+
+
+class Execution(ctypes.Structure):
+    _fields_ = [("threads", ctypes.c_int)]
+
+
+def load(path):
+    library = ctypes.CDLL(path)
+    P = ctypes.POINTER
+    signatures = {
+        "attnpool_last_error": ([], ctypes.c_char_p),
+        "attnpool_last_error_argument": ([], ctypes.c_char_p),
+        "attnpool_status_name": ([ctypes.c_int], ctypes.c_char_p),
+        "attnpool_version": ([], ctypes.c_char_p),
+        "attnpool_pool_spec_init": ([], PoolSpec),
+        "attnpool_kernel_spec_init": ([], KernelSpec),
+        "attnpool_kernel_name": ([ctypes.c_int], ctypes.c_char_p),
+        "attnpool_kernel_from_name": ([ctypes.c_char_p, P(ctypes.c_int)], ctypes.c_int),
+        "attnpool_pairwise_distances": (
+            [ctypes.c_int, ctypes.c_int, P(ConstMatrix), P(ConstMatrix), P(Matrix),
+             P(Execution)], ctypes.c_int),
+        "attnpool_apply_kernel": (
+            [ctypes.c_int, P(KernelSpec), ctypes.c_int, P(Matrix), ctypes.c_size_t,
+             P(Execution)], ctypes.c_int),
+        "attnpool_normalize": (
+            [ctypes.c_int, ctypes.c_int, P(Matrix), P(Mask), ctypes.c_int,
+             P(Execution)], ctypes.c_int),
+        "attnpool_weighted_sum": (
+            [ctypes.c_int, P(ConstMatrix), P(ConstMatrix), P(Matrix), P(Execution)],
+            ctypes.c_int),
+        "attnpool_pool": (
+            [ctypes.c_int, P(PoolSpec), P(ConstMatrix), P(ConstMatrix), P(ConstMatrix),
+             P(Matrix), P(Mask), P(Execution)], ctypes.c_int),
+        "attnpool_pool_staged": (
+            [ctypes.c_int, P(PoolSpec), P(ConstMatrix), P(ConstMatrix), P(ConstMatrix),
+             P(Matrix), P(Matrix), P(Mask), P(Execution)], ctypes.c_int),
+        "attnpool_compiled_targets": ([], ctypes.c_char_p),
+        "attnpool_supported_targets": ([], ctypes.c_char_p),
+        "attnpool_active_target": ([], ctypes.c_char_p),
+        "attnpool_last_run_target": ([], ctypes.c_char_p),
+        "attnpool_force_target": ([ctypes.c_char_p], ctypes.c_int),
+        "attnpool_reset_target": ([], ctypes.c_int),
+    }
+    for name, (arguments, result) in signatures.items():
+        function = getattr(library, name)
+        function.argtypes = arguments
+        function.restype = result
+    return library
+
+
+def dtype_code(array):
+    return {np.dtype(np.float32): FLOAT32, np.dtype(np.float64): FLOAT64}[array.dtype]
+
+
+def view(array, writable=False):
+    """A C matrix view of a 2-D NumPy array whose rows may be strided."""
+    assert array.ndim == 2
+    assert array.shape[1] <= 1 or array.strides[1] == array.itemsize
+    assert array.strides[0] % array.itemsize == 0 and array.strides[0] >= 0
+    cls = Matrix if writable else ConstMatrix
+    return cls(array.ctypes.data, array.shape[0], array.shape[1],
+               array.strides[0] // array.itemsize)
+
+
+def last_error():
+    return lib.attnpool_last_error().decode(), lib.attnpool_last_error_argument().decode()
+
+
+def pool(queries, keys, values, distance="sqeuclidean", kernel="gaussian",
+         bandwidth=1.0, scale=None, normalization="sum", empty_rows=0, mask=None,
+         threads=0, fused_check=True):
+    """The staged pipeline (status, out, weights); with fused_check, the fused
+    kernel must return the same status, and the same output within 1e-5."""
+    spec = lib.attnpool_pool_spec_init()
+    spec.distance = DISTANCES[distance]
+    spec.kernel.kernel = KERNELS[kernel]
+    spec.kernel.bandwidth = bandwidth
+    if scale is not None:
+        spec.kernel.has_scale, spec.kernel.scale = 1, scale
+    spec.normalization = NORMALIZATIONS[normalization]
+    spec.empty_rows = empty_rows
+    out = np.full((queries.shape[0], values.shape[1]), -777, queries.dtype)
+    weights = np.full((queries.shape[0], keys.shape[0]), -777, queries.dtype)
+    status = lib.attnpool_pool_staged(
+        dtype_code(queries), ctypes.byref(spec), view(queries), view(keys),
+        view(values), view(out, True), view(weights, True),
+        ctypes.byref(mask) if mask is not None else None,
+        ctypes.byref(Execution(threads)))
+    if fused_check:
+        staged_error = last_error()
+        fused = np.full_like(out, -777)
+        fused_status = lib.attnpool_pool(
+            dtype_code(queries), ctypes.byref(spec), view(queries), view(keys),
+            view(values), view(fused, True),
+            ctypes.byref(mask) if mask is not None else None,
+            ctypes.byref(Execution(threads)))
+        assert fused_status == status, (fused_status, status, last_error())
+        if status == OK:
+            np.testing.assert_allclose(fused, out, rtol=1e-5, atol=1e-5)
+        else:
+            assert last_error()[1] == staged_error[1], (last_error(), staged_error)
+            assert (fused == -777).all()
+    return status, out, weights
+
+
+def reference_distances(q, k, distance):
+    q = q.astype(np.float64)
+    k = k.astype(np.float64)
+    if distance == "sqeuclidean":
+        return ((q[:, None, :] - k[None, :, :]) ** 2).sum(-1)
+    if distance == "euclidean":
+        return np.sqrt(((q[:, None, :] - k[None, :, :]) ** 2).sum(-1))
+    if distance == "manhattan":
+        return np.abs(q[:, None, :] - k[None, :, :]).sum(-1)
+    dot = q @ k.T
+    if distance == "dot":
+        return dot
+    norms = np.linalg.norm(q, axis=1)[:, None] * np.linalg.norm(k, axis=1)[None, :]
+    return np.divide(dot, norms, out=np.zeros_like(dot), where=norms > 0)
+
+
+def softmax(logits, axis=-1):
+    shifted = logits - logits.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+class CApiTest(unittest.TestCase):
+    def setUp(self):
+        self.rng = np.random.default_rng(20240607)
+
+    def tearDown(self):
+        lib.attnpool_reset_target()
+
+    def rand(self, *shape, dtype=np.float32, scale=1.0):
+        return (self.rng.standard_normal(shape) * scale).astype(dtype)
+
+    def tolerance(self, dtype):
+        return 2e-5 if dtype == np.float32 else 1e-12
+
+    def test_distances(self):
+        for dtype in (np.float32, np.float64):
+            q, k = self.rand(9, 5, dtype=dtype), self.rand(13, 5, dtype=dtype)
+            for name, code in DISTANCES.items():
+                with self.subTest(dtype=dtype.__name__, distance=name):
+                    out = np.empty((9, 13), dtype)
+                    status = lib.attnpool_pairwise_distances(
+                        dtype_code(q), code, view(q), view(k), view(out, True), None)
+                    self.assertEqual(status, OK, last_error())
+                    expected = reference_distances(q, k, name)
+                    np.testing.assert_allclose(out, expected, rtol=self.tolerance(dtype),
+                                               atol=self.tolerance(dtype) * 10)
+
+    def test_kernels(self):
+        r = np.abs(self.rand(6, 17, dtype=np.float64)) * 2
+        h = 0.7
+        u = r / h
+        expected = {
+            "gaussian": np.exp(-u ** 2 / 2),
+            "boxcar": (u < 1).astype(np.float64),
+            "triangular": np.maximum(1 - u, 0),
+            "epanechnikov": np.maximum(1 - u ** 2, 0),
+            "constant": np.ones_like(u),
+        }
+        for name, formula in expected.items():
+            with self.subTest(kernel=name):
+                spec = lib.attnpool_kernel_spec_init()
+                spec.kernel, spec.bandwidth = KERNELS[name], h
+                # The Gaussian takes r² (sqeuclidean), the others r (euclidean).
+                squared = name == "gaussian"
+                values = (r ** 2 if squared else r).copy()
+                status = lib.attnpool_apply_kernel(
+                    FLOAT64, ctypes.byref(spec),
+                    DISTANCES["sqeuclidean" if squared else "euclidean"],
+                    view(values, True), 3, None)
+                self.assertEqual(status, OK, last_error())
+                np.testing.assert_allclose(values, formula, rtol=1e-12, atol=1e-15)
+        spec = lib.attnpool_kernel_spec_init()
+        spec.kernel, spec.has_scale, spec.scale = KERNELS["exp"], 1, -0.3
+        scores = self.rand(4, 9, dtype=np.float32)
+        values = scores.copy()
+        self.assertEqual(lib.attnpool_apply_kernel(
+            FLOAT32, ctypes.byref(spec), DISTANCES["dot"], view(values, True), 4, None), OK)
+        np.testing.assert_allclose(values, np.exp(-0.3 * scores.astype(np.float64)), rtol=1e-6)
+
+    def test_normalize_with_causal_mask(self):
+        a = self.rand(5, 7, dtype=np.float64)
+        visible = np.arange(7)[None, :] <= np.arange(5)[:, None] + 1  # offset 1
+        mask = Mask(causal=1, causal_offset=1)
+        for name in ("softmax", "argmax"):
+            with self.subTest(normalization=name):
+                values = a.copy()
+                status = lib.attnpool_normalize(FLOAT64, NORMALIZATIONS[name],
+                                                view(values, True), ctypes.byref(mask), 0, None)
+                self.assertEqual(status, OK, last_error())
+                masked = np.where(visible, a, -np.inf)
+                if name == "softmax":
+                    expected = softmax(masked)
+                else:
+                    expected = np.zeros_like(a)
+                    expected[np.arange(5), masked.argmax(axis=1)] = 1
+                np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-300)
+
+    def test_weighted_sum_strided(self):
+        big = self.rand(8, 12, dtype=np.float32)
+        weights = big[:, :10]  # rows strided by 12
+        values = self.rand(10, 3, dtype=np.float32)
+        out = np.zeros((8, 3), np.float32)
+        self.assertEqual(lib.attnpool_weighted_sum(
+            FLOAT32, view(weights), view(values), view(out, True), None), OK, last_error())
+        np.testing.assert_allclose(out, weights.astype(np.float64) @ values, rtol=1e-5,
+                                   atol=1e-5)
+
+    def test_nadaraya_watson(self):
+        for dtype in (np.float32, np.float64):
+            x_train = np.sort(self.rng.uniform(0, 5, 40)).astype(dtype)[:, None]
+            y_train = (2 * np.sin(x_train) + x_train).astype(dtype)
+            x_val = np.arange(0, 5, 0.1).astype(dtype)[:, None]
+            h = 0.5
+            status, out, weights = pool(x_val, x_train, y_train, bandwidth=h, threads=2)
+            self.assertEqual(status, OK, last_error())
+            logits = -((x_val.astype(np.float64) - x_train.T) ** 2) / (2 * h * h)
+            expected_weights = softmax(logits)
+            np.testing.assert_allclose(weights, expected_weights, rtol=self.tolerance(dtype) * 5,
+                                       atol=1e-30)
+            np.testing.assert_allclose(out, expected_weights @ y_train,
+                                       rtol=self.tolerance(dtype) * 5)
+
+    def test_scaled_dot_product_with_bias_and_lengths(self):
+        q, k, v = self.rand(6, 8), self.rand(9, 8), self.rand(9, 4)
+        bias = self.rand(6, 9)
+        lengths = (ctypes.c_size_t * 6)(9, 1, 4, 0, 9, 7)
+        mask = Mask(valid_lengths=lengths, bias=view(bias))
+        status, out, weights = pool(q, k, v, distance="dot", kernel="exp",
+                                    normalization="softmax", mask=mask)
+        self.assertEqual(status, OK, last_error())
+        logits = q.astype(np.float64) @ k.T / np.sqrt(8) + bias
+        visible = np.arange(9)[None, :] < np.array(list(lengths))[:, None]
+        rows = np.array(list(lengths)) > 0
+        expected = np.zeros_like(logits)
+        expected[rows] = softmax(np.where(visible, logits, -np.inf)[rows])
+        np.testing.assert_allclose(weights[rows], expected[rows], rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(out[rows], expected[rows] @ v, rtol=1e-4, atol=1e-5)
+        self.assertTrue(np.isnan(out[3]).all())  # no key visible: a NaN row
+
+    def test_leave_one_out_with_visible_mask(self):
+        x = np.sort(self.rng.uniform(0, 5, 30))[:, None]
+        y = 2 * np.sin(x) + x
+        visible = (1 - np.eye(30)).astype(np.uint8)
+        mask = Mask(visible=ConstMatrix(visible.ctypes.data, 30, 30, 30))
+        status, out, weights = pool(x, x, y, bandwidth=0.3, mask=mask)
+        self.assertEqual(status, OK, last_error())
+        w = np.exp(-((x - x.T) ** 2) / (2 * 0.09)) * visible
+        np.testing.assert_allclose(out, (w / w.sum(1, keepdims=True)) @ y, rtol=1e-12)
+        self.assertTrue((np.diag(weights) == 0).all())
+
+    def test_every_supported_target(self):
+        q, k, v = self.rand(17, 3), self.rand(33, 3), self.rand(33, 2)
+        targets = lib.attnpool_supported_targets().decode().split()
+        self.assertTrue(targets)
+        self.assertTrue(set(targets) <= set(lib.attnpool_compiled_targets().decode().split()))
+        for target in targets:
+            with self.subTest(target=target):
+                self.assertEqual(lib.attnpool_force_target(target.encode()), OK)
+                self.assertEqual(lib.attnpool_active_target().decode(), target)
+                status, out, _ = pool(q, k, v, kernel="epanechnikov", bandwidth=2.0,
+                                      empty_rows=1)
+                self.assertEqual(status, OK, last_error())
+                self.assertEqual(lib.attnpool_last_run_target().decode(), target)
+                r = np.sqrt(reference_distances(q, k, "sqeuclidean"))
+                w = np.maximum(1 - (r / 2) ** 2, 0)
+                sums = w.sum(1, keepdims=True)
+                expected = np.divide(w @ v, sums, out=np.zeros((17, 2)), where=sums > 0)
+                np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+        self.assertEqual(lib.attnpool_force_target(b"no-such-isa"), UNSUPPORTED_TARGET)
+        self.assertEqual(last_error()[1], "target")
+
+    def test_errors_leave_outputs_untouched(self):
+        q, k, v = self.rand(4, 3), self.rand(5, 2), self.rand(5, 2)
+        status, out, weights = pool(q, k, v)
+        self.assertEqual(status, INVALID_ARGUMENT)
+        message, argument = last_error()
+        self.assertEqual(argument, "keys.cols")
+        self.assertIn("keys.cols", message)
+        self.assertTrue((out == -777).all() and (weights == -777).all())
+        status, out, _ = pool(q, self.rand(5, 3), v, bandwidth=float("nan"))
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "kernel.bandwidth"))
+        self.assertTrue((out == -777).all())
+        status, _, _ = pool(q, self.rand(5, 3), v, threads=-2)
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "execution.threads"))
+        kernel = ctypes.c_int()
+        self.assertEqual(lib.attnpool_kernel_from_name(b"gausian", ctypes.byref(kernel)),
+                         INVALID_ARGUMENT)
+        self.assertIn("gaussian", last_error()[0])  # the known names
+        self.assertEqual(lib.attnpool_status_name(INVALID_ARGUMENT), b"invalid argument")
+        self.assertTrue(lib.attnpool_version())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    LIBRARY_PATH = sys.argv.pop(1)
+    lib = load(LIBRARY_PATH)
+    unittest.main(verbosity=1)

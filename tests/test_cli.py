@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""The attnpool command line on .npy files: results against NumPy formulas,
+.npy round trips, and a clear message and exit code for every malformed
+input.
+
+usage: test_cli.py path/to/attnpool
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+CLI = None
+
+
+def softmax(logits):
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def npy_bytes(descr, shape, data=b"", fortran=False, version=(1, 0), header=None):
+    """A .npy file written by hand, so that it can be made wrong."""
+    if header is None:
+        header = "{'descr': '%s', 'fortran_order': %s, 'shape': %r, }" % (
+            descr, "True" if fortran else "False", tuple(shape))
+    size_format = "<H" if version[0] == 1 else "<I"
+    prefix_size = 6 + 2 + struct.calcsize(size_format)
+    padding = (64 - (prefix_size + len(header) + 1) % 64) % 64
+    text = (header + " " * padding + "\n").encode("latin1")
+    return (b"\x93NUMPY" + bytes(version) + struct.pack(size_format, len(text)) + text
+            + data)
+
+
+class CliTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory(prefix="attnpool-cli-")
+        self.dir = self.directory.name
+        self.rng = np.random.default_rng(7)
+
+    def tearDown(self):
+        self.directory.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def save(self, name, array):
+        np.save(self.path(name), array)
+        return self.path(name)
+
+    def write(self, name, content):
+        with open(self.path(name), "wb") as f:
+            f.write(content)
+        return self.path(name)
+
+    def run_cli(self, *args, expect=0):
+        result = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, expect,
+                         f"attnpool {' '.join(args)}\nstdout: {result.stdout}\n"
+                         f"stderr: {result.stderr}")
+        return result
+
+    def nw_inputs(self, dtype=np.float32, n=50, m=40):
+        x = np.sort(self.rng.uniform(0, 5, m)).astype(dtype)
+        y = (2 * np.sin(x) + x + self.rng.standard_normal(m)).astype(dtype)
+        q = np.arange(0, 5, 5 / n).astype(dtype)
+        return (self.save("x.npy", x), self.save("y.npy", y), self.save("q.npy", q),
+                x, y, q)
+
+    # ------------------------------------------------------------ good input
+
+    def test_nadaraya_watson_round_trip(self):
+        for dtype in (np.float32, np.float64):
+            with self.subTest(dtype=dtype.__name__):
+                x_path, y_path, q_path, x, y, q = self.nw_inputs(dtype)
+                result = self.run_cli(
+                    "pool", "--queries", q_path, "--keys", x_path, "--values", y_path,
+                    "--kernel", "gaussian", "--bandwidth", "0.5", "-o", self.path("out.npy"),
+                    "--weights", self.path("w.npy"), "--time", "--threads", "2")
+                self.assertIn("compute", result.stderr)
+                out, w = np.load(self.path("out.npy")), np.load(self.path("w.npy"))
+                self.assertEqual(out.dtype, dtype)
+                self.assertEqual(out.shape, q.shape)  # 1-D values: 1-D output
+                self.assertEqual(w.shape, (len(q), len(x)))
+                expected_w = softmax(-((q[:, None].astype(np.float64) - x[None, :]) ** 2) / 0.5)
+                tolerance = 1e-5 if dtype == np.float32 else 1e-12
+                np.testing.assert_allclose(w, expected_w, rtol=tolerance * 10, atol=1e-30)
+                np.testing.assert_allclose(out, expected_w @ y, rtol=tolerance * 10)
+
+    def test_sdpa_matrices_and_masks(self):
+        n, m, d, dv = 37, 29, 8, 3
+        q, k = self.rng.standard_normal((n, d)), self.rng.standard_normal((m, d))
+        v = self.rng.standard_normal((m, dv))
+        bias = self.rng.standard_normal((n, m))
+        lengths = self.rng.integers(0, m + 1, n).astype(np.int64)
+        lengths[0] = 0
+        args = ["pool", "--queries", self.save("q.npy", q), "--keys", self.save("k.npy", k),
+                "--values", self.save("v.npy", v), "--distance", "dot", "--kernel", "exp",
+                "--normalize", "softmax", "--scale", "0.25", "-o", self.path("out.npy"),
+                "--bias", self.save("b.npy", bias), "--valid-lengths",
+                self.save("l.npy", lengths), "--empty-rows", "zero"]
+        # Several library calls of 5 query rows each: the masks follow the rows.
+        self.run_cli(*args, "--rows-per-call", "5", "--quiet")
+        visible = np.arange(m)[None, :] < lengths[:, None]
+        logits = np.where(visible, 0.25 * q @ k.T + bias, -np.inf)
+        expected = np.zeros((n, dv))
+        rows = lengths > 0
+        expected[rows] = softmax(logits[rows]) @ v
+        np.testing.assert_allclose(np.load(self.path("out.npy")), expected, rtol=1e-11,
+                                   atol=1e-12)
+
+    def test_causal_and_visible_masks_across_calls(self):
+        n, m = 23, 23
+        x = np.sort(self.rng.uniform(0, 5, m))
+        y = np.sin(x)[:, None] * np.array([[1.0, -2.0]])
+        visible = self.rng.random((n, m)) < 0.8
+        args = ["pool", "--queries", self.save("x.npy", x.astype(np.float32)),
+                "--keys", self.path("x.npy"),
+                "--values", self.save("y.npy", y.astype(np.float32)),
+                "--kernel", "triangular", "--bandwidth", "3", "--causal",
+                "--causal-offset", "-1", "--visible", self.save("m.npy", visible),
+                "-o", self.path("out.npy"), "--weights", self.path("w.npy"),
+                "--rows-per-call", "4", "--progress"]
+        result = self.run_cli(*args)
+        self.assertIn("100%", result.stderr)  # the progress display
+        shown = visible & (np.arange(m)[None, :] <= np.arange(n)[:, None] - 1)
+        w = np.maximum(1 - np.abs(x[:, None] - x[None, :]) / 3, 0) * shown
+        sums = w.sum(1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            expected = (w / sums) @ y
+        out = np.load(self.path("out.npy"))
+        self.assertEqual(out.shape, (n, 2))
+        np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-5)  # NaN rows too
+        self.assertTrue(np.isnan(out[0]).all())  # query 0 sees no key
+        # Without --weights the fused kernel runs: the same result.
+        fused_args = args[:args.index("-o")] + ["-o", self.path("fused.npy"),
+                                                "--rows-per-call", "7", "--quiet"]
+        self.run_cli(*fused_args)
+        np.testing.assert_allclose(np.load(self.path("fused.npy")), out, rtol=2e-5,
+                                   atol=2e-5)
+
+    def test_every_isa_and_version_2_header(self):
+        q = self.rng.standard_normal((9, 3)).astype(np.float32)
+        k = self.rng.standard_normal((11, 3)).astype(np.float32)
+        # Version 2.0 header (4-byte length), as numpy writes for huge headers.
+        self.write("q2.npy", npy_bytes("<f4", q.shape, q.tobytes(), version=(2, 0)))
+        self.save("k.npy", k)
+        targets = self.run_cli("targets").stdout
+        supported = targets.split("supported:")[1].split("\n")[0].split()
+        self.assertTrue(supported)
+        expected = ((q[:, None, :].astype(np.float64) - k[None]) ** 2).sum(-1)
+        for target in supported:
+            with self.subTest(target=target):
+                self.run_cli("distances", "--queries", self.path("q2.npy"), "--keys",
+                             self.path("k.npy"), "-o", self.path("d.npy"), "--isa", target,
+                             "--time")
+                np.testing.assert_allclose(np.load(self.path("d.npy")), expected, rtol=1e-5,
+                                           atol=1e-5)
+
+    def test_distances(self):
+        q, k = self.rng.standard_normal((6, 4)), self.rng.standard_normal((5, 4))
+        self.save("q.npy", q)
+        self.save("k.npy", k)
+        formulas = {
+            "euclidean": np.sqrt(((q[:, None] - k[None]) ** 2).sum(-1)),
+            "manhattan": np.abs(q[:, None] - k[None]).sum(-1),
+            "dot": q @ k.T,
+            "cosine": (q @ k.T) / np.outer(np.linalg.norm(q, axis=1), np.linalg.norm(k, axis=1)),
+        }
+        for name, expected in formulas.items():
+            with self.subTest(distance=name):
+                self.run_cli("distances", "--queries", self.path("q.npy"), "--keys",
+                             self.path("k.npy"), f"--distance={name}", "-o", self.path("d.npy"))
+                out = np.load(self.path("d.npy"))
+                self.assertEqual(out.dtype, np.float64)
+                np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+    def test_empty_queries(self):
+        x_path, y_path, _, _, _, _ = self.nw_inputs()
+        self.save("q0.npy", np.zeros((0,), np.float32))
+        self.run_cli("pool", "--queries", self.path("q0.npy"), "--keys", x_path,
+                     "--values", y_path, "-o", self.path("out.npy"))
+        self.assertEqual(np.load(self.path("out.npy")).shape, (0,))
+
+    def test_help(self):
+        usage = self.run_cli("--help").stdout
+        for word in ("pool", "distances", "targets", "--help", "Example"):
+            self.assertIn(word, usage)
+        pool_help = self.run_cli("pool", "--help").stdout
+        for option in ("--queries", "--keys", "--values", "--distance", "--kernel",
+                       "--bandwidth", "--normalize", "--weights", "--isa", "--threads",
+                       "--time", "--valid-lengths", "--causal", "--visible", "--bias"):
+            self.assertIn(option, pool_help)
+        self.assertIn("usage", self.run_cli(expect=2).stderr)
+        self.assertIn("attnpool", self.run_cli("--version").stdout)
+
+    # ------------------------------------------------------------ bad input
+
+    def expect_error(self, args, message, code=1):
+        """Runs a failing command: the exit code, the message, and no output file."""
+        out = self.path("out.npy")
+        if os.path.exists(out):
+            os.remove(out)
+        result = self.run_cli(*args, expect=code)
+        self.assertIn("attnpool: error: ", result.stderr)
+        self.assertIn(message, result.stderr)
+        self.assertFalse(os.path.exists(out), "a failed run wrote its output")
+        self.assertEqual(result.stdout, "")
+        return result.stderr
+
+    def pool_args(self, queries=None, keys=None, values=None, *extra):
+        x_path, y_path, q_path, _, _, _ = self.nw_inputs()
+        return ["pool", "--queries", queries or q_path, "--keys", keys or x_path,
+                "--values", values or y_path, "-o", self.path("out.npy"), *extra]
+
+    def test_malformed_files(self):
+        good = np.arange(12, dtype=np.float32).reshape(4, 3)
+        cases = {
+            # name: (file content, expected message)
+            "int32.npy": (npy_bytes("<i4", (4, 3), good.astype(np.int32).tobytes()),
+                          "dtype int32 is not supported: use float32 or float64"),
+            "float16.npy": (npy_bytes("<f2", (4, 3), good.astype(np.float16).tobytes()),
+                            "dtype '<f2' is not supported"),
+            "complex.npy": (npy_bytes("<c8", (4, 3), bytes(96)), "dtype '<c8' is not supported"),
+            "bigendian.npy": (npy_bytes(">f4", (4, 3), good.astype(">f4").tobytes()),
+                              "big-endian"),
+            "fortran.npy": (npy_bytes("<f4", (4, 3), good.tobytes(), fortran=True),
+                            "Fortran order"),
+            "short.npy": (npy_bytes("<f4", (4, 3), good.tobytes()[:40]),
+                          "truncated data: shape (4, 3) of float32 needs 48 bytes, the file has 40"),
+            "long.npy": (npy_bytes("<f4", (4, 3), good.tobytes() + b"\0" * 8),
+                         "data after the 48 bytes"),
+            "cut_header.npy": (npy_bytes("<f4", (4, 3), good.tobytes())[:30],
+                               "truncated header"),
+            "no_length.npy": (b"\x93NUMPY\x01\x00", "truncated header"),
+            "empty.npy": (b"", "not a .npy file"),
+            "text.npy": (b"0.5 1.5 2.5\n", "not a .npy file"),
+            "version9.npy": (npy_bytes("<f4", (4, 3), good.tobytes(), version=(9, 0)),
+                             "unsupported .npy format version 9.0"),
+            "no_shape.npy": (npy_bytes("<f4", (4, 3), good.tobytes(),
+                                       header="{'descr': '<f4', 'fortran_order': False}"),
+                             "must have the keys"),
+            "not_dict.npy": (npy_bytes("<f4", (4, 3), good.tobytes(), header="[1, 2, 3]"),
+                             "malformed header"),
+            "bad_shape.npy": (npy_bytes("<f4", (4, 3), good.tobytes(),
+                                        header="{'descr': '<f4', 'fortran_order': False, "
+                                               "'shape': (4, -3), }"),
+                              "malformed header"),
+            "structured.npy": (npy_bytes("", (4,), bytes(32),
+                                         header="{'descr': [('a', '<f4'), ('b', '<f4')], "
+                                                "'fortran_order': False, 'shape': (4,), }"),
+                               "structured or object arrays are not supported"),
+            "extra_key.npy": (npy_bytes("<f4", (4, 3), good.tobytes(),
+                                        header="{'descr': '<f4', 'fortran_order': False, "
+                                               "'shape': (4, 3), 'x': 1, }"),
+                              "unexpected key 'x'"),
+        }
+        for name, (content, message) in cases.items():
+            with self.subTest(file=name):
+                path = self.write(name, content)
+                stderr = self.expect_error(
+                    ["distances", "--queries", path, "--keys", self.save("k.npy", good),
+                     "-o", self.path("out.npy")], message)
+                self.assertIn(f"--queries {path}", stderr)  # which file it was
+        # numpy's own Fortran-order and big-endian files.
+        self.save("f.npy", np.asfortranarray(good))
+        self.expect_error(["distances", "--queries", self.path("f.npy"), "--keys",
+                           self.path("k.npy"), "-o", self.path("out.npy")], "Fortran order")
+        self.save("be.npy", good.astype(">f8"))
+        self.expect_error(["distances", "--queries", self.path("be.npy"), "--keys",
+                           self.path("k.npy"), "-o", self.path("out.npy")],
+                          "save a.astype('<f8')")
+        self.expect_error(["distances", "--queries", self.path("missing.npy"), "--keys",
+                           self.path("k.npy"), "-o", self.path("out.npy")],
+                          "cannot open: No such file or directory")
+
+    def test_shape_and_dtype_mismatches(self):
+        q3 = self.save("q3.npy", self.rng.standard_normal((5, 3)).astype(np.float32))
+        k2 = self.save("k2.npy", self.rng.standard_normal((4, 2)).astype(np.float32))
+        k3 = self.save("k3.npy", self.rng.standard_normal((4, 3)).astype(np.float32))
+        v5 = self.save("v5.npy", self.rng.standard_normal((5, 2)).astype(np.float32))
+        v4 = self.save("v4.npy", self.rng.standard_normal((4, 2)).astype(np.float32))
+        v64 = self.save("v64.npy", self.rng.standard_normal((4, 2)))
+        cube = self.save("cube.npy", np.zeros((2, 2, 2), np.float32))
+        scalar = self.save("scalar.npy", np.float32(1))
+        base = ["pool", "-o", self.path("out.npy")]
+        cases = [
+            (["--queries", q3, "--keys", k2, "--values", v4],
+             "--keys %s (shape (4, 2)) has 2 columns, expected 3" % k2),
+            (["--queries", q3, "--keys", k3, "--values", v5],
+             "--values %s (shape (5, 2)) has 5 rows, expected 4" % v5),
+            (["--queries", q3, "--keys", k3, "--values", v64],
+             "is float64 but --queries %s is float32" % q3),
+            (["--queries", cube, "--keys", k3, "--values", v4],
+             "expected a 1-D or 2-D array, not 3-D"),
+            (["--queries", scalar, "--keys", k3, "--values", v4],
+             "expected a 1-D or 2-D array, not 0-D"),
+        ]
+        for args, message in cases:
+            with self.subTest(message=message):
+                self.expect_error(base + args, message)
+
+    def test_bad_masks(self):
+        n, m = 50, 40
+        cases = [
+            (["--valid-lengths", self.save("l1.npy", np.full(n, 41, np.int64))],
+             "entry 0 is 41, outside [0, 40]"),
+            (["--valid-lengths", self.save("l2.npy", np.full(n, -1, np.int64))],
+             "entry 0 is -1"),
+            (["--valid-lengths", self.save("l3.npy", np.full(n - 1, 3, np.int64))],
+             "expected (50,): one entry per query"),
+            (["--valid-lengths", self.save("l4.npy", np.full(n, 3.0))],
+             "dtype float64 is not supported: use an integer array"),
+            (["--visible", self.save("m1.npy", np.ones((n, m + 1), bool))],
+             "shape (50, 41), expected (50, 40)"),
+            (["--visible", self.save("m2.npy", np.ones((n, m), np.float32))],
+             "use bool or uint8"),
+            (["--bias", self.save("b1.npy", np.ones((n, 3), np.float32)),
+              "--normalize", "softmax"], "expected shape (50, 40)"),
+            (["--bias", self.save("b2.npy", np.ones((n, m), np.float32)),
+              "--kernel", "boxcar"], "mask.bias"),
+        ]
+        for extra, message in cases:
+            with self.subTest(message=message):
+                self.expect_error(self.pool_args(None, None, None, *extra), message)
+
+    def test_bad_command_lines(self):
+        cases = [
+            (self.pool_args(None, None, None, "--bandwidth", "-1"),
+             "kernel.bandwidth: -1.000000 is not a positive, finite, normal float "
+             "(from --bandwidth)", 1),
+            (self.pool_args(None, None, None, "--bandwidth", "wide"),
+             "--bandwidth wide: not a number", 2),
+            (self.pool_args(None, None, None, "--kernel", "gausian"),
+             "--kernel: unknown name 'gausian' (known: gaussian,", 2),
+            (self.pool_args(None, None, None, "--distance", "dot"),
+             "gaussian needs a distance", 1),
+            (self.pool_args(None, None, None, "--kernal", "boxcar"),
+             "unknown option '--kernal' for 'attnpool pool' (did you mean --kernel?)", 2),
+            (self.pool_args(None, None, None, "--isa", "bogus"),
+             "--isa bogus: 'bogus' is not a compiled target", 2),
+            (self.pool_args(None, None, None, "--threads", "0"),
+             "--threads 0: must be between 1 and 4096", 2),
+            (self.pool_args(None, None, None, "--empty-rows", "maybe"),
+             "--empty-rows maybe: use nan or zero", 2),
+            (self.pool_args(None, None, None, "--causal-offset", "2"),
+             "--causal-offset needs --causal", 2),
+            (self.pool_args(None, None, None, "--bandwidth"), "--bandwidth needs a value", 2),
+            (["pool", "--queries", "q.npy", "-o", self.path("out.npy")], "missing --keys", 2),
+            (["pool", "stray"], "unexpected argument 'stray'", 2),
+            (["pool", "--time=1"], "--time takes no value", 2),
+            (["frobnicate"], "unknown command 'frobnicate'", 2),
+        ]
+        for args, message, code in cases:
+            with self.subTest(message=message):
+                self.expect_error(args, message, code)
+
+    def test_unwritable_output(self):
+        x_path, y_path, q_path, _, _, _ = self.nw_inputs()
+        result = self.run_cli("pool", "--queries", q_path, "--keys", x_path, "--values",
+                              y_path, "-o", self.path("no/such/dir/out.npy"), expect=1)
+        self.assertIn("cannot create", result.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    CLI = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

@@ -1,0 +1,938 @@
+// attnpool: the command line. Runs attention pooling and the distance stage
+// on NumPy .npy files (see kUsage and the per-command help below).
+#include <attnpool/attnpool.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/npy.h"
+
+namespace {
+
+using attnpool_tools::NpyArray;
+using attnpool_tools::NpyError;
+using attnpool_tools::NpyType;
+using attnpool_tools::NpyTypeName;
+using attnpool_tools::ShapeText;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kExitUsage = 2;  // the command line is wrong
+constexpr int kExitInput = 1;  // a file or the computation is wrong
+
+// A problem to report: `message` is printed after "attnpool: error: ".
+struct CliError {
+  std::string message;
+  int exit_code = kExitInput;
+};
+
+[[noreturn]] void UsageError(const std::string& message) {
+  throw CliError{message, kExitUsage};
+}
+
+const char kUsage[] =
+    R"usage(attnpool - attention pooling by similarity on NumPy .npy files
+
+usage:
+  attnpool pool      --queries Q.npy --keys K.npy --values V.npy -o OUT.npy [options]
+  attnpool distances --queries Q.npy --keys K.npy -o OUT.npy [options]
+  attnpool targets                  instruction sets compiled, supported, active
+  attnpool COMMAND --help           the options of a command
+  attnpool --version
+
+pool:      out[i] = sum_j w[i,j] * values[j], where w[i,:] normalizes
+           kernel(distance(queries[i], keys[j])) over the keys j
+distances: out[i,j] = distance(queries[i], keys[j])
+
+Arrays are float32 or float64 .npy files in C order, as numpy.save writes
+them: 2-D (rows x columns), or 1-D (one column). Queries, keys and values
+share one dtype, and the output gets it.
+
+Example: Nadaraya-Watson regression with a Gaussian kernel of width 0.5
+  python3 -c "import numpy as np; x = np.sort(5 * np.random.rand(40));
+  np.save('x.npy', x); np.save('y.npy', 2 * np.sin(x) + x);
+  np.save('q.npy', np.arange(0, 5, 0.1))"
+  attnpool pool --queries q.npy --keys x.npy --values y.npy \
+      --kernel gaussian --bandwidth 0.5 -o y_hat.npy --weights w.npy
+)usage";
+
+// ---------------------------------------------------------------- options
+
+struct OptionInfo {
+  const char* name;   // "--kernel"
+  const char* value;  // "NAME", or nullptr for a flag
+  const char* help;
+};
+
+const OptionInfo kQueries{"--queries", "Q.npy", "queries, n x d (required)"};
+const OptionInfo kKeys{"--keys", "K.npy", "keys, m x d (required)"};
+const OptionInfo kOut{"-o", "OUT.npy",
+                      "where to write the result (required; also --out)"};
+const OptionInfo kDistance{
+    "--distance", "NAME",
+    "sqeuclidean (default), euclidean, manhattan, dot, cosine"};
+
+// Options of every command, after its own.
+const std::vector<OptionInfo> kRunOptions = {
+    {"--isa", "TARGET",
+     "run on this instruction set (avx2, avx512, sse4, neon, sve, scalar, "
+     "...; see 'attnpool targets'); default: the best this CPU supports"},
+    {"--threads", "N",
+     "OpenMP threads (default: OMP_NUM_THREADS or all cores)"},
+    {"--time", nullptr, "print the time spent reading, computing and writing"},
+    {"--progress", nullptr,
+     "always show progress (default: on a terminal, for runs over 1 s)"},
+    {"--quiet", nullptr, "no progress display"},
+    {"--rows-per-call", "N",
+     "query rows per library call (default: about 32 M query-key pairs per "
+     "call)"},
+};
+
+const std::vector<OptionInfo> kPoolOptions = {
+    kQueries,
+    kKeys,
+    {"--values", "V.npy", "values, m x dv (required)"},
+    kOut,
+    {"--weights", "W.npy",
+     "also write the n x m attention weights (this runs the staged pipeline, "
+     "which forms them; without it, the fused kernel runs)"},
+    kDistance,
+    {"--kernel", "NAME",
+     "gaussian (default), boxcar, triangular, epanechnikov, constant, exp"},
+    {"--bandwidth", "H",
+     "the width h of the distance kernels, > 0 (default 1)"},
+    {"--scale", "S", "the factor of exp(S * score) (default 1/sqrt(d))"},
+    {"--normalize", "NAME",
+     "over the keys of each query: sum (default), softmax, argmax, none"},
+    {"--empty-rows", "nan|zero",
+     "output of a query with no weight left (empty boxcar window, all keys "
+     "masked): NaN (default) or 0"},
+    {"--valid-lengths", "L.npy",
+     "integers, n entries: query i sees keys j < L[i]"},
+    {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
+    {"--causal-offset", "K", "the offset of --causal (default 0)"},
+    {"--bias", "B.npy", "n x m, added to the scores before a softmax"},
+    {"--visible", "M.npy", "n x m, bool or uint8: 0 hides key j from query i"},
+};
+
+struct Command {
+  const char* name;
+  const char* summary;
+  std::vector<OptionInfo> options;
+};
+
+Command PoolCommand() {
+  Command command{"pool",
+                  "attnpool pool --queries Q.npy --keys K.npy --values V.npy "
+                  "-o OUT.npy [options]\n\n"
+                  "Attention pooling: OUT (n x dv) = W . V, where W (n x m) "
+                  "holds the normalized\nkernel weights of the query-key "
+                  "distances. Nadaraya-Watson is the default\n(sqeuclidean, "
+                  "gaussian, sum); scaled dot-product attention is --distance "
+                  "dot\n--kernel exp --normalize softmax.",
+                  kPoolOptions};
+  command.options.insert(command.options.end(), kRunOptions.begin(),
+                         kRunOptions.end());
+  return command;
+}
+
+Command DistancesCommand() {
+  Command command{"distances",
+                  "attnpool distances --queries Q.npy --keys K.npy -o OUT.npy "
+                  "[options]\n\nAll-pairs distances: OUT (n x m)[i, j] = "
+                  "distance(queries[i], keys[j]).",
+                  {kQueries, kKeys, kOut, kDistance}};
+  command.options.insert(command.options.end(), kRunOptions.begin(),
+                         kRunOptions.end());
+  return command;
+}
+
+// `text` in lines of at most `width` characters, each after `indent`
+// spaces but the first.
+std::string Wrap(const std::string& text, size_t indent, size_t width) {
+  std::string wrapped, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      wrapped += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return wrapped + line;
+}
+
+void PrintHelp(const Command& command) {
+  constexpr size_t kColumn = 25;
+  std::printf("usage: %s\n\noptions:\n", command.summary);
+  for (const auto& option : command.options) {
+    std::string left = std::string("  ") + option.name;
+    if (option.value) left += std::string(" ") + option.value;
+    const std::string help = Wrap(option.help, kColumn, 79 - kColumn);
+    if (left.size() < kColumn) {
+      std::printf("%-*s%s\n", static_cast<int>(kColumn), left.c_str(),
+                  help.c_str());
+    } else {
+      std::printf("%s\n%*s%s\n", left.c_str(), static_cast<int>(kColumn), "",
+                  help.c_str());
+    }
+  }
+  std::printf("%-*s%s\n", static_cast<int>(kColumn), "  -h, --help",
+              "this help");
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Options given on the command line: name -> value ("" for flags).
+class Arguments {
+ public:
+  Arguments(const Command& command, int argc, char** argv) : command_(command) {
+    for (int i = 2; i < argc; ++i) {
+      std::string word = argv[i];
+      if (word == "-h" || word == "--help") {
+        help_ = true;
+        continue;
+      }
+      std::optional<std::string> inline_value;
+      if (word.rfind("--", 0) == 0 && word.find('=') != std::string::npos) {
+        inline_value = word.substr(word.find('=') + 1);
+        word = word.substr(0, word.find('='));
+      }
+      if (word == "--out") word = "-o";
+      const OptionInfo* info = Find(word);
+      if (info == nullptr) {
+        if (word.empty() || word[0] != '-') {
+          UsageError("unexpected argument '" + word +
+                     "' (options start with --; see 'attnpool " + command.name +
+                     " --help')");
+        }
+        UsageError("unknown option '" + word + "' for 'attnpool " +
+                   command.name + "'" + Suggestion(word));
+      }
+      if (values_.count(word)) UsageError(word + " is given twice");
+      if (info->value == nullptr) {
+        if (inline_value) UsageError(word + " takes no value");
+        values_[word] = "";
+      } else if (inline_value) {
+        values_[word] = *inline_value;
+      } else {
+        if (i + 1 >= argc) {
+          UsageError(word + " needs a value (" + info->value + ")");
+        }
+        values_[word] = argv[++i];
+      }
+    }
+  }
+
+  bool help() const { return help_; }
+  bool Has(const std::string& name) const { return values_.count(name) != 0; }
+  std::optional<std::string> Get(const std::string& name) const {
+    const auto found = values_.find(name);
+    if (found == values_.end()) return std::nullopt;
+    return found->second;
+  }
+  std::string Required(const std::string& name) const {
+    const auto value = Get(name);
+    if (!value) {
+      UsageError(std::string("missing ") + name + " (see 'attnpool " +
+                 command_.name + " --help')");
+    }
+    return *value;
+  }
+
+ private:
+  const OptionInfo* Find(const std::string& name) const {
+    for (const auto& option : command_.options)
+      if (name == option.name) return &option;
+    return nullptr;
+  }
+  std::string Suggestion(const std::string& word) const {
+    const OptionInfo* best = nullptr;
+    size_t best_distance = 3;  // suggest only close matches
+    for (const auto& option : command_.options) {
+      const size_t distance = EditDistance(word, option.name);
+      if (distance < best_distance) {
+        best_distance = distance;
+        best = &option;
+      }
+    }
+    return best ? std::string(" (did you mean ") + best->name + "?)" : "";
+  }
+
+  const Command& command_;
+  bool help_ = false;
+  std::map<std::string, std::string> values_;
+};
+
+double ParseDouble(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    UsageError(option + " " + text + ": not a number");
+  }
+  return value;
+}
+
+long long ParseInteger(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    UsageError(option + " " + text + ": not an integer");
+  }
+  return value;
+}
+
+// Calls a name lookup of the library, reporting an unknown name under the
+// option's name.
+template <typename Enum>
+Enum ParseName(const std::string& option, const std::string& text,
+               Enum (*from_name)(const char*)) {
+  try {
+    return from_name(text.c_str());
+  } catch (const attnpool::Error& error) {
+    const std::string what = error.what();
+    const std::string prefix = "attnpool: " + error.argument() + ": ";
+    UsageError(
+        option + ": " +
+        (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what));
+  }
+}
+
+// ---------------------------------------------------------------- arrays
+
+// A 1-D or 2-D float array from a file, seen as a matrix.
+struct InputMatrix {
+  std::string option, path;
+  NpyArray array;
+  size_t rows = 0, cols = 0;
+  bool one_dimensional = false;
+
+  std::string Label() const { return option + " " + path; }
+  std::string Describe() const {
+    return Label() + " (shape " + ShapeText(array.shape) + ")";
+  }
+};
+
+NpyArray Load(const std::string& option, const std::string& path) {
+  try {
+    return attnpool_tools::ReadNpy(path);
+  } catch (const NpyError& error) {
+    throw CliError{option + " " + path + ": " + error.what()};
+  }
+}
+
+InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
+  InputMatrix matrix{option, path, Load(option, path)};
+  const auto& shape = matrix.array.shape;
+  if (matrix.array.type != NpyType::float32 &&
+      matrix.array.type != NpyType::float64) {
+    throw CliError{matrix.Label() + ": dtype " +
+                   NpyTypeName(matrix.array.type) +
+                   " is not supported: use float32 or float64 (e.g. "
+                   "a.astype(np.float32))"};
+  }
+  if (shape.size() == 2) {
+    matrix.rows = shape[0];
+    matrix.cols = shape[1];
+  } else if (shape.size() == 1) {
+    matrix.rows = shape[0];
+    matrix.cols = 1;
+    matrix.one_dimensional = true;
+  } else {
+    throw CliError{matrix.Describe() + ": expected a 1-D or 2-D array, not " +
+                   std::to_string(shape.size()) + "-D"};
+  }
+  return matrix;
+}
+
+void RequireSameType(const InputMatrix& reference, const InputMatrix& other) {
+  if (other.array.type != reference.array.type) {
+    throw CliError{other.Label() + " is " + NpyTypeName(other.array.type) +
+                   " but " + reference.Label() + " is " +
+                   NpyTypeName(reference.array.type) +
+                   ": all arrays of a call must have one dtype (convert with "
+                   "a.astype(...))"};
+  }
+}
+
+void RequireExtent(const InputMatrix& matrix, const char* what, size_t actual,
+                   size_t expected, const std::string& because) {
+  if (actual != expected) {
+    throw CliError{matrix.Describe() + " has " + std::to_string(actual) + " " +
+                   what + ", expected " + std::to_string(expected) + " " +
+                   because};
+  }
+}
+
+void Save(const std::string& path, const NpyArray& array) {
+  try {
+    attnpool_tools::WriteNpy(path, array);
+  } catch (const NpyError& error) {
+    throw CliError{std::string("-o ") + path + ": " + error.what()};
+  }
+}
+
+// ---------------------------------------------------------------- running
+
+struct RunSettings {
+  attnpool::Execution execution;
+  bool time = false;
+  bool force_progress = false;
+  bool quiet = false;
+  size_t rows_per_call = 0;  // 0: automatic
+};
+
+// Shows "attnpool pool: 42% (4200/10000 queries)" on stderr, once a run
+// has taken more than a second (or from the start with --progress).
+class Progress {
+ public:
+  Progress(const char* command, size_t total, const RunSettings& settings)
+      : command_(command),
+        total_(total),
+        enabled_(!settings.quiet &&
+                 (settings.force_progress || isatty(STDERR_FILENO))),
+        forced_(settings.force_progress),
+        start_(Clock::now()) {}
+
+  void Update(size_t done) {
+    if (!enabled_) return;
+    const double seconds =
+        std::chrono::duration<double>(Clock::now() - start_).count();
+    if (!forced_ && seconds < 1.0) return;
+    shown_ = true;
+    std::fprintf(stderr, "\rattnpool %s: %3d%% (%zu/%zu queries)", command_,
+                 static_cast<int>(total_ ? 100.0 * done / total_ : 100), done,
+                 total_);
+    std::fflush(stderr);
+  }
+  void Finish() {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  const char* command_;
+  size_t total_;
+  bool enabled_, forced_;
+  bool shown_ = false;
+  Clock::time_point start_;
+};
+
+// Query rows per call (--rows-per-call, else about 32 M query-key pairs, in
+// multiples of the fused kernel's 96-row blocks): calls short enough for the
+// progress display, long enough that packing the keys per call is noise.
+size_t RowsPerChunk(size_t key_count, const RunSettings& settings) {
+  if (settings.rows_per_call > 0) return settings.rows_per_call;
+  const size_t rows = (size_t{32} << 20) / std::max<size_t>(key_count, 1);
+  return std::max<size_t>(96, rows / 96 * 96);
+}
+
+template <typename T>
+attnpool::ConstMatrixView<T> View(const InputMatrix& matrix) {
+  return {matrix.array.data<T>(), matrix.rows, matrix.cols};
+}
+
+template <typename T>
+attnpool::ConstMatrixView<T> Rows(attnpool::ConstMatrixView<T> view,
+                                  size_t begin, size_t count) {
+  return {view.row(begin), count, view.cols, view.stride};
+}
+template <typename T>
+attnpool::MatrixView<T> Rows(attnpool::MatrixView<T> view, size_t begin,
+                             size_t count) {
+  return {view.row(begin), count, view.cols, view.stride};
+}
+
+// The one place that runs the pooling, on a block of query rows: the fused
+// kernel (no n x m matrix), or the staged pipeline when the weights of the
+// block are wanted (weights.data non-null).
+template <typename T>
+void PoolBlock(const attnpool::PoolSpec& spec,
+               attnpool::ConstMatrixView<T> queries,
+               attnpool::ConstMatrixView<T> keys,
+               attnpool::ConstMatrixView<T> values, attnpool::MatrixView<T> out,
+               attnpool::MatrixView<T> weights, const attnpool::Mask<T>& mask,
+               const attnpool::Execution& execution) {
+  if (weights.data != nullptr) {
+    attnpool::attention_pool_staged(spec, queries, keys, values, out, weights,
+                                    mask, execution);
+  } else {
+    attnpool::attention_pool(spec, queries, keys, values, out, mask, execution);
+  }
+}
+
+// The mask of query rows [begin, begin + count) of the whole call's mask.
+template <typename T>
+attnpool::Mask<T> MaskRows(const attnpool::Mask<T>& mask, size_t begin,
+                           size_t count) {
+  attnpool::Mask<T> rows = mask;
+  if (mask.valid_lengths) rows.valid_lengths = mask.valid_lengths + begin;
+  rows.causal_offset = mask.causal_offset + static_cast<std::ptrdiff_t>(begin);
+  if (mask.bias.data) rows.bias = Rows(mask.bias, begin, count);
+  if (mask.visible.data) rows.visible = Rows(mask.visible, begin, count);
+  return rows;
+}
+
+std::string Milliseconds(Clock::duration duration) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f ms",
+                std::chrono::duration<double, std::milli>(duration).count());
+  return text;
+}
+
+void ApplyIsa(const Arguments& arguments) {
+  if (const auto isa = arguments.Get("--isa")) {
+    try {
+      attnpool::force_target(*isa);
+    } catch (const attnpool::Error& error) {
+      const std::string what = error.what();
+      const std::string prefix = "attnpool: target: ";
+      UsageError(
+          "--isa " + *isa + ": " +
+          (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what));
+    }
+  }
+}
+
+RunSettings ReadSettings(const Arguments& arguments) {
+  RunSettings settings;
+  if (const auto threads = arguments.Get("--threads")) {
+    const long long count = ParseInteger("--threads", *threads);
+    if (count < 1 || count > 4096) {
+      UsageError("--threads " + *threads + ": must be between 1 and 4096");
+    }
+    settings.execution.threads = static_cast<int>(count);
+  }
+  settings.time = arguments.Has("--time");
+  settings.force_progress = arguments.Has("--progress");
+  settings.quiet = arguments.Has("--quiet");
+  if (const auto rows = arguments.Get("--rows-per-call")) {
+    const long long count = ParseInteger("--rows-per-call", *rows);
+    if (count < 1)
+      UsageError("--rows-per-call " + *rows + ": must be positive");
+    settings.rows_per_call = static_cast<size_t>(count);
+  }
+  return settings;
+}
+
+// Maps the library's argument names to the options that feed them.
+std::string OptionOf(const std::string& argument) {
+  static const std::map<std::string, std::string> options = {
+      {"queries", "--queries"},
+      {"keys", "--keys"},
+      {"values", "--values"},
+      {"kernel.bandwidth", "--bandwidth"},
+      {"kernel.scale", "--scale"},
+      {"kernel.kernel", "--kernel"},
+      {"kernel", "--kernel"},
+      {"distance", "--distance"},
+      {"mask.valid_lengths", "--valid-lengths"},
+      {"mask.bias", "--bias"},
+      {"mask.visible", "--visible"},
+  };
+  for (auto prefix = argument;;) {
+    const auto found = options.find(prefix);
+    if (found != options.end()) return found->second;
+    const auto dot = prefix.rfind('.');
+    if (dot == std::string::npos) return "";
+    prefix = prefix.substr(0, dot);
+  }
+}
+
+CliError LibraryError(const attnpool::Error& error) {
+  const std::string option = OptionOf(error.argument());
+  std::string what = error.what();
+  if (!option.empty()) what += " (from " + option + ")";
+  return {what.rfind("attnpool: ", 0) == 0 ? what.substr(10) : what};
+}
+
+void PrintTiming(const char* command, const std::string& shape,
+                 const char* type, Clock::duration read,
+                 Clock::duration compute, Clock::duration write,
+                 const RunSettings& settings) {
+  const std::string target = attnpool::last_run_target();
+  std::fprintf(
+      stderr, "attnpool %s: %s %s: compute %s on %s, %s; read %s, write %s\n",
+      command, shape.c_str(), type, Milliseconds(compute).c_str(),
+      target.empty() ? attnpool::active_target().c_str() : target.c_str(),
+      (std::to_string(settings.execution.threads > 0
+                          ? settings.execution.threads
+                          : omp_get_max_threads()) +
+       " threads")
+          .c_str(),
+      Milliseconds(read).c_str(), Milliseconds(write).c_str());
+}
+
+// ---------------------------------------------------------------- pool
+
+struct PoolInputs {
+  InputMatrix queries, keys, values;
+  std::optional<InputMatrix> bias;
+  std::optional<NpyArray> visible;
+  std::vector<size_t> valid_lengths;
+  bool has_valid_lengths = false;
+  attnpool::PoolSpec spec;
+  bool causal = false;
+  std::ptrdiff_t causal_offset = 0;
+};
+
+std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
+                                     size_t key_count) {
+  const std::string label = "--valid-lengths " + path;
+  const NpyArray array = Load("--valid-lengths", path);
+  if (array.shape.size() != 1 || array.shape[0] != rows) {
+    throw CliError{label + ": shape " + ShapeText(array.shape) +
+                   ", expected (" + std::to_string(rows) +
+                   ",): one entry per query"};
+  }
+  std::vector<size_t> lengths(rows);
+  for (size_t i = 0; i < rows; ++i) {
+    long double value;
+    switch (array.type) {
+      case NpyType::int32:
+        value = array.data<int32_t>()[i];
+        break;
+      case NpyType::int64:
+        value = array.data<int64_t>()[i];
+        break;
+      case NpyType::uint32:
+        value = array.data<uint32_t>()[i];
+        break;
+      case NpyType::uint64:
+        value = array.data<uint64_t>()[i];
+        break;
+      default:
+        throw CliError{label + ": dtype " + NpyTypeName(array.type) +
+                       " is not supported: use an integer array (int64, "
+                       "int32, uint64 or uint32)"};
+    }
+    if (value < 0 || value > static_cast<long double>(key_count)) {
+      throw CliError{label + ": entry " + std::to_string(i) + " is " +
+                     std::to_string(static_cast<long long>(value)) +
+                     ", outside [0, " + std::to_string(key_count) +
+                     "] (the number of keys)"};
+    }
+    lengths[i] = static_cast<size_t>(value);
+  }
+  return lengths;
+}
+
+template <typename T>
+int RunPool(const PoolInputs& inputs, const std::string& out_path,
+            const std::optional<std::string>& weights_path,
+            const RunSettings& settings, Clock::duration read_time) {
+  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows,
+               value_cols = inputs.values.cols;
+  const NpyType type = inputs.queries.array.type;
+  NpyArray out = attnpool_tools::MakeNpyArray(
+      type, inputs.values.one_dimensional
+                ? std::vector<size_t>{rows}
+                : std::vector<size_t>{rows, value_cols});
+  // The n x m weights when asked for (the staged pipeline writes them);
+  // else none (the fused kernel needs no n x m matrix).
+  const size_t chunk = RowsPerChunk(key_count, settings);
+  NpyArray weights = attnpool_tools::MakeNpyArray(
+      type, weights_path ? std::vector<size_t>{rows, key_count}
+                         : std::vector<size_t>{0, key_count});
+
+  attnpool::Mask<T> mask;
+  if (inputs.has_valid_lengths)
+    mask.valid_lengths = inputs.valid_lengths.data();
+  mask.causal = inputs.causal;
+  mask.causal_offset = inputs.causal_offset;
+  if (inputs.bias) mask.bias = View<T>(*inputs.bias);
+  if (inputs.visible) {
+    mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
+  }
+  const auto queries = View<T>(inputs.queries);
+  const auto keys = View<T>(inputs.keys);
+  const auto values = View<T>(inputs.values);
+  const attnpool::MatrixView<T> out_view(out.mutable_data<T>(), rows,
+                                         value_cols);
+  const attnpool::MatrixView<T> weights_view(
+      weights_path ? weights.mutable_data<T>() : nullptr, weights.shape[0],
+      key_count);
+
+  const auto start = Clock::now();
+  Progress progress("pool", rows, settings);
+  try {
+    if (rows == 0) {  // still validates the arguments
+      PoolBlock<T>(inputs.spec, queries, keys, values, out_view,
+                   weights_path ? weights_view : attnpool::MatrixView<T>(),
+                   mask, settings.execution);
+    }
+    for (size_t begin = 0; begin < rows; begin += chunk) {
+      const size_t count = std::min(chunk, rows - begin);
+      PoolBlock<T>(inputs.spec, Rows(queries, begin, count), keys, values,
+                   Rows(out_view, begin, count),
+                   weights_path ? Rows(weights_view, begin, count)
+                                : attnpool::MatrixView<T>(),
+                   MaskRows(mask, begin, count), settings.execution);
+      progress.Update(begin + count);
+    }
+  } catch (const attnpool::Error& error) {
+    progress.Finish();
+    throw LibraryError(error);
+  }
+  progress.Finish();
+  const auto compute_time = Clock::now() - start;
+
+  const auto write_start = Clock::now();
+  Save(out_path, out);
+  if (weights_path) Save(*weights_path, weights);
+  if (settings.time) {
+    const std::string shape = "n=" + std::to_string(rows) +
+                              " m=" + std::to_string(key_count) +
+                              " d=" + std::to_string(inputs.queries.cols) +
+                              " dv=" + std::to_string(value_cols);
+    PrintTiming("pool", shape, NpyTypeName(type), read_time, compute_time,
+                Clock::now() - write_start, settings);
+  }
+  return 0;
+}
+
+int Pool(int argc, char** argv) {
+  const Command command = PoolCommand();
+  const Arguments arguments(command, argc, argv);
+  if (arguments.help()) {
+    PrintHelp(command);
+    return 0;
+  }
+  const std::string queries_path = arguments.Required("--queries");
+  const std::string keys_path = arguments.Required("--keys");
+  const std::string values_path = arguments.Required("--values");
+  const std::string out_path = arguments.Required("-o");
+  const auto weights_path = arguments.Get("--weights");
+  const RunSettings settings = ReadSettings(arguments);
+
+  PoolInputs inputs{};
+  auto& spec = inputs.spec;
+  spec.distance = ParseName("--distance",
+                            arguments.Get("--distance").value_or("sqeuclidean"),
+                            &attnpool::distance_from_name);
+  spec.kernel.kernel =
+      ParseName("--kernel", arguments.Get("--kernel").value_or("gaussian"),
+                &attnpool::kernel_from_name);
+  if (const auto bandwidth = arguments.Get("--bandwidth")) {
+    spec.kernel.bandwidth = ParseDouble("--bandwidth", *bandwidth);
+  }
+  if (const auto scale = arguments.Get("--scale")) {
+    spec.kernel.scale = ParseDouble("--scale", *scale);
+  }
+  spec.normalization =
+      ParseName("--normalize", arguments.Get("--normalize").value_or("sum"),
+                &attnpool::normalization_from_name);
+  const std::string empty_rows = arguments.Get("--empty-rows").value_or("nan");
+  if (empty_rows == "nan") {
+    spec.empty_rows = attnpool::EmptyRows::nan;
+  } else if (empty_rows == "zero") {
+    spec.empty_rows = attnpool::EmptyRows::zero;
+  } else {
+    UsageError("--empty-rows " + empty_rows + ": use nan or zero");
+  }
+  inputs.causal = arguments.Has("--causal");
+  if (const auto offset = arguments.Get("--causal-offset")) {
+    if (!inputs.causal) UsageError("--causal-offset needs --causal");
+    inputs.causal_offset =
+        static_cast<std::ptrdiff_t>(ParseInteger("--causal-offset", *offset));
+  }
+  ApplyIsa(arguments);
+
+  const auto read_start = Clock::now();
+  inputs.queries = LoadMatrix("--queries", queries_path);
+  inputs.keys = LoadMatrix("--keys", keys_path);
+  inputs.values = LoadMatrix("--values", values_path);
+  RequireSameType(inputs.queries, inputs.keys);
+  RequireSameType(inputs.queries, inputs.values);
+  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
+  RequireExtent(inputs.keys, "columns", inputs.keys.cols, inputs.queries.cols,
+                "(the columns of " + inputs.queries.Describe() + ")");
+  RequireExtent(inputs.values, "rows", inputs.values.rows, key_count,
+                "(one per key: the rows of " + inputs.keys.Describe() + ")");
+  if (const auto path = arguments.Get("--valid-lengths")) {
+    inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
+    inputs.has_valid_lengths = true;
+  }
+  if (const auto path = arguments.Get("--bias")) {
+    inputs.bias = LoadMatrix("--bias", *path);
+    RequireSameType(inputs.queries, *inputs.bias);
+    if (inputs.bias->one_dimensional || inputs.bias->rows != rows ||
+        inputs.bias->cols != key_count) {
+      throw CliError{inputs.bias->Describe() + ": expected shape (" +
+                     std::to_string(rows) + ", " + std::to_string(key_count) +
+                     "): queries x keys"};
+    }
+  }
+  if (const auto path = arguments.Get("--visible")) {
+    inputs.visible = Load("--visible", *path);
+    const auto& shape = inputs.visible->shape;
+    if (inputs.visible->type != NpyType::bool8 &&
+        inputs.visible->type != NpyType::uint8) {
+      throw CliError{"--visible " + *path + ": dtype " +
+                     NpyTypeName(inputs.visible->type) +
+                     " is not supported: use bool or uint8"};
+    }
+    if (shape.size() != 2 || shape[0] != rows || shape[1] != key_count) {
+      throw CliError{"--visible " + *path + ": shape " + ShapeText(shape) +
+                     ", expected (" + std::to_string(rows) + ", " +
+                     std::to_string(key_count) + "): queries x keys"};
+    }
+  }
+  const auto read_time = Clock::now() - read_start;
+  if (inputs.queries.array.type == NpyType::float32) {
+    return RunPool<float>(inputs, out_path, weights_path, settings, read_time);
+  }
+  return RunPool<double>(inputs, out_path, weights_path, settings, read_time);
+}
+
+// ---------------------------------------------------------------- distances
+
+template <typename T>
+int RunDistances(attnpool::Distance distance, const InputMatrix& queries_in,
+                 const InputMatrix& keys_in, const std::string& out_path,
+                 const RunSettings& settings, Clock::duration read_time) {
+  const size_t rows = queries_in.rows, key_count = keys_in.rows;
+  NpyArray out =
+      attnpool_tools::MakeNpyArray(queries_in.array.type, {rows, key_count});
+  const auto queries = View<T>(queries_in);
+  const auto keys = View<T>(keys_in);
+  const attnpool::MatrixView<T> out_view(out.mutable_data<T>(), rows,
+                                         key_count);
+  const size_t chunk = RowsPerChunk(key_count, settings);
+  const auto start = Clock::now();
+  Progress progress("distances", rows, settings);
+  try {
+    if (rows == 0) {
+      attnpool::pairwise_distances(distance, queries, keys, out_view,
+                                   settings.execution);
+    }
+    for (size_t begin = 0; begin < rows; begin += chunk) {
+      const size_t count = std::min(chunk, rows - begin);
+      attnpool::pairwise_distances(distance, Rows(queries, begin, count), keys,
+                                   Rows(out_view, begin, count),
+                                   settings.execution);
+      progress.Update(begin + count);
+    }
+  } catch (const attnpool::Error& error) {
+    progress.Finish();
+    throw LibraryError(error);
+  }
+  progress.Finish();
+  const auto compute_time = Clock::now() - start;
+  const auto write_start = Clock::now();
+  Save(out_path, out);
+  if (settings.time) {
+    const std::string shape = "n=" + std::to_string(rows) +
+                              " m=" + std::to_string(key_count) +
+                              " d=" + std::to_string(queries_in.cols);
+    PrintTiming("distances", shape, NpyTypeName(queries_in.array.type),
+                read_time, compute_time, Clock::now() - write_start, settings);
+  }
+  return 0;
+}
+
+int Distances(int argc, char** argv) {
+  const Command command = DistancesCommand();
+  const Arguments arguments(command, argc, argv);
+  if (arguments.help()) {
+    PrintHelp(command);
+    return 0;
+  }
+  const std::string queries_path = arguments.Required("--queries");
+  const std::string keys_path = arguments.Required("--keys");
+  const std::string out_path = arguments.Required("-o");
+  const RunSettings settings = ReadSettings(arguments);
+  const auto distance = ParseName(
+      "--distance", arguments.Get("--distance").value_or("sqeuclidean"),
+      &attnpool::distance_from_name);
+  ApplyIsa(arguments);
+  const auto read_start = Clock::now();
+  const InputMatrix queries = LoadMatrix("--queries", queries_path);
+  const InputMatrix keys = LoadMatrix("--keys", keys_path);
+  RequireSameType(queries, keys);
+  RequireExtent(keys, "columns", keys.cols, queries.cols,
+                "(the columns of " + queries.Describe() + ")");
+  const auto read_time = Clock::now() - read_start;
+  if (queries.array.type == NpyType::float32) {
+    return RunDistances<float>(distance, queries, keys, out_path, settings,
+                               read_time);
+  }
+  return RunDistances<double>(distance, queries, keys, out_path, settings,
+                              read_time);
+}
+
+// ---------------------------------------------------------------- targets
+
+int Targets() {
+  const auto join = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : " ") + name;
+    return text;
+  };
+  std::printf("compiled:  %s\n", join(attnpool::compiled_targets()).c_str());
+  std::printf("supported: %s\n", join(attnpool::supported_targets()).c_str());
+  std::printf("active:    %s\n", attnpool::active_target().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  try {
+    if (command.empty() || command == "-h" || command == "--help" ||
+        command == "help") {
+      std::fputs(kUsage, command.empty() ? stderr : stdout);
+      return command.empty() ? kExitUsage : 0;
+    }
+    if (command == "--version") {
+      std::printf("attnpool %s\n", ATTNPOOL_VERSION);
+      return 0;
+    }
+    if (command == "pool") return Pool(argc, argv);
+    if (command == "distances") return Distances(argc, argv);
+    if (command == "targets") return Targets();
+    UsageError("unknown command '" + command +
+               "' (commands: pool, distances, targets; see attnpool --help)");
+  } catch (const CliError& error) {
+    std::fprintf(stderr, "attnpool: error: %s\n", error.message.c_str());
+    return error.exit_code;
+  } catch (const attnpool::Error& error) {  // e.g. ATTNPOOL_ISA
+    std::fprintf(stderr, "attnpool: error: %s\n",
+                 LibraryError(error).message.c_str());
+    return kExitInput;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "attnpool: error: out of memory\n");
+    return kExitInput;
+  }
+}

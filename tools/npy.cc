@@ -1,0 +1,401 @@
+// NumPy .npy reading and writing (see npy.h for the accepted format).
+#include "tools/npy.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
+namespace attnpool_tools {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicSize = 6;
+// numpy itself refuses headers over 10 kB unless asked; anything this long
+// is not an array header.
+constexpr size_t kMaxHeaderSize = size_t{1} << 20;
+
+struct TypeInfo {
+  NpyType type;
+  const char* name;
+  const char* descr;
+  size_t size;
+};
+
+constexpr TypeInfo kTypes[] = {
+    {NpyType::float32, "float32", "<f4", 4},
+    {NpyType::float64, "float64", "<f8", 8},
+    {NpyType::int32, "int32", "<i4", 4},
+    {NpyType::int64, "int64", "<i8", 8},
+    {NpyType::uint32, "uint32", "<u4", 4},
+    {NpyType::uint64, "uint64", "<u8", 8},
+    {NpyType::bool8, "bool", "|b1", 1},
+    {NpyType::uint8, "uint8", "|u1", 1},
+};
+
+const TypeInfo& Info(NpyType type) {
+  for (const auto& info : kTypes)
+    if (info.type == type) return info;
+  throw NpyError("invalid NpyType");
+}
+
+bool HostIsLittleEndian() {
+  const uint16_t probe = 1;
+  unsigned char first;
+  std::memcpy(&first, &probe, 1);
+  return first == 1;
+}
+
+// A recursive-descent reader of the one Python literal numpy writes: a dict
+// of string keys to a string, a bool, or a tuple of integers.
+class HeaderParser {
+ public:
+  explicit HeaderParser(const std::string& text) : text_(text) {}
+
+  void Parse(NpyType* type, std::vector<size_t>* shape) {
+    bool have_descr = false, have_order = false, have_shape = false;
+    std::string descr;
+    bool fortran_order = false;
+    Expect('{');
+    while (true) {
+      SkipSpace();
+      if (Peek() == '}') break;
+      const std::string key = String();
+      Expect(':');
+      if (key == "descr") {
+        SkipSpace();
+        if (Peek() != '\'' && Peek() != '"') {
+          Fail(
+              "'descr' is not a plain dtype string (structured or object "
+              "arrays are not supported)");
+        }
+        descr = String();
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        fortran_order = Bool();
+        have_order = true;
+      } else if (key == "shape") {
+        *shape = Tuple();
+        have_shape = true;
+      } else {
+        Fail("unexpected key '" + key + "'");
+      }
+      SkipSpace();
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      SkipSpace();
+      if (Peek() != '}') Fail("expected ',' or '}'");
+    }
+    ++pos_;
+    SkipSpace();
+    if (pos_ != text_.size()) Fail("text after the closing '}'");
+    if (!have_descr || !have_order || !have_shape) {
+      throw NpyError(
+          "malformed header: it must have the keys 'descr', 'fortran_order' "
+          "and 'shape'");
+    }
+    if (fortran_order) {
+      throw NpyError(
+          "the array is in Fortran order (column-major); attnpool reads "
+          "C-order arrays: save np.ascontiguousarray(a) instead");
+    }
+    *type = TypeFromDescr(descr);
+  }
+
+ private:
+  static NpyType TypeFromDescr(const std::string& descr) {
+    for (const auto& info : kTypes) {
+      if (descr == info.descr) return info.type;
+    }
+    // numpy writes '|' or '=' for byte-order-less types on some platforms.
+    if (descr == "<b1" || descr == "=b1" || descr == ">b1")
+      return NpyType::bool8;
+    if (descr == "<u1" || descr == "=u1" || descr == ">u1")
+      return NpyType::uint8;
+    if (descr.size() == 3 && descr[0] == '>') {
+      throw NpyError("dtype '" + descr + "' is big-endian; save a.astype('<" +
+                     descr.substr(1) + "') instead");
+    }
+    throw NpyError("dtype '" + descr +
+                   "' is not supported: use float32 ('<f4') or float64 "
+                   "('<f8') (e.g. a.astype(np.float32))");
+  }
+
+  [[noreturn]] void Fail(const std::string& what) const {
+    throw NpyError("malformed header: " + what + " at offset " +
+                   std::to_string(pos_) + " of \"" + Printable() + "\"");
+  }
+
+  std::string Printable() const {
+    std::string text;
+    for (char c : text_.substr(0, 120)) {
+      text += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+    }
+    return text_.size() > 120 ? text + "..." : text;
+  }
+
+  void SkipSpace() {
+    while (pos_ < text_.size() &&
+           std::isspace(static_cast<unsigned char>(text_[pos_])))
+      ++pos_;
+  }
+  char Peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  void Expect(char c) {
+    SkipSpace();
+    if (Peek() != c) Fail(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+
+  std::string String() {
+    SkipSpace();
+    const char quote = Peek();
+    if (quote != '\'' && quote != '"') Fail("expected a quoted string");
+    const size_t end = text_.find(quote, pos_ + 1);
+    if (end == std::string::npos) Fail("unterminated string");
+    std::string value = text_.substr(pos_ + 1, end - pos_ - 1);
+    pos_ = end + 1;
+    return value;
+  }
+
+  bool Bool() {
+    SkipSpace();
+    if (text_.compare(pos_, 4, "True") == 0) {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.compare(pos_, 5, "False") == 0) {
+      pos_ += 5;
+      return false;
+    }
+    Fail("expected True or False");
+  }
+
+  std::vector<size_t> Tuple() {
+    std::vector<size_t> values;
+    Expect('(');
+    while (true) {
+      SkipSpace();
+      if (Peek() == ')') break;
+      if (!std::isdigit(static_cast<unsigned char>(Peek()))) {
+        Fail("expected a non-negative integer in the shape");
+      }
+      size_t value = 0;
+      while (std::isdigit(static_cast<unsigned char>(Peek()))) {
+        const size_t digit = static_cast<size_t>(text_[pos_++] - '0');
+        if (__builtin_mul_overflow(value, size_t{10}, &value) ||
+            __builtin_add_overflow(value, digit, &value)) {
+          Fail("shape entry too large");
+        }
+      }
+      if (Peek() == 'L') ++pos_;  // Python 2 longs
+      values.push_back(value);
+      SkipSpace();
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      SkipSpace();
+      if (Peek() != ')') Fail("expected ',' or ')' in the shape");
+    }
+    ++pos_;
+    return values;
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+};
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+struct FileCloser {
+  void operator()(std::FILE* file) const {
+    if (file) std::fclose(file);
+  }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+std::shared_ptr<unsigned char> Allocate(size_t bytes) {
+  // malloc: aligned for every element type, and no constructor to run.
+  void* memory = std::malloc(bytes == 0 ? 1 : bytes);
+  if (memory == nullptr) {
+    throw NpyError("cannot allocate " + std::to_string(bytes) + " bytes");
+  }
+  return std::shared_ptr<unsigned char>(static_cast<unsigned char*>(memory),
+                                        [](unsigned char* p) { std::free(p); });
+}
+
+size_t CountOf(const std::vector<size_t>& shape, size_t element_size,
+               size_t* bytes) {
+  size_t count = 1;
+  for (size_t extent : shape) {
+    if (__builtin_mul_overflow(count, extent, &count)) {
+      throw NpyError("shape " + ShapeText(shape) +
+                     " overflows the address space");
+    }
+  }
+  if (__builtin_mul_overflow(count, element_size, bytes)) {
+    throw NpyError("shape " + ShapeText(shape) +
+                   " overflows the address space");
+  }
+  return count;
+}
+
+}  // namespace
+
+const char* NpyTypeName(NpyType type) { return Info(type).name; }
+size_t NpyTypeSize(NpyType type) { return Info(type).size; }
+const char* NpyDescr(NpyType type) { return Info(type).descr; }
+
+std::string ShapeText(const std::vector<size_t>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+void ParseNpyHeader(const std::string& header, NpyType* type,
+                    std::vector<size_t>* shape) {
+  HeaderParser(header).Parse(type, shape);
+}
+
+NpyArray MakeNpyArray(NpyType type, const std::vector<size_t>& shape) {
+  NpyArray array;
+  array.type = type;
+  array.shape = shape;
+  size_t bytes = 0;
+  array.count = CountOf(shape, NpyTypeSize(type), &bytes);
+  array.storage = Allocate(bytes);
+  return array;
+}
+
+NpyArray ReadNpy(const std::string& path) {
+  if (!HostIsLittleEndian()) {
+    throw NpyError(
+        "this tool reads little-endian arrays on little-endian "
+        "machines only");
+  }
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) throw NpyError("cannot open: " + ErrnoText());
+  unsigned char prefix[kMagicSize + 2];
+  const size_t got = std::fread(prefix, 1, sizeof(prefix), file.get());
+  if (got < kMagicSize || std::memcmp(prefix, kMagic, kMagicSize) != 0) {
+    throw NpyError(
+        "not a .npy file (it does not start with \\x93NUMPY; "
+        "write it with numpy.save)");
+  }
+  if (got < sizeof(prefix)) throw NpyError("truncated header (no version)");
+  const int major = prefix[kMagicSize], minor = prefix[kMagicSize + 1];
+  size_t length_size = 0;
+  if (major == 1 && minor == 0) {
+    length_size = 2;
+  } else if ((major == 2 || major == 3) && minor == 0) {
+    length_size = 4;
+  } else {
+    throw NpyError("unsupported .npy format version " + std::to_string(major) +
+                   "." + std::to_string(minor) + " (known: 1.0, 2.0, 3.0)");
+  }
+  unsigned char length_bytes[4] = {0, 0, 0, 0};
+  if (std::fread(length_bytes, 1, length_size, file.get()) != length_size) {
+    throw NpyError("truncated header (no header length)");
+  }
+  size_t header_length = 0;
+  for (size_t i = length_size; i-- > 0;) {
+    header_length = (header_length << 8) | length_bytes[i];
+  }
+  if (header_length > kMaxHeaderSize) {
+    throw NpyError("malformed header: its length field says " +
+                   std::to_string(header_length) + " bytes");
+  }
+  std::string header(header_length, '\0');
+  if (std::fread(&header[0], 1, header_length, file.get()) != header_length) {
+    throw NpyError("truncated header (the file ends inside the " +
+                   std::to_string(header_length) + "-byte header)");
+  }
+  if (header.empty() || header.back() != '\n') {
+    throw NpyError("malformed header: it does not end with a newline");
+  }
+  NpyType type;
+  std::vector<size_t> shape;
+  ParseNpyHeader(header, &type, &shape);
+
+  NpyArray array = MakeNpyArray(type, shape);
+  const size_t bytes = array.count * NpyTypeSize(type);
+  const size_t read = std::fread(array.storage.get(), 1, bytes, file.get());
+  if (read != bytes) {
+    throw NpyError("truncated data: shape " + ShapeText(shape) + " of " +
+                   NpyTypeName(type) + " needs " + std::to_string(bytes) +
+                   " bytes, the file has " + std::to_string(read));
+  }
+  if (std::fgetc(file.get()) != EOF) {
+    throw NpyError("the file has data after the " + std::to_string(bytes) +
+                   " bytes that shape " + ShapeText(shape) + " of " +
+                   NpyTypeName(type) +
+                   " needs (several arrays in one file are not supported)");
+  }
+  return array;
+}
+
+void WriteNpy(const std::string& path, const NpyArray& array) {
+  std::string header =
+      std::string("{'descr': '") + NpyDescr(array.type) +
+      "', 'fortran_order': False, 'shape': " + ShapeText(array.shape) + ", }";
+  // Magic, version and length field, then the header padded with spaces so
+  // that the data starts at a multiple of 64 bytes; '\n' last.
+  size_t length_size = 2;
+  size_t total = kMagicSize + 2 + length_size + header.size() + 1;
+  size_t padded = (total + 63) / 64 * 64;
+  if (padded - kMagicSize - 2 - length_size > 0xffff) {
+    length_size = 4;
+    total = kMagicSize + 2 + length_size + header.size() + 1;
+    padded = (total + 63) / 64 * 64;
+  }
+  header.append(padded - total, ' ');
+  header += '\n';
+  std::string prefix(kMagic, kMagicSize);
+  prefix += static_cast<char>(length_size == 2 ? 1 : 2);
+  prefix += '\0';
+  const size_t header_length = header.size();
+  for (size_t i = 0; i < length_size; ++i) {
+    prefix += static_cast<char>((header_length >> (8 * i)) & 0xff);
+  }
+
+  const std::string temporary =
+      path + ".tmp" + std::to_string(static_cast<long>(getpid()));
+  {
+    File file(std::fopen(temporary.c_str(), "wb"));
+    if (!file)
+      throw NpyError("cannot create " + temporary + ": " + ErrnoText());
+    const size_t bytes = array.count * NpyTypeSize(array.type);
+    const bool ok =
+        std::fwrite(prefix.data(), 1, prefix.size(), file.get()) ==
+            prefix.size() &&
+        std::fwrite(header.data(), 1, header.size(), file.get()) ==
+            header.size() &&
+        std::fwrite(array.storage.get(), 1, bytes, file.get()) == bytes &&
+        std::fflush(file.get()) == 0;
+    if (!ok) {
+      const std::string reason = ErrnoText();
+      file.reset();
+      std::remove(temporary.c_str());
+      throw NpyError("cannot write " + path + ": " + reason);
+    }
+    if (std::fclose(file.release()) != 0) {
+      const std::string reason = ErrnoText();
+      std::remove(temporary.c_str());
+      throw NpyError("cannot write " + path + ": " + reason);
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = ErrnoText();
+    std::remove(temporary.c_str());
+    throw NpyError("cannot write " + path + ": " + reason);
+  }
+}
+
+}  // namespace attnpool_tools

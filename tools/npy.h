@@ -1,0 +1,84 @@
+// NumPy .npy files: read and write the arrays the attnpool tools exchange.
+//
+// Format (numpy.lib.format): the magic "\x93NUMPY", a version byte pair
+// (1.0: 2-byte header length; 2.0 and 3.0: 4-byte), then a Python dict
+// literal {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } padded
+// with spaces and ended by '\n', then the raw C-order data. Read: versions
+// 1.0, 2.0 and 3.0, little-endian float32/float64/int32/int64/uint32/uint64,
+// bool and uint8, C order, any number of dimensions. Everything else (other
+// dtypes, big-endian, Fortran order, object arrays, truncated or malformed
+// headers, data shorter or longer than the shape says) is rejected with an
+// NpyError whose message says what is wrong and how to fix it.
+// Written: version 1.0 (2.0 when the header needs it), C order, header
+// padded to a multiple of 64 bytes as numpy does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnpool_tools {
+
+class NpyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class NpyType {
+  float32,
+  float64,
+  int32,
+  int64,
+  uint32,
+  uint64,
+  bool8,
+  uint8
+};
+
+// "float32", "int64", ...
+const char* NpyTypeName(NpyType type);
+// Bytes per element.
+size_t NpyTypeSize(NpyType type);
+// The numpy descr, e.g. "<f4", "|b1".
+const char* NpyDescr(NpyType type);
+
+// "(3, 4)", "(5,)", "()".
+std::string ShapeText(const std::vector<size_t>& shape);
+
+struct NpyArray {
+  NpyType type = NpyType::float32;
+  std::vector<size_t> shape;
+  size_t count = 0;  // product of shape
+  // count · NpyTypeSize(type) bytes, aligned for any element type.
+  std::shared_ptr<unsigned char> storage;
+
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(storage.get());
+  }
+  template <typename T>
+  T* mutable_data() {
+    return reinterpret_cast<T*>(storage.get());
+  }
+};
+
+// Parses the header dict (the text between the length field and the data).
+// Exposed for tests. Throws NpyError.
+void ParseNpyHeader(const std::string& header, NpyType* type,
+                    std::vector<size_t>* shape);
+
+// Reads `path`. Throws NpyError with a message naming what is wrong (the
+// caller adds which file/option it was).
+NpyArray ReadNpy(const std::string& path);
+
+// An array of `type` and `shape` with uninitialized contents.
+NpyArray MakeNpyArray(NpyType type, const std::vector<size_t>& shape);
+
+// Writes `array` to `path` (through a temporary file renamed into place, so
+// a failed write leaves no partial file). Throws NpyError.
+void WriteNpy(const std::string& path, const NpyArray& array);
+
+}  // namespace attnpool_tools
