@@ -150,7 +150,8 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
 }
 
 // ------------------------------------------------- small-depth, exp-bound
-// For d ≤ kSmallDepth and dv ≤ kSmallColumns (kernel regression) without
+// For d ≤ kFusedSmallDepth and dv ≤ kFusedSmallColumns (kernel regression,
+// arch/fused.h) without
 // element-wise masks: one query at a time against panels of 2N keys, the
 // distance, kernel and weights in registers, Σp and Σp·v accumulated in
 // vector lanes; no score block is stored. Softmax rows take two passes (the
