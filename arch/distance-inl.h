@@ -200,13 +200,17 @@ struct SquaredDistanceFromDots {
     auto distance =
         hn::Max(hn::NegMulAdd(hn::Set(d, T(2)), dots, norms), hn::Zero(d));
     const auto threshold = hn::Mul(norms, hn::Set(d, T(kCancellationFraction)));
-    if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Lt(distance, threshold)))) {
+    // "Not ≥" rather than "<": a NaN or infinite coordinate makes the Gram
+    // form NaN (which Max may have turned into 0) or the threshold NaN or
+    // inf; such pairs are recomputed too, so they follow IEEE like the
+    // direct form.
+    if (HWY_UNLIKELY(!hn::AllTrue(d, hn::Ge(distance, threshold)))) {
       distance = Repair(d, query_row, key, distance, threshold);
     }
     return take_root ? hn::Sqrt(distance) : distance;
   }
 
-  // Recomputes the lanes below `threshold` as Σ (qᵢ − kᵢ)².
+  // Recomputes the lanes not above `threshold` as Σ (qᵢ − kᵢ)².
   template <class D>
   HWY_NOINLINE hn::Vec<D> Repair(D d, size_t query_row, size_t key,
                                  hn::Vec<D> distance,
@@ -218,7 +222,7 @@ struct SquaredDistanceFromDots {
     hn::Store(threshold, d, thresholds);
     const size_t valid = std::min(N, keys.rows - std::min(keys.rows, key));
     for (size_t lane = 0; lane < valid; ++lane) {
-      if (values[lane] < thresholds[lane]) {
+      if (!(values[lane] >= thresholds[lane])) {
         values[lane] = DirectSquaredDistance(
             d, queries.row(query_row), keys.row(key + lane), queries.cols);
       }

@@ -14,11 +14,13 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "arch/math-inl.h"
 #include "arch/prefix_io-inl.h"
 #include "arch/stages.h"
+#include "arch/visible_limit.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -26,20 +28,7 @@ namespace attnpool {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Keys [0, limit) of query `row` pass the prefix masks.
-template <typename T>
-size_t VisibleLimit(const Mask<T>& mask, size_t row, size_t key_count) {
-  size_t limit = key_count;
-  if (mask.valid_lengths != nullptr) {
-    limit = std::min(limit, mask.valid_lengths[row]);
-  }
-  if (mask.causal) {
-    const std::ptrdiff_t last =
-        static_cast<std::ptrdiff_t>(row) + mask.causal_offset;
-    limit = last < 0 ? 0 : std::min(limit, static_cast<size_t>(last) + 1);
-  }
-  return limit;
-}
+using ::attnpool::detail::VisibleLimit;
 
 template <typename T>
 void FillRow(T* HWY_RESTRICT row, size_t begin, size_t end, T value) {
@@ -88,6 +77,9 @@ HWY_INLINE T RowMax(D d, const T* HWY_RESTRICT row, size_t count,
     nan = hn::Or(nan, hn::Not(hn::Eq(v, v)));
   }
   *has_nan = !hn::AllFalse(d, nan);
+  // Highway 1.0.3's EMU128 MaxOfLanes starts from the lowest finite value, so
+  // it cannot return −inf: a row of −inf must be recognized before reducing.
+  if (hn::AllTrue(d, hn::Eq(maximum, hn::Set(d, lowest)))) return lowest;
   return hn::GetLane(hn::MaxOfLanes(d, maximum));
 }
 
@@ -102,20 +94,37 @@ HWY_INLINE T RowSum(D d, const T* HWY_RESTRICT row, size_t count) {
   return hn::GetLane(hn::SumOfLanes(d, sum));
 }
 
-// Whether any of row[0, count) is not exactly 0 (NaN counts as non-zero).
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE bool AnyNonZero(D d, const T* HWY_RESTRICT row, size_t count) {
-  const size_t N = hn::Lanes(d);
-  auto any = hn::FirstN(d, 0);
-  for (size_t j = 0; j < count; j += N) {
-    any = hn::Or(
-        any, hn::Not(hn::Eq(LoadPadded(d, row, j, count, T(0)), hn::Zero(d))));
-  }
-  return !hn::AllFalse(d, any);
-}
-
 // Outcome of normalizing one row's visible prefix.
 enum class RowResult { normalized, empty, nan };
+
+// What `none` makes of row[0, count): a NaN anywhere makes the row NaN, all
+// exactly 0 makes it empty, anything else stays as it is.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE RowResult WeightsAsIs(D d, const T* HWY_RESTRICT row, size_t count) {
+  const size_t N = hn::Lanes(d);
+  auto nan = hn::FirstN(d, 0);
+  auto nonzero = hn::FirstN(d, 0);
+  for (size_t j = 0; j < count; j += N) {
+    const auto v = LoadPadded(d, row, j, count, T(0));
+    nan = hn::Or(nan, hn::Not(hn::Eq(v, v)));
+    nonzero = hn::Or(nonzero, hn::Not(hn::Eq(v, hn::Zero(d))));
+  }
+  if (!hn::AllFalse(d, nan)) return RowResult::nan;
+  return hn::AllFalse(d, nonzero) ? RowResult::empty : RowResult::normalized;
+}
+
+// The limit of a normalization whose row contains `infinity` (±inf): those
+// entries share all the weight, the others get 0. `infinity` occurs in
+// row[0, count), or else the row is left as it is (false).
+template <typename T>
+bool ShareAmongInfinities(T* HWY_RESTRICT row, size_t count, T infinity) {
+  size_t winners = 0;
+  for (size_t j = 0; j < count; ++j) winners += row[j] == infinity;
+  if (winners == 0) return false;
+  const T share = T(1) / static_cast<T>(winners);
+  for (size_t j = 0; j < count; ++j) row[j] = row[j] == infinity ? share : T(0);
+  return true;
+}
 
 // softmax(row[0, count)), scores with hidden keys at −inf.
 template <class D, typename T = hn::TFromD<D>>
@@ -127,11 +136,7 @@ HWY_INLINE RowResult SoftmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
   if (count == 0 || maximum == -infinity) return RowResult::empty;
   if (maximum == infinity) {
     // The limit of softmax: the +inf scores share all the weight.
-    size_t winners = 0;
-    for (size_t j = 0; j < count; ++j) winners += row[j] == infinity;
-    const T share = T(1) / static_cast<T>(winners);
-    for (size_t j = 0; j < count; ++j)
-      row[j] = row[j] == infinity ? share : T(0);
+    ShareAmongInfinities(row, count, infinity);
     return RowResult::normalized;
   }
   // x − max ≤ 0 here, so exp cannot overflow; the max itself gives 1, so the
@@ -172,12 +177,22 @@ HWY_INLINE RowResult ArgmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
   return RowResult::normalized;
 }
 
-// a / Σa over row[0, count) (hidden keys at 0).
+// a / Σa over row[0, count) (hidden keys at 0). A NaN sum (a NaN weight, or
+// +inf with −inf) makes the row NaN; a sum of ±inf from infinite weights is
+// shared among them, as softmax does; a zero sum is an empty row when every
+// weight is 0, else (mixed signs that cancel) NaN.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE RowResult SumRow(D d, T* HWY_RESTRICT row, size_t count) {
   const T sum = RowSum(d, row, count);
-  if (sum == T(0))
-    return AnyNonZero(d, row, count) ? RowResult::nan : RowResult::empty;
+  if (sum != sum) return RowResult::nan;
+  if (sum == T(0)) {
+    return WeightsAsIs(d, row, count) == RowResult::empty ? RowResult::empty
+                                                          : RowResult::nan;
+  }
+  if (std::abs(sum) == std::numeric_limits<T>::infinity() &&
+      ShareAmongInfinities(row, count, sum)) {
+    return RowResult::normalized;
+  }
   const T scale = T(1) / sum;
   TransformRow(d, row, count, T(0), [d, scale](hn::Vec<D> v) HWY_ATTR {
     return hn::Mul(v, hn::Set(d, scale));
@@ -222,13 +237,13 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
       TransformRow(d, row, limit, hidden, [d](hn::Vec<decltype(d)> v) HWY_ATTR {
         return attnpool::HWY_NAMESPACE::Exp(d, v);
       });
-      if (!AnyNonZero(d, row, limit)) result = RowResult::empty;
+      result = WeightsAsIs(d, row, limit);
     } else if (score_domain) {
       result = SoftmaxRow(d, row, limit);
     } else if (normalization == Normalization::sum) {
       result = SumRow(d, row, limit);
-    } else if (!AnyNonZero(d, row, limit)) {  // none
-      result = RowResult::empty;
+    } else {  // none
+      result = WeightsAsIs(d, row, limit);
     }
     if (result == RowResult::normalized) {
       FillRow(row, limit, key_count, T(0));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "arch/fused.h"
+#include "arch/visible_limit.h"
 #include "hwy/aligned_allocator.h"
 #include "src/dispatch.h"
 #include "src/packed_keys.h"
@@ -97,7 +98,15 @@ void FinishState(detail::FusedRowMode mode, Normalization normalization,
       continue;
     }
     if (is_empty) {
-      std::fill(target, target + out.cols, empty);
+      // A zero row is 0·V as the staged pipeline forms it: a non-finite
+      // value among the keys the row accumulated (hidden ones included, see
+      // PoisonSkippedKeys) makes its column NaN. argmax copies no row.
+      if (empty_rows == EmptyRows::zero &&
+          mode != detail::FusedRowMode::argmax) {
+        for (size_t c = 0; c < out.cols; ++c) target[c] = T(0) * acc[c];
+      } else {
+        std::fill(target, target + out.cols, empty);
+      }
       continue;
     }
     if (mode == detail::FusedRowMode::softmax ||
@@ -134,6 +143,39 @@ detail::FusedRowMode ModeOf(const PoolSpec& spec) {
   plan.normalization = spec.normalization;
   plan.logits = is_exponential(spec.kernel.kernel);
   return detail::FusedModeOf(plan);
+}
+
+// The staged pipeline forms out = W·V over every key, so a non-finite
+// values(j, c) makes column c NaN (0·NaN, 0·inf) in the rows that hide key
+// j, where the fused kernel skips keys past a row's prefix masks (whole key
+// blocks, and within a block the small-depth path): those columns of the
+// state's accumulator become NaN here. Keys the kernel reads are already
+// accumulated per IEEE. One pass over the values, only with prefix masks.
+template <typename T>
+void PoisonSkippedKeys(const Mask<T>& mask, ConstMatrixView<T> values,
+                       size_t key_offset, const detail::FusedState<T>& state) {
+  if (mask.valid_lengths == nullptr && !mask.causal) return;
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  // last[c]: the last key with a non-finite values(·, c), or kNone.
+  std::vector<size_t> last(values.cols, kNone);
+  bool any = false;
+  for (size_t j = 0; j < values.rows; ++j) {
+    const T* row = values.row(j);
+    for (size_t c = 0; c < values.cols; ++c) {
+      if (!std::isfinite(row[c])) last[c] = j, any = true;
+    }
+  }
+  if (!any) return;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (size_t i = 0; i < state.accumulator.rows; ++i) {
+    const size_t global =
+        detail::VisibleLimit(mask, i, key_offset + values.rows);
+    const size_t limit = global > key_offset ? global - key_offset : 0;
+    T* acc = state.accumulator.row(i);
+    for (size_t c = 0; c < values.cols; ++c) {
+      if (last[c] != kNone && last[c] >= limit) acc[c] = nan;
+    }
+  }
 }
 
 // Accumulates all queries over all `keys` (a sequence, or a shard starting
@@ -198,6 +240,9 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
       });
   for (size_t c = 1; c < chunks; ++c) {
     MergeState(mode, state, state_of(c), rows, values.cols);
+  }
+  if (mode != detail::FusedRowMode::argmax) {
+    PoisonSkippedKeys(mask, values, key_offset, state);
   }
 }
 

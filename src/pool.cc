@@ -19,6 +19,25 @@ namespace {
 // Rows per dispatched call of the element-wise and row-wise stages.
 constexpr size_t kStageBlockRows = 16;
 
+// argmax: out(i, :) is the value row of the key whose one-hot weight is 1,
+// copied exactly (the fused kernel's result too); a row without one (NaN or
+// empty) is already NaN or 0 in its weights and gets that.
+template <typename T>
+void GatherWinners(ConstMatrixView<T> weights, ConstMatrixView<T> values,
+                   MatrixView<T> out) {
+  for (size_t i = 0; i < out.rows; ++i) {
+    const T* row = weights.row(i);
+    const T* winner = std::find(row, row + weights.cols, T(1));
+    T* target = out.row(i);
+    if (winner != row + weights.cols) {
+      std::copy(values.row(winner - row), values.row(winner - row) + out.cols,
+                target);
+    } else {
+      std::fill(target, target + out.cols, row[0]);
+    }
+  }
+}
+
 template <typename T>
 void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
                          ConstMatrixView<T> keys, ConstMatrixView<T> values,
@@ -41,7 +60,11 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
       rows, kStageBlockRows, threads, [&](size_t begin, size_t end) {
         return detail::NormalizeRows(plans.normalize, weights, begin, end);
       });
-  weighted_sum(weights, values, out, execution);
+  if (spec.normalization == Normalization::argmax) {
+    GatherWinners(ConstMatrixView<T>(weights), values, out);
+  } else {
+    weighted_sum(weights, values, out, execution);
+  }
 }
 
 template <typename T>
@@ -51,8 +74,14 @@ void AttentionPoolStagedAllocating(const PoolSpec& spec,
                                    ConstMatrixView<T> values, MatrixView<T> out,
                                    const Mask<T>& mask,
                                    const Execution& execution) {
-  size_t count = 0;
-  if (__builtin_mul_overflow(queries.rows, keys.rows, &count)) {
+  // Everything is checked before the workspace is allocated: bad views are
+  // attnpool::Error naming them, not std::bad_alloc (nor a short workspace).
+  detail::EnsureDispatchReady();
+  detail::CheckPool<T>(spec, queries, keys, values, out, nullptr, mask,
+                       execution);
+  size_t count = 0, bytes = 0;
+  if (__builtin_mul_overflow(queries.rows, keys.rows, &count) ||
+      __builtin_mul_overflow(count, sizeof(T), &bytes)) {
     throw Error("queries", "n × m weights overflow the address space");
   }
   auto weights = hwy::AllocateAligned<T>(count == 0 ? 1 : count);

@@ -55,9 +55,20 @@ PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                         key_count, weights ? "weights" : out_name.c_str(),
                         weights ? weight_bytes : out_bytes,
                         shard ? static_cast<size_t>(-1) : key_count);
+  // With weights, the plan above checked the mask against them; `out` must
+  // not overlap it either.
   if (weights != nullptr && mask.bias.data != nullptr) {
-    CheckNoOverlap("out", out_bytes, "mask.bias",
+    CheckNoOverlap(out_name, out_bytes, "mask.bias",
                    CheckView("mask.bias", mask.bias));
+  }
+  if (weights != nullptr && mask.visible.data != nullptr) {
+    CheckNoOverlap(out_name, out_bytes, "mask.visible",
+                   CheckView("mask.visible", mask.visible));
+  }
+  if (weights != nullptr && mask.valid_lengths != nullptr) {
+    const auto begin = reinterpret_cast<uintptr_t>(mask.valid_lengths);
+    CheckNoOverlap(out_name, out_bytes, "mask.valid_lengths",
+                   {begin, begin + rows * sizeof(size_t)});
   }
   return plans;
 }

@@ -29,7 +29,9 @@ double distance(Distance distance, const double* query, const double* key,
         query_norm += query[p] * query[p];
         key_norm += key[p] * key[p];
       }
-      if (query_norm == 0 || key_norm == 0) return 0;
+      // 0 when a norm is 0, unless the other vector is not finite: the
+      // dot product is then NaN (0·inf, 0·NaN), and so is the cosine.
+      if (query_norm == 0 || key_norm == 0) return std::isnan(sum) ? sum : 0;
       return sum / (std::sqrt(query_norm) * std::sqrt(key_norm));
   }
   throw Error("distance", "invalid value");

@@ -103,7 +103,19 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
       }
       for (size_t j = 0; j < cols; ++j) empty &= weight[j] == 0;
       if (normalization == Normalization::sum && !empty) {
-        for (double& w : weight) w /= sum;
+        // A sum that is NaN (+inf with −inf) or 0 (mixed signs that cancel)
+        // normalizes nothing: a NaN row. Infinite weights share the row, as
+        // +inf scores do in a softmax (the limit of wᵢ / Σ w).
+        has_nan |= std::isnan(sum) || sum == 0;
+        for (size_t j = 0; j < cols; ++j) {
+          weight[j] = std::isinf(sum) ? (weight[j] == sum ? 1.0 : 0.0)
+                                      : weight[j] / sum;
+        }
+        if (std::isinf(sum)) {
+          double winners = 0;
+          for (double w : weight) winners += w;
+          for (double& w : weight) w /= winners;
+        }
       }
     }
     const double fill = has_nan || empty_rows == EmptyRows::nan

@@ -4,15 +4,20 @@
 #   tools/install-deps.sh build   compiler, Highway, OpenMP, Google Benchmark,
 #                                 the benchmark baselines (FAISS, OpenBLAS),
 #                                 and NumPy + matplotlib (the demo's plots,
-#                                 the benchmark report)
-#   tools/install-deps.sh test    the above, Catch2, and the aarch64 cross
-#                                 toolchain with qemu for the ARM tests
+#                                 the benchmark report), statsmodels (the
+#                                 bench/baseline_statsmodels.py baseline)
+#   tools/install-deps.sh test    the above, Catch2, the aarch64 cross
+#                                 toolchain with qemu for the ARM tests, and
+#                                 clang 14 with its sanitizer and libFuzzer
+#                                 runtimes and OpenMP (tools/test-sanitize.sh)
 set -euo pipefail
 profile=${1:-build}
 packages=(cmake ninja-build g++ pkg-config python3 libhwy-dev libbenchmark-dev
-          libfaiss-dev libopenblas-dev python3-numpy python3-matplotlib)
+          libfaiss-dev libopenblas-dev python3-numpy python3-matplotlib
+          python3-statsmodels)
 if [[ $profile == test ]]; then
-  packages+=(catch2 g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgomp1:arm64)
+  packages+=(catch2 g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgomp1:arm64
+             clang-14 libclang-rt-14-dev libomp-14-dev)
 elif [[ $profile != build ]]; then
   echo "usage: $0 build|test" >&2; exit 2
 fi

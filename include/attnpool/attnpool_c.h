@@ -33,9 +33,18 @@
 extern "C" {
 #endif
 
+/* In C++ (the library's side) the enums get int as their fixed underlying
+ * type, as in C: any int a caller passes, an invalid one included (which is
+ * rejected), is then a value of the enum type, not undefined behavior. */
+#ifdef __cplusplus
+#define ATTNPOOL_C_ENUM_BASE : int
+#else
+#define ATTNPOOL_C_ENUM_BASE
+#endif
+
 /* ---------------------------------------------------------------- status */
 
-typedef enum attnpool_status {
+typedef enum attnpool_status ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_OK = 0,
   /* An argument is invalid (null data, shape mismatch, stride < cols,
    * overlapping output, bad enum value, bandwidth, mask, ...). */
@@ -61,12 +70,12 @@ const char* attnpool_version(void);
 
 /* ---------------------------------------------------------------- types */
 
-typedef enum attnpool_dtype {
+typedef enum attnpool_dtype ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_FLOAT32 = 0,
   ATTNPOOL_FLOAT64 = 1
 } attnpool_dtype;
 
-typedef enum attnpool_distance {
+typedef enum attnpool_distance ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_SQEUCLIDEAN = 0, /* sum (q_i - k_i)^2 */
   ATTNPOOL_EUCLIDEAN = 1,   /* sqrt of the above */
   ATTNPOOL_MANHATTAN = 2,   /* sum |q_i - k_i| */
@@ -74,7 +83,7 @@ typedef enum attnpool_distance {
   ATTNPOOL_COSINE = 4       /* dot / (|q| |k|); 0 when a norm is 0 */
 } attnpool_distance;
 
-typedef enum attnpool_kernel {
+typedef enum attnpool_kernel ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_KERNEL_GAUSSIAN = 0,     /* exp(-u^2/2), u = r / h */
   ATTNPOOL_KERNEL_BOXCAR = 1,       /* 1 if u < 1 else 0 */
   ATTNPOOL_KERNEL_TRIANGULAR = 2,   /* max(1 - u, 0) */
@@ -83,7 +92,7 @@ typedef enum attnpool_kernel {
   ATTNPOOL_KERNEL_EXP = 5 /* exp(scale * s), scale default 1/sqrt(d) */
 } attnpool_kernel;
 
-typedef enum attnpool_normalization {
+typedef enum attnpool_normalization ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_NORMALIZE_NONE = 0,
   ATTNPOOL_NORMALIZE_SUM = 1,     /* a_i / sum_j a_j (Nadaraya-Watson) */
   ATTNPOOL_NORMALIZE_SOFTMAX = 2, /* exp(a_i - max) / sum_j exp(a_j - max) */
@@ -91,7 +100,7 @@ typedef enum attnpool_normalization {
 } attnpool_normalization;
 
 /* What a query with no weight left (no visible key, or all weights 0) gets. */
-typedef enum attnpool_empty_rows {
+typedef enum attnpool_empty_rows ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_EMPTY_ROWS_NAN = 0,
   ATTNPOOL_EMPTY_ROWS_ZERO = 1
 } attnpool_empty_rows;

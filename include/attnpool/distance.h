@@ -33,6 +33,12 @@ Distance distance_from_name(const char* name);
 //                 computed as ‖q‖² + ‖k‖² − 2q·k (GEMM-like), pairs with
 //                 result < (‖q‖² + ‖k‖²)/32 are recomputed as Σ (qᵢ − kᵢ)².
 //  - euclidean:   √ of the above.
+// Non-finite coordinates follow IEEE arithmetic on the formulas: a NaN in
+// query i or key j makes out(i, j) NaN and nothing else; an infinite one
+// gives +inf (NaN where inf − inf occurs), dot's sum its IEEE value, cosine
+// NaN (inf/inf); cosine's 0 for a zero norm becomes NaN when the other
+// vector is not finite. Every target gives NaN exactly where the reference
+// does. README "Non-finite data".
 // Throws attnpool::Error naming the argument on invalid input (null data
 // with a non-zero size, shape mismatch, stride < cols, an output that
 // overlaps an input, sizes that overflow), before writing anything.

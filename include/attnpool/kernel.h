@@ -45,11 +45,15 @@ bool is_exponential(Kernel kernel);
 // distance kernel on a similarity is an invalid combination). `depth` (d)
 // gives exp's default scale 1/√d.
 //
-// Accuracy (u = unit roundoff of T, x = the kernel's argument):
-//   gaussian, exp: relative error ≤ 2e-7 + 4·u·|x| (float); weights below the
-//   smallest normal number are 0.
+// Accuracy (u = unit roundoff of T, x = the exponent, −u²/2 or scale·s):
+//   gaussian, exp: relative error ≤ 2e-7 + 5·u·|x| (float; 4e-16 + 5·u·|x|
+//   for double); weights below the smallest normal number are 0.
 //   triangular, epanechnikov: absolute error ≤ 4·u.
 //   boxcar: exact except where u is within 4 ulp of 1.
+// Non-finite values (README "Non-finite data"): NaN stays NaN, except under
+// `constant` (weight 1); a +inf distance weighs 0; exp gives exp(+inf) =
+// +inf, exp(−inf) = 0, and +inf where scale·s overflows. The distance
+// kernels take distances, r ≥ 0: a negative input gets an unspecified weight.
 // Throws attnpool::Error naming the argument on invalid input, before
 // writing anything.
 void apply_kernel(const KernelSpec& spec, Distance input,

@@ -48,7 +48,11 @@ struct Mask {
 // weights are all exactly 0 (none, sum) or its visible scores all −inf
 // (softmax, argmax): empty rows follow `empty_rows`. A +inf among a row's
 // softmax scores takes all the weight (shared equally by the +inf entries);
-// a NaN visible value makes its row NaN whatever the policy.
+// a NaN visible value makes its row NaN whatever the policy, and a hidden
+// key's value (NaN or not) changes nothing. `sum` takes weights ≥ 0 (what
+// the kernels give): ±inf weights share the row as +inf scores do, and a
+// sum that is NaN (+inf with −inf) or 0 with weights that are not all 0
+// (mixed signs) makes the row NaN. README "Non-finite data".
 //
 // Accuracy (float): every weight w of sum or softmax has relative error
 // ≤ (m + 8)·u + 4e-7 + u·|aᵢ − max| (the last term only for softmax), or

@@ -33,9 +33,10 @@ struct PoolSpec {
 // never forms the n×m weights: extra memory is a packed copy of the keys
 // (m×d) plus a few hundred KiB per thread. Key blocks that a valid-length or
 // causal mask hides from every query of a block are skipped. Results are
-// bitwise identical for every thread count. queries n×d, keys m×d, values
-// m×dv, out n×dv. Throws attnpool::Error naming the argument on invalid
-// input, before writing anything.
+// bitwise identical for every thread count. Non-finite data gives NaN
+// exactly where attention_pool_staged does, skipped keys' values included.
+// queries n×d, keys m×d, values m×dv, out n×dv. Throws attnpool::Error
+// naming the argument on invalid input, before writing anything.
 void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
                     ConstMatrixView<float> keys, ConstMatrixView<float> values,
                     MatrixView<float> out, const Mask<float>& mask = {},
@@ -104,7 +105,12 @@ void attention_pool_finish(const PoolSpec& spec,
 // a full pass, writing the n×m normalized weights to `weights` (for heatmaps
 // and inspection; it is also the only workspace). queries n×d, keys m×d,
 // values m×dv, out n×dv. Throws attnpool::Error naming the argument on
-// invalid input, before writing anything.
+// invalid input, before writing anything. Non-finite data passes through
+// the stages' rules: a NaN in query i makes row i NaN, a NaN in key j the
+// rows of the queries that see key j (not under `constant`, which ignores
+// distances), a NaN in values(j, c) column c of every row (out = W·V,
+// 0·NaN = NaN), except under argmax, whose rows are the winner's value row,
+// copied (README "Non-finite data").
 void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
                            ConstMatrixView<float> keys,
                            ConstMatrixView<float> values, MatrixView<float> out,

@@ -10,9 +10,14 @@
 // library, forces a target as force_target() does; an unknown or unsupported
 // value makes that first call throw attnpool::Error naming ATTNPOOL_ISA.
 //
-// Thread safety: the forced target is process-global. force_target() and
-// reset_target() must not run concurrently with any other attnpool call;
-// everything else may be called from many threads at once.
+// Thread safety: every computing function may be called from many threads
+// at once (each call's result is the same bits as the call made alone), the
+// first calls of a process included (initialization is thread-safe). The
+// forced target is process-global and NOT thread-safe: force_target() and
+// reset_target() must not run concurrently with any other attnpool call.
+// Calls that start after force_target() returns (in its thread, or in
+// threads synchronized with it, e.g. started afterwards) run on the forced
+// target. last_run_target() is per thread. (tests/test_concurrency.cc)
 #pragma once
 
 #include <string>

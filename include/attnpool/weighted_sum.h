@@ -15,6 +15,13 @@ namespace attnpool {
 // count, and an element's value does not depend on the other rows or columns
 // of the call (a block of out computed on its own has the same bits). They
 // may differ between targets (fused or separate multiply-add).
+// Non-finite values follow IEEE arithmetic: a NaN in values(j, c) makes
+// out(i, c) NaN for every i, even where weights(i, j) = 0 (0·NaN = NaN; an
+// infinite value with a zero weight likewise), and a NaN weights(i, j) makes
+// row i NaN. Hidden keys therefore do not shield their values' NaN. Where
+// finite products or partial sums exceed the range of T, an output is ±inf
+// or NaN depending on the target (a fused multiply-add does not overflow
+// where a separate multiply does).
 // Throws attnpool::Error naming the argument on invalid input (null data with
 // a non-zero size, shape mismatch, stride < cols, an output that overlaps an
 // input, sizes that overflow), before writing anything.

@@ -1,0 +1,268 @@
+// libFuzzer target over the API table (tests/api_table.h): the input bytes
+// are decoded into a function, an element type, shapes, a layout (padding,
+// misalignment), a spec, a mask, a thread count and the values; the call
+// runs on every target this CPU supports and each result must
+//  - agree with the scalar reference (the row's verify: tolerances of the
+//    headers, and the same outputs NaN),
+//  - leave inputs, padding and guards untouched,
+//  - be bitwise the result of the same call on one thread,
+//  - report the target it ran on.
+// Any failure prints what was decoded and aborts (a crash for libFuzzer).
+//
+// Input layout (missing bytes read as 0):
+//   [0] function (index into the table; ATTNPOOL_FUZZ_API=<name> fixes it,
+//       ATTNPOOL_FUZZ_API=list prints the names)
+//   [1] flags: 1 double, 2 NaN/±inf values, 4 valid lengths, 8 causal,
+//       16 bias, 32 visible, 64 empty rows → zero
+//   [2..5] n, m, d, dv    (b < 224: b % 25, else 25 + 9·(b − 224))
+//   [6] layout: padding b % 4, offset b / 4 % 4
+//   [7] threads: 0 (default), 1, 2, 3
+//   [8] distance  [9] kernel  [10] bandwidth  [11] scale  [12] normalization
+//   [13] causal offset (int8 % 8)
+//   then per matrix (inputs in slot order, then the bias): a scale byte
+//   (2^(b % 17 − 8)) and one byte per element ((b − 125)/16 × scale, or with
+//   flag 2 and b ≥ 250 one of NaN, +inf, −inf, 0, −0, 1); then one byte per
+//   valid length (b % (m + 1)); then the visibility bits.
+#include <attnpool/attnpool.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "tests/api_table.h"
+
+namespace attnpool_test {
+namespace {
+
+using attnpool::Distance;
+using attnpool::Kernel;
+using attnpool::Normalization;
+
+int forced_api = -1;  // ATTNPOOL_FUZZ_API
+
+class Bytes {
+ public:
+  Bytes(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  uint8_t Next() { return position_ < size_ ? data_[position_++] : 0; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t position_ = 0;
+};
+
+size_t DecodeSize(uint8_t b) { return b < 224 ? b % 25 : 25 + 9 * (b - 224); }
+
+template <typename T>
+T DecodeValue(uint8_t b, double scale, bool specials) {
+  if (specials && b >= 250) {
+    const T inf = std::numeric_limits<T>::infinity();
+    const T table[6] = {
+        std::numeric_limits<T>::quiet_NaN(), inf, -inf, T(0), -T(0), T(1)};
+    return table[b - 250];
+  }
+  return static_cast<T>((static_cast<int>(b) - 125) / 16.0 * scale);
+}
+
+[[noreturn]] void Fail(const std::string& what, const std::string& call) {
+  std::fprintf(stderr, "attnpool fuzz failure: %s\n  call: %s\n", what.c_str(),
+               call.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+template <typename T>
+void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
+  Sizes sizes;
+  for (Dim dim : {kN, kM, kD, kDv}) sizes[dim] = DecodeSize(bytes.Next());
+  // Bound the work of one input (each target, twice, plus the reference).
+  while (sizes[kN] * sizes[kM] * (sizes[kD] + sizes[kDv] + 1) > (1 << 20)) {
+    Dim largest = sizes[kN] >= sizes[kM] ? kN : kM;
+    sizes[largest] /= 2;
+  }
+  const uint8_t layout_byte = bytes.Next();
+  Layout layout;
+  layout.padding = layout_byte % 4;
+  layout.offset = layout_byte / 4 % 4;
+  Workspace<T> ws(api, sizes, layout);
+  Args<T>& args = ws.args;
+  args.execution.threads = bytes.Next() % 4;
+  static const double kBandwidths[8] = {1e-3, 0.05, 0.5, 1, 2.5, 10, 1e3, 1e6};
+  static const double kScales[8] = {0, 1, -1, 0.5, 0.01, 3, -0.2, 0};
+  args.distance =
+      static_cast<Distance>(bytes.Next() % attnpool::kDistanceCount);
+  args.kernel.kernel =
+      static_cast<Kernel>(bytes.Next() % attnpool::kKernelCount);
+  args.kernel.bandwidth = kBandwidths[bytes.Next() % 8];
+  const uint8_t scale_byte = bytes.Next() % 8;
+  if (scale_byte != 0) args.kernel.scale = kScales[scale_byte];
+  args.normalization =
+      static_cast<Normalization>(bytes.Next() % attnpool::kNormalizationCount);
+  args.empty_rows =
+      flags & 64 ? attnpool::EmptyRows::zero : attnpool::EmptyRows::nan;
+  args.depth = sizes[kD];
+  const int causal_offset = static_cast<int8_t>(bytes.Next()) % 8;
+
+  // Make the call valid: distance kernels need a distance, exp's default
+  // scale needs d > 0, a bias needs scores.
+  const bool distance_kernel = args.kernel.kernel != Kernel::exp &&
+                               args.kernel.kernel != Kernel::constant;
+  if (api.uses_kernel && distance_kernel &&
+      (args.distance == Distance::dot || args.distance == Distance::cosine)) {
+    args.kernel.kernel = Kernel::exp;
+  }
+  if (args.kernel.kernel == Kernel::exp && !args.kernel.scale &&
+      sizes[kD] == 0) {
+    args.kernel.scale = 1.0;
+  }
+  const bool exponential =
+      api.uses_kernel && attnpool::is_exponential(args.kernel.kernel);
+  const bool scores = exponential ||
+                      args.normalization == Normalization::softmax ||
+                      args.normalization == Normalization::argmax;
+  // In-place matrices hold what the function expects: distances (≥ 0) for
+  // a distance kernel, weights (≥ 0) for `sum` of weights.
+  const bool non_negative =
+      (api.uses_kernel && !exponential &&
+       args.kernel.kernel != Kernel::constant) ||
+      (!api.uses_kernel && args.normalization == Normalization::sum);
+  const bool specials = flags & 2;
+
+  const auto fill = [&](attnpool::MatrixView<T> view, bool absolute) {
+    const double scale = std::ldexp(1.0, bytes.Next() % 17 - 8);
+    for (size_t r = 0; r < view.rows; ++r) {
+      for (size_t c = 0; c < view.cols; ++c) {
+        T x = DecodeValue<T>(bytes.Next(), scale, specials);
+        view(r, c) = absolute ? std::fabs(x) : x;
+      }
+    }
+  };
+  for (size_t s = 0; s < api.slots.size(); ++s) {
+    if (api.slots[s].role == Role::output) continue;
+    fill(args.views[s], api.slots[s].role == Role::in_place && non_negative);
+  }
+  if (api.uses_mask) {
+    if ((flags & 16) && scores) {
+      ws.UseBias();
+      fill(ws.bias(), false);
+    }
+    if (flags & 4) {
+      ws.UseValidLengths();
+      for (size_t i = 0; i < sizes[kN]; ++i) {
+        ws.valid_lengths()[i] = bytes.Next() % (sizes[kM] + 1);
+      }
+    }
+    if (flags & 8) {
+      args.mask.causal = true;
+      args.mask.causal_offset = causal_offset;
+    }
+    if (flags & 32) {
+      ws.UseVisible();
+      auto visible = ws.visible();
+      uint8_t bits = 0;
+      for (size_t k = 0; k < visible.rows * visible.cols; ++k) {
+        if (k % 8 == 0) bits = bytes.Next();
+        visible(k / visible.cols, k % visible.cols) = (bits >> (k % 8)) & 1;
+      }
+    }
+  }
+
+  std::ostringstream call;
+  call.precision(17);
+  call << api.name << "<" << (sizeof(T) == 4 ? "float" : "double")
+       << "> n=" << sizes[kN] << " m=" << sizes[kM] << " d=" << sizes[kD]
+       << " dv=" << sizes[kDv] << " padding=" << layout.padding
+       << " offset=" << layout.offset << " threads=" << args.execution.threads
+       << " distance=" << attnpool::distance_name(args.distance)
+       << " kernel=" << attnpool::kernel_name(args.kernel.kernel)
+       << " h=" << args.kernel.bandwidth << " scale="
+       << (args.kernel.scale ? std::to_string(*args.kernel.scale) : "default")
+       << " normalization=" << attnpool::normalization_name(args.normalization)
+       << " empty=" << (flags & 64 ? "zero" : "nan")
+       << " bias=" << (args.mask.bias.data != nullptr)
+       << " valid_lengths=" << (args.mask.valid_lengths != nullptr)
+       << " causal=" << args.mask.causal << "/" << args.mask.causal_offset
+       << " visible=" << (args.mask.visible.data != nullptr)
+       << " specials=" << specials;
+
+  struct Reset {
+    ~Reset() { attnpool::reset_target(); }
+  } reset;
+  for (const std::string& target : attnpool::supported_targets()) {
+    attnpool::force_target(target);
+    const std::string where = call.str() + " target=" + target;
+    auto run = ws.Clone();
+    const auto snapshot = run->Snapshot();
+    try {
+      api.run(run->args);
+    } catch (const std::exception& error) {
+      Fail(std::string("unexpected exception: ") + error.what(), where);
+    }
+    const std::string ran = attnpool::last_run_target();
+    if (!ran.empty() && ran != target) Fail("ran on " + ran, where);
+    const std::string report = api.verify(ws.args, run->args);
+    if (!report.empty()) Fail("differs from the reference: " + report, where);
+    if (!run->Untouched(snapshot)) {
+      Fail("wrote outside its outputs (or into an input)", where);
+    }
+    if (args.execution.threads != 1) {
+      auto single = ws.Clone();
+      single->args.execution.threads = 1;
+      api.run(single->args);
+      if (OutputBytes(api, single->args) != OutputBytes(api, run->args)) {
+        Fail("differs from the same call on one thread", where);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnpool_test
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  using attnpool_test::Apis;
+  const char* name = std::getenv("ATTNPOOL_FUZZ_API");
+  if (name != nullptr && std::strcmp(name, "list") == 0) {
+    for (const auto& api : Apis<float>()) std::printf("%s\n", api.name);
+    std::exit(0);
+  }
+  if (name != nullptr && *name != '\0') {
+    const auto& apis = Apis<float>();
+    for (size_t k = 0; k < apis.size(); ++k) {
+      if (std::strcmp(apis[k].name, name) == 0) {
+        attnpool_test::forced_api = static_cast<int>(k);
+      }
+    }
+    if (attnpool_test::forced_api < 0) {
+      std::fprintf(stderr,
+                   "ATTNPOOL_FUZZ_API=%s: no such function; known:", name);
+      for (const auto& api : apis) std::fprintf(stderr, " %s", api.name);
+      std::fprintf(stderr, "\n");
+      std::exit(2);
+    }
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace attnpool_test;
+  Bytes bytes(data, size);
+  const size_t count = Apis<float>().size();
+  const uint8_t which = bytes.Next();
+  const size_t index =
+      forced_api >= 0 ? static_cast<size_t>(forced_api) : which % count;
+  const uint8_t flags = bytes.Next();
+  if (flags & 1) {
+    FuzzOne(Apis<double>()[index], bytes, flags);
+  } else {
+    FuzzOne(Apis<float>()[index], bytes, flags);
+  }
+  return 0;
+}

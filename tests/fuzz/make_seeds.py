@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Writes the seed inputs of tests/fuzz/corpus (layout: tests/fuzz/fuzz_api.cc).
+
+Each seed picks a function, element type, shapes across the block sizes,
+a spec and a mask; values come from a fixed pseudo-random stream. Run from
+anywhere; it rewrites only the seed-* files (failures found by fuzzing are
+kept as crash-* / regression-* files next to them).
+"""
+import os
+import random
+
+APIS = ["pairwise_distances", "apply_kernel", "normalize", "weighted_sum",
+        "attention_pool_staged", "attention_pool_staged/workspace"]
+
+
+def size(n):
+    """The byte that DecodeSize maps to n."""
+    if n < 25:
+        return n
+    return 224 + (n - 25) // 9
+
+
+def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
+         normalization, flags=0, padding=1, offset=1, threads=2, causal=3,
+         rng=None):
+    head = [api, flags | (1 if double else 0), size(n), size(m), size(d),
+            size(dv), padding + 4 * offset, threads, distance, kernel,
+            bandwidth, scale, normalization, causal & 0xFF]
+    body = [rng.randrange(256) for _ in range(4096 - len(head))]
+    return bytes(head + body)
+
+
+def regressions():
+    """Inputs that reproduce defects fixed while this fuzz target was written
+    (each failed before its fix; see the comments)."""
+    one, half, nan, inf, ninf = 141, 133, 250, 251, 252
+    head = lambda api, flags, n, m, d, dv, distance, kernel, h, scale, norm: [
+        api, flags, n, m, d, dv, 0, 1, distance, kernel, h, scale, norm, 0]
+    q = [8] + [one, half] * 30                      # 3 × 20
+    k = [8] + [half] * 40 + [half] * 19 + [nan] + [one] * 20   # key 2 has a NaN
+    return {
+        # Gram form of (squared) Euclidean distances (d ≥ 16) turned a NaN
+        # coordinate into a distance of 0 on x86 (Max drops NaN).
+        "regression-gram-nan-sqeuclidean": head(0, 2, 3, 4, 20, 1, 0, 0, 0, 0, 0) + q + k,
+        "regression-gram-nan-euclidean": head(0, 2, 3, 4, 20, 1, 1, 0, 0, 0, 0) + q + k,
+        "regression-gram-nan-pipeline": head(4, 2, 3, 4, 20, 2, 0, 0, 3, 0, 1) + q + k + [8] + [one] * 8,
+        # `none` kept the other weights of a row with a NaN.
+        "regression-none-nan-row": head(2, 2, 2, 5, 0, 0, 0, 0, 0, 0, 0) + [8, one, nan, half, one, one] + [one] * 5,
+        # `sum` left valid-length-hidden weights of a NaN row at 0.
+        "regression-sum-nan-hidden": head(2, 2 | 4, 2, 5, 0, 0, 0, 0, 0, 0, 1) + [8, one, nan, one, one, one] + [one] * 5 + [3, 5],
+        # EMU128 (clang builds): a row of −inf wrote one past the row under
+        # argmax and gave NaN instead of the empty-row policy under softmax.
+        "regression-emu128-argmax-all-neginf": head(2, 2, 2, 5, 0, 0, 0, 0, 0, 0, 3) + [8] + [ninf] * 5 + [one, half, 150, one, one],
+        "regression-emu128-softmax-all-neginf": head(2, 2 | 64, 2, 5, 0, 0, 0, 0, 0, 0, 2) + [8] + [ninf] * 5 + [one] * 5,
+    }
+
+
+def main():
+    rng = random.Random(20261126)
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    os.makedirs(here, exist_ok=True)
+    for name in os.listdir(here):
+        if name.startswith("seed-"):
+            os.remove(os.path.join(here, name))
+    seeds = []
+    # Every function, both types, a few shapes, every distance / kernel /
+    # normalization somewhere, masks and specials on some.
+    shapes = [(3, 5, 2, 4), (17, 33, 16, 9), (7, 70, 40, 70), (100, 13, 3, 25),
+              (1, 1, 1, 1), (0, 4, 3, 2), (5, 0, 3, 2)]
+    for api in range(len(APIS)):
+        for k, (n, m, d, dv) in enumerate(shapes):
+            for double in (False, True):
+                flags = (2 if k % 3 == 0 else 0) | ((k % 4) << 2) | (
+                    64 if k % 2 else 0) | (16 if k % 3 == 1 else 0) | (
+                        32 if k % 5 == 2 else 0)
+                seeds.append(seed(api, double, n, m, d, dv, distance=k % 5,
+                                  kernel=(k + api) % 6, bandwidth=(k + 3) % 8,
+                                  scale=k % 8, normalization=(k + double) % 4,
+                                  flags=flags, padding=k % 4,
+                                  offset=(k + 1) % 4, threads=k % 4,
+                                  causal=k - 3, rng=rng))
+    for index, data in enumerate(seeds):
+        with open(os.path.join(here, "seed-%03d" % index), "wb") as out:
+            out.write(data)
+    for name, data in regressions().items():
+        with open(os.path.join(here, name), "wb") as out:
+            out.write(bytes(data))
+    print("wrote %d seeds and %d regression inputs to %s" %
+          (len(seeds), len(regressions()), here))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+// Concurrency (include/attnpool/targets.h, "Thread safety"): every function
+// may be called from many application threads at once, each call giving
+// the bits of the same call made alone; the first calls of a process may
+// race; last_run_target() is per thread. Forcing a target is process-global
+// and is not safe while other threads call attnpool — what is promised is
+// that calls made after force_target() returns (and synchronized with it)
+// run on the forced target.
+#include <attnpool/attnpool.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/api_table.h"
+#include "tests/test_data.h"
+
+namespace attnpool_test {
+namespace {
+
+// One prepared call and the outputs it gives when made alone.
+struct Job {
+  std::string name;
+  std::function<std::vector<unsigned char>()> run;  // on a fresh copy
+  std::vector<unsigned char> alone;
+};
+
+template <typename T>
+void AddJobs(std::vector<Job>& jobs, uint64_t seed) {
+  for (const Api<T>& api : Apis<T>()) {
+    for (int variant = 0; variant < 2; ++variant) {
+      Sizes sizes;
+      sizes[kN] = 17 + 40 * variant + (seed % 7);
+      sizes[kM] = 23 + 31 * variant;
+      sizes[kD] = variant ? 18 : 3;
+      sizes[kDv] = 6 + 9 * variant;
+      auto ws = std::make_shared<Workspace<T>>(api, sizes);
+      ws->FillRandom(seed++);
+      ws->args.execution.threads = variant + 1;  // nested OpenMP teams too
+      if (api.uses_kernel && variant) {
+        ws->args.distance = attnpool::Distance::dot;
+        ws->args.kernel = {attnpool::Kernel::exp};
+      }
+      if (api.uses_mask && variant) {
+        ws->UseValidLengths();
+        ws->UseBias();
+      }
+      Job job;
+      job.name = std::string(api.name) +
+                 (sizeof(T) == 4 ? "/float/" : "/double/") +
+                 std::to_string(variant);
+      job.run = [ws] {
+        const auto copy = ws->Clone();
+        copy->api().run(copy->args);
+        return OutputBytes(copy->api(), copy->args);
+      };
+      jobs.push_back(std::move(job));
+    }
+  }
+}
+
+std::vector<Job> MakeJobs() {
+  std::vector<Job> jobs;
+  AddJobs<float>(jobs, kSeed + 500);
+  AddJobs<double>(jobs, kSeed + 600);
+  return jobs;
+}
+
+// Runs every job from `threads` application threads at once (each thread
+// starting at a different job, all released together), `rounds` times
+// each; returns the descriptions of the results that differ from `alone`.
+std::vector<std::string> RunConcurrently(const std::vector<Job>& jobs,
+                                         int threads, int rounds) {
+  std::mutex mutex;
+  std::condition_variable start;
+  bool go = false;
+  std::vector<std::string> failures;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        start.wait(lock, [&] { return go; });
+      }
+      for (int round = 0; round < rounds; ++round) {
+        for (size_t k = 0; k < jobs.size(); ++k) {
+          const Job& job = jobs[(k + t * 5) % jobs.size()];
+          std::string problem;
+          try {
+            if (job.run() != job.alone) problem = "differs from alone";
+            const std::string ran = attnpool::last_run_target();
+            if (ran != attnpool::active_target()) {
+              problem = "last_run_target " + ran;
+            }
+          } catch (const std::exception& error) {
+            problem = error.what();
+          }
+          if (!problem.empty()) {
+            std::lock_guard<std::mutex> lock(mutex);
+            failures.push_back("thread " + std::to_string(t) + " " + job.name +
+                               ": " + problem);
+          }
+        }
+      }
+    });
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    go = true;
+  }
+  start.notify_all();
+  for (auto& thread : pool) thread.join();
+  return failures;
+}
+
+TEST_CASE(
+    "concurrency: many application threads get the results of calls alone",
+    "[concurrency]") {
+  auto jobs = MakeJobs();
+  for (Job& job : jobs) job.alone = job.run();
+  const auto failures = RunConcurrently(jobs, 8, 2);
+  for (const auto& failure : failures) UNSCOPED_INFO(failure);
+  REQUIRE(failures.empty());
+}
+
+// Under ctest each case is a process of its own: here the threads make the
+// process's first attnpool calls (dispatch initialization) together.
+TEST_CASE("concurrency: the first calls of a process may race",
+          "[concurrency]") {
+  auto jobs = MakeJobs();  // prepares data only; no attnpool call yet
+  std::vector<std::vector<unsigned char>> first(jobs.size());
+  {
+    std::atomic<bool> go{false};
+    std::vector<std::thread> pool;
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      pool.emplace_back([&, k] {
+        while (!go.load()) std::this_thread::yield();
+        first[k] = jobs[k].run();
+      });
+    }
+    go = true;
+    for (auto& thread : pool) thread.join();
+  }
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    INFO(jobs[k].name);
+    REQUIRE(first[k] == jobs[k].run());
+  }
+}
+
+TEST_CASE("concurrency: a target forced before the threads start is theirs",
+          "[concurrency]") {
+  struct Reset {
+    ~Reset() { attnpool::reset_target(); }
+  } reset;
+  const auto supported = attnpool::supported_targets();
+  auto jobs = MakeJobs();
+  for (const std::string& target : {supported.back(), supported.front()}) {
+    attnpool::force_target(target);
+    for (Job& job : jobs) job.alone = job.run();
+    std::string seen_before_call = "unset";
+    std::thread idle([&] { seen_before_call = attnpool::last_run_target(); });
+    idle.join();
+    REQUIRE(seen_before_call.empty());  // per thread: this one ran nothing
+    const auto failures = RunConcurrently(jobs, 4, 1);
+    for (const auto& failure : failures) UNSCOPED_INFO(failure);
+    CHECK(failures.empty());
+    REQUIRE(attnpool::active_target() == target);
+  }
+}
+
+}  // namespace
+}  // namespace attnpool_test

@@ -1,0 +1,94 @@
+// Determinism (DESIGN.md §4): every function of the API table gives
+// bitwise the same outputs for 1, 2, 3 and 7 threads — set per call
+// (Execution::threads) or through the OpenMP default (omp_set_num_threads,
+// what OMP_NUM_THREADS sets) — and on repeated runs, on every target. CTest
+// also runs this file's cases under OMP_NUM_THREADS=1, 2, 3, 7
+// (determinism.OMP_NUM_THREADS=…), where the default thread count is the
+// environment's.
+#include <attnpool/attnpool.h>
+#include <omp.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/api_table.h"
+#include "tests/each_target.h"
+#include "tests/test_data.h"
+
+namespace attnpool_test {
+namespace {
+
+// Shapes that split every stage into several blocks: n > 192 (weighted-sum
+// row blocks) and > 96 (distance query blocks), d ≥ 16 (Gram form), and a
+// short n with wide dv (the weighted sum then splits columns across
+// threads).
+std::vector<Sizes> DeterminismShapes() {
+  Sizes tall, wide;
+  tall[kN] = 203;
+  tall[kM] = 131;
+  tall[kD] = 19;
+  tall[kDv] = 9;
+  wide[kN] = 5;
+  wide[kM] = 70;
+  wide[kD] = 3;
+  wide[kDv] = 150;
+  return {tall, wide};
+}
+
+template <typename T>
+std::vector<unsigned char> RunOnce(const Workspace<T>& prepared, int threads) {
+  const auto ws = prepared.Clone();
+  ws->args.execution.threads = threads;
+  ws->api().run(ws->args);
+  return OutputBytes(ws->api(), ws->args);
+}
+
+template <typename T>
+void Determinism() {
+  const int default_threads = omp_get_max_threads();
+  uint64_t seed = kSeed + 300;
+  for (const Api<T>& api : Apis<T>()) {
+    for (const Sizes& sizes : DeterminismShapes()) {
+      for (bool masked : {false, true}) {
+        if (masked && !api.uses_mask) continue;
+        Workspace<T> ws(api, sizes);
+        ws.FillRandom(++seed);
+        if (masked) {
+          ws.UseValidLengths();
+          ws.args.mask.causal = true;
+          ws.args.mask.causal_offset = 60;
+          ws.UseBias();
+        }
+        INFO(api.name << " n=" << sizes[kN] << " m=" << sizes[kM]
+                      << " d=" << sizes[kD] << " dv=" << sizes[kDv]
+                      << (masked ? " masked" : ""));
+        const auto reference = RunOnce(ws, 1);
+        RequireRanOnTarget();
+        for (int threads : {1, 2, 3, 7}) {
+          INFO("threads " << threads);
+          REQUIRE(RunOnce(ws, threads) == reference);
+          omp_set_num_threads(threads);
+          const auto by_default = RunOnce(ws, 0);
+          omp_set_num_threads(default_threads);
+          REQUIRE(by_default == reference);
+        }
+        // The process default (OMP_NUM_THREADS under ctest's variants).
+        REQUIRE(RunOnce(ws, 0) == reference);
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(DeterminismFloat, "determinism.float",
+                          "[determinism]") {
+  Determinism<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(DeterminismDouble, "determinism.double",
+                          "[determinism]") {
+  Determinism<double>();
+}
+
+}  // namespace
+}  // namespace attnpool_test
