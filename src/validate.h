@@ -4,7 +4,10 @@
 
 #include <attnpool/error.h>
 #include <attnpool/execution.h>
+#include <attnpool/attention.h>
 #include <attnpool/matrix.h>
+
+#include <algorithm>
 
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +47,63 @@ ByteRange CheckView(const std::string& name, const MatrixView<T>& view) {
   if (view.data == nullptr) {
     throw Error(name + ".data", "is null but the view has " +
                                     std::to_string(elements) + " elements");
+  }
+  const auto begin = reinterpret_cast<uintptr_t>(view.data);
+  return {begin, begin + bytes};
+}
+
+// A (batch, heads, rows, cols) view is well-formed: row_stride ≥ cols, its
+// extent fits in size_t and the address space, data non-null when it has
+// elements. With `output`, no two elements share an address: sorted by
+// stride, each dimension's stride reaches past the span of the smaller ones.
+template <typename T>
+ByteRange CheckTensor(const std::string& name, const TensorView<T>& view,
+                      bool output = false) {
+  if (view.row_stride < view.cols) {
+    throw Error(name + ".row_stride",
+                "row_stride " + std::to_string(view.row_stride) +
+                    " is less than cols " + std::to_string(view.cols));
+  }
+  const size_t counts[3] = {view.batch, view.heads, view.rows};
+  const size_t strides[3] = {view.batch_stride, view.head_stride,
+                             view.row_stride};
+  size_t elements = view.cols, extent = view.cols, bytes = 0;
+  bool overflow = false;
+  for (int k = 0; k < 3; ++k) {
+    size_t step = 0;
+    overflow |= __builtin_mul_overflow(elements, counts[k], &elements);
+    if (counts[k] > 0) {
+      overflow |= __builtin_mul_overflow(counts[k] - 1, strides[k], &step) ||
+                  __builtin_add_overflow(extent, step, &extent);
+    }
+  }
+  overflow |= __builtin_mul_overflow(extent, sizeof(T), &bytes) ||
+              reinterpret_cast<uintptr_t>(view.data) + bytes <
+                  reinterpret_cast<uintptr_t>(view.data);
+  if (overflow) {
+    throw Error(name, "its extent overflows the address space");
+  }
+  if (elements == 0) return {};
+  if (view.data == nullptr) {
+    throw Error(name + ".data", "is null but the tensor has " +
+                                    std::to_string(elements) + " elements");
+  }
+  if (output) {
+    // Dimensions of more than one entry, by stride; columns span cols.
+    size_t order[3] = {0, 1, 2};
+    std::sort(order, order + 3,
+              [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+    size_t span = view.cols;
+    for (size_t k : order) {
+      if (counts[k] <= 1) continue;
+      if (strides[k] < span) {
+        static const char* const kNames[3] = {"batch_stride", "head_stride",
+                                              "row_stride"};
+        throw Error(name + "." + kNames[k],
+                    "makes elements of the output share addresses");
+      }
+      span = (counts[k] - 1) * strides[k] + span;
+    }
   }
   const auto begin = reinterpret_cast<uintptr_t>(view.data);
   return {begin, begin + bytes};

@@ -465,8 +465,8 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
       for (size_t c = 0; c < dv && report.ok(); ++c) {
         const double want = winner < m ? values(winner, c) : weights(i, 0);
         if (!Close<T>(out(i, c), want, 0)) {
-          report.Fail("argmax out (", i, ", ", c, ") got ", out(i, c),
-                      " want ", want);
+          report.Fail("argmax out (", i, ", ", c, ") got ", out(i, c), " want ",
+                      want);
         }
       }
     }
@@ -497,9 +497,8 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
       staged(staged_storage.data(), n, dv);
   attnpool::attention_pool_staged(spec, queries, keys, values, staged, weights,
                                   before.mask, before.execution);
-  const std::string staged_report =
-      VerifyPipeline<T>(spec, before.mask, queries, keys, values, staged,
-                        weights);
+  const std::string staged_report = VerifyPipeline<T>(
+      spec, before.mask, queries, keys, values, staged, weights);
   if (!staged_report.empty()) return "staged: " + staged_report;
   // The largest finite |logit| (the exps' argument error grows with it).
   double largest_logit = 0;
@@ -528,8 +527,7 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
       }
       const double got = fused(i, c), want = staged(i, c);
       const bool argmax = spec.normalization == Normalization::argmax;
-      const double bound =
-          argmax ? 0 : relative * scale + 4 * kTiny<T>;
+      const double bound = argmax ? 0 : relative * scale + 4 * kTiny<T>;
       if (!Close<T>(got, want, bound)) {
         report.Fail("fused out (", i, ", ", c, ") got ", got, " staged ", want,
                     " bound ", bound);
@@ -749,8 +747,7 @@ std::vector<Api<T>> MakeApis() {
       const attnpool::PoolPartial<T> all{accumulator, scratch.data(),
                                          scratch.data() + n, best.data()};
       attnpool::attention_pool_partial(a.spec(), a.views[0], a.views[1],
-                                       a.views[2], 0, all, a.mask,
-                                       a.execution);
+                                       a.views[2], 0, all, a.mask, a.execution);
       // A later shard without keys, in the state pool.h documents for it:
       // max −inf, sum 0, accumulator 0.
       std::vector<T> empty_accumulator(n * dv + 1, T(0));

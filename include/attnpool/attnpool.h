@@ -2,6 +2,7 @@
 // The one header a user includes.
 #pragma once
 
+#include <attnpool/attention.h>
 #include <attnpool/distance.h>
 #include <attnpool/error.h>
 #include <attnpool/execution.h>

@@ -1,0 +1,170 @@
+// Attention layers (forward passes; the caller supplies every weight):
+// scaled dot-product attention over (batch, heads, n, d) tensors with masks
+// and grouped-query attention, additive (Bahdanau) attention, and multi-head
+// attention with its projections.
+#pragma once
+
+#include <attnpool/execution.h>
+#include <attnpool/matrix.h>
+#include <attnpool/normalize.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace attnpool {
+
+// A non-owning strided view of a (batch, heads, rows, cols) tensor: element
+// (b, h, r, c) at data[b·batch_stride + h·head_stride + r·row_stride + c].
+// Any strides (row_stride ≥ cols), so that heads are addressed in place:
+// PyTorch's (B, H, N, D) and (B, N, H, D) layouts are both views. Inputs may
+// repeat elements (a stride of 0 broadcasts); an output may not.
+template <typename T>
+struct TensorView {
+  T* data = nullptr;
+  size_t batch = 0, heads = 0, rows = 0, cols = 0;
+  size_t batch_stride = 0, head_stride = 0, row_stride = 0;
+
+  // The rows × cols matrix of (b, h).
+  MatrixView<T> matrix(size_t b, size_t h) const {
+    return {data + b * batch_stride + h * head_stride, rows, cols, row_stride};
+  }
+  // A mutable view converts to a read-only one.
+  operator TensorView<const T>() const {  // NOLINT(google-explicit-constructor)
+    return {data, batch,        heads,       rows,
+            cols, batch_stride, head_stride, row_stride};
+  }
+};
+
+// Dense (batch, heads, rows, cols), row-major: PyTorch's contiguous layout.
+template <typename T>
+TensorView<T> dense_tensor(T* data, size_t batch, size_t heads, size_t rows,
+                           size_t cols) {
+  return {data,        batch, heads, rows, cols, heads * rows * cols,
+          rows * cols, cols};
+}
+
+// Which keys each query sees, for every head of a batch entry. A key is
+// visible when it passes every mask given.
+template <typename T>
+struct AttentionMask {
+  // Valid key lengths: one per batch entry (valid_lengths[b]), or with
+  // lengths_per_query one per query (valid_lengths[b·n + i]). Each ≤ m.
+  const size_t* valid_lengths = nullptr;
+  bool lengths_per_query = false;
+  // Key j visible to query i iff j ≤ i + causal_offset.
+  bool causal = false;
+  std::ptrdiff_t causal_offset = 0;
+  // Added to the scores: a (batch, heads, n, m) tensor whose batch and heads
+  // may each be 1 (broadcast over that dimension, as numpy does). data
+  // nullptr: none.
+  TensorView<const T> bias;
+  // Boolean mask, nonzero = visible; the same shapes and broadcasting.
+  TensorView<const uint8_t> visible;
+};
+
+// softmax(scale·Q·Kᵀ + bias, masked)·V per (batch, head), on the fused
+// kernel (pool.h: never forms the n×m scores).
+//   queries (B, Hq, n, dk), keys (B, Hkv, m, dk), values (B, Hkv, m, dv),
+//   out (B, Hq, n, dv); Hkv divides Hq: query head h reads key/value head
+//   h / (Hq / Hkv) in place (grouped-query; Hkv = 1: multi-query).
+// scale: 1/√dk by default. A query that sees no key follows empty_rows.
+// Accuracy and non-finite data as attention_pool with {dot, {exp, scale},
+// softmax}; results are bitwise identical for every thread count.
+// Throws attnpool::Error naming the argument on invalid input, before
+// writing anything.
+void scaled_dot_product_attention(
+    TensorView<const float> queries, TensorView<const float> keys,
+    TensorView<const float> values, TensorView<float> out,
+    const AttentionMask<float>& mask = {}, std::optional<double> scale = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+void scaled_dot_product_attention(
+    TensorView<const double> queries, TensorView<const double> keys,
+    TensorView<const double> values, TensorView<double> out,
+    const AttentionMask<double>& mask = {}, std::optional<double> scale = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+
+// Additive (Bahdanau) attention: score(q, k) = w_vᵀ tanh(W_q q + W_k k),
+// then masks, softmax and the weighted sum of values.
+//   w_q (h × dq), w_k (h × dk), w_v (h values).
+template <typename T>
+struct AdditiveWeights {
+  ConstMatrixView<T> w_q;
+  ConstMatrixView<T> w_k;
+  const T* w_v = nullptr;
+};
+
+// queries (B, H, n, dq), keys (B, H, m, dk), values (B, H, m, dv), out
+// (B, H, n, dv); the same weights serve every head. Queries and keys are
+// projected once (n·h and m·h); the n·m·h tanh-and-sum is the hot loop, one
+// block of queries at a time: extra memory is the projections plus a block
+// of scores per thread (16 rows × m). Accuracy: each score has absolute
+// error ≤ Σ|w_v|·(tanh's error + 4·u·|W_q q + W_k k|), then softmax's.
+// Throws attnpool::Error naming the argument on invalid input, before
+// writing anything.
+void additive_attention(const AdditiveWeights<float>& weights,
+                        TensorView<const float> queries,
+                        TensorView<const float> keys,
+                        TensorView<const float> values, TensorView<float> out,
+                        const AttentionMask<float>& mask = {},
+                        EmptyRows empty_rows = EmptyRows::nan,
+                        const Execution& execution = {});
+void additive_attention(const AdditiveWeights<double>& weights,
+                        TensorView<const double> queries,
+                        TensorView<const double> keys,
+                        TensorView<const double> values, TensorView<double> out,
+                        const AttentionMask<double>& mask = {},
+                        EmptyRows empty_rows = EmptyRows::nan,
+                        const Execution& execution = {});
+
+// Multi-head attention's weights: with H heads of dh (queries, keys) and dv
+// (values) columns,
+//   w_q (d_q × H·dh), w_k (d_k × H·dh), w_v (d_v_in × H·dv),
+//   w_o (H·dv × d_out); biases (optional, nullptr: none) of H·dh, H·dh,
+//   H·dv and d_out entries. Head h owns columns [h·dh, (h+1)·dh) of the
+//   query and key projections (PyTorch's nn.MultiheadAttention layout,
+//   transposed: x·W, not W·x).
+template <typename T>
+struct MultiHeadWeights {
+  size_t heads = 1;
+  ConstMatrixView<T> w_q, w_k, w_v, w_o;
+  const T* b_q = nullptr;
+  const T* b_k = nullptr;
+  const T* b_v = nullptr;
+  const T* b_o = nullptr;
+};
+
+// out = concat_h(attention(X_q W_q^h, X_k W_k^h, X_v W_v^h)) · W_o + b_o,
+// each head scaled dot-product attention with scale 1/√dh and `mask`
+// (its heads dimension 1 or H). queries (B, 1, n, d_q), keys (B, 1, m, d_k),
+// values (B, 1, m, d_v_in) — keys and values may be the same tensor —,
+// out (B, 1, n, d_out). Projections run on the library's packed,
+// register-blocked GEMM (weighted_sum.h); heads are strided views of the
+// projections, never copied. Extra memory: the projections and the
+// concatenated heads, (B·n + 2·B·m)·H·dh + B·n·H·dv elements.
+// Throws attnpool::Error naming the argument on invalid input, before
+// writing anything.
+void multi_head_attention(const MultiHeadWeights<float>& weights,
+                          TensorView<const float> queries,
+                          TensorView<const float> keys,
+                          TensorView<const float> values, TensorView<float> out,
+                          const AttentionMask<float>& mask = {},
+                          EmptyRows empty_rows = EmptyRows::nan,
+                          const Execution& execution = {});
+void multi_head_attention(
+    const MultiHeadWeights<double>& weights, TensorView<const double> queries,
+    TensorView<const double> keys, TensorView<const double> values,
+    TensorView<double> out, const AttentionMask<double>& mask = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+
+// out = x · w (+ bias on every row): the GEMM the projections use, for
+// callers' own layers. x n×k, w k×c, bias c entries or nullptr, out n×c.
+// Error and determinism as weighted_sum (weighted_sum.h).
+void linear(ConstMatrixView<float> x, ConstMatrixView<float> w,
+            const float* bias, MatrixView<float> out,
+            const Execution& execution = {});
+void linear(ConstMatrixView<double> x, ConstMatrixView<double> w,
+            const double* bias, MatrixView<double> out,
+            const Execution& execution = {});
+
+}  // namespace attnpool

@@ -1,0 +1,238 @@
+// Scaled dot-product attention over (batch, heads) tensors, the linear
+// projection, and multi-head attention (attention.h). Every head is one
+// call of the fused kernel on strided views; nothing is copied per head.
+#include <attnpool/attention.h>
+#include <attnpool/error.h>
+#include <attnpool/pool.h>
+#include <attnpool/weighted_sum.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "src/attention_checks.h"
+#include "src/dispatch.h"
+#include "src/validate.h"
+
+namespace attnpool {
+namespace {
+
+// The heads of a checked call, one fused pooling each.
+template <typename T>
+void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
+             TensorView<const T> keys, TensorView<const T> values,
+             TensorView<T> out, const AttentionMask<T>& mask,
+             std::optional<double> scale, EmptyRows empty_rows,
+             const Execution& execution) {
+  const PoolSpec spec{Distance::dot,
+                      {Kernel::exp, 1.0, scale},
+                      Normalization::softmax,
+                      empty_rows};
+  const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
+  std::vector<size_t> lengths;
+  for (size_t b = 0; b < shape.batch; ++b) {
+    for (size_t h = 0; h < shape.heads; ++h) {
+      const Mask<T> head_mask = detail::HeadMask(mask, b, h, shape.n, lengths);
+      attention_pool(spec, queries.matrix(b, h), keys.matrix(b, h / group),
+                     values.matrix(b, h / group), out.matrix(b, h), head_mask,
+                     execution);
+    }
+  }
+}
+
+template <typename T>
+void ScaledDotProductAttention(TensorView<const T> queries,
+                               TensorView<const T> keys,
+                               TensorView<const T> values, TensorView<T> out,
+                               const AttentionMask<T>& mask,
+                               std::optional<double> scale,
+                               EmptyRows empty_rows,
+                               const Execution& execution) {
+  detail::EnsureDispatchReady();
+  detail::CheckScale(scale);
+  detail::CheckEmptyRows(empty_rows);
+  const detail::SdpaShape shape =
+      detail::CheckSdpa(queries, keys, values, out, mask, execution);
+  RunSdpa(shape, queries, keys, values, out, mask, scale, empty_rows,
+          execution);
+}
+
+// ---------------------------------------------------------------- linear
+
+template <typename T>
+void CheckLinear(const std::string& x_name, ConstMatrixView<T> x,
+                 const std::string& w_name, ConstMatrixView<T> w,
+                 const std::string& bias_name, const T* bias,
+                 const std::string& out_name, MatrixView<T> out) {
+  const auto xr = detail::CheckView(x_name, x);
+  const auto wr = detail::CheckView(w_name, w);
+  const auto o = detail::CheckView(out_name, out);
+  detail::CheckSize(w_name + ".rows", w.rows, x.cols, x_name + ".cols");
+  detail::CheckSize(out_name + ".rows", out.rows, x.rows, x_name + ".rows");
+  detail::CheckSize(out_name + ".cols", out.cols, w.cols, w_name + ".cols");
+  detail::CheckNoOverlap(out_name, o, x_name, xr);
+  detail::CheckNoOverlap(out_name, o, w_name, wr);
+  detail::CheckNoOverlap(out_name, o, bias_name,
+                         detail::BiasRange(bias, w.cols));
+}
+
+// out = x·w (+ bias), checked.
+template <typename T>
+void RunLinear(ConstMatrixView<T> x, ConstMatrixView<T> w, const T* bias,
+               MatrixView<T> out, const Execution& execution) {
+  weighted_sum(x, w, out, execution);
+  if (bias == nullptr) return;
+  for (size_t r = 0; r < out.rows; ++r) {
+    T* row = out.row(r);
+    for (size_t c = 0; c < out.cols; ++c) row[c] += bias[c];
+  }
+}
+
+template <typename T>
+void Linear(ConstMatrixView<T> x, ConstMatrixView<T> w, const T* bias,
+            MatrixView<T> out, const Execution& execution) {
+  detail::EnsureDispatchReady();
+  CheckLinear("x", x, "w", w, "bias", bias, "out", out);
+  detail::CheckExecution(execution);
+  RunLinear(x, w, bias, out, execution);
+}
+
+// ------------------------------------------------------------ multi-head
+
+template <typename T>
+void MultiHeadAttention(const MultiHeadWeights<T>& weights,
+                        TensorView<const T> queries, TensorView<const T> keys,
+                        TensorView<const T> values, TensorView<T> out,
+                        const AttentionMask<T>& mask, EmptyRows empty_rows,
+                        const Execution& execution) {
+  using detail::CheckSize;
+  detail::EnsureDispatchReady();
+  detail::CheckEmptyRows(empty_rows);
+  const size_t heads = weights.heads;
+  if (heads == 0) throw Error("weights.heads", "must be at least 1");
+  const auto q = detail::CheckTensor("queries", queries);
+  const auto k = detail::CheckTensor("keys", keys);
+  const auto v = detail::CheckTensor("values", values);
+  const auto o = detail::CheckTensor("out", out, true);
+  for (const auto& [name, view] :
+       {std::pair<const char*, TensorView<const T>>{"queries", queries},
+        {"keys", keys},
+        {"values", values},
+        {"out", TensorView<const T>(out)}}) {
+    CheckSize(std::string(name) + ".heads", view.heads, 1,
+              "one sequence per batch entry");
+    CheckSize(std::string(name) + ".batch", view.batch, queries.batch,
+              "queries.batch");
+  }
+  CheckSize("values.rows", values.rows, keys.rows, "keys.rows");
+  CheckSize("out.rows", out.rows, queries.rows, "queries.rows");
+  const size_t batch = queries.batch, n = queries.rows, m = keys.rows;
+  const ConstMatrixView<T> w_q = weights.w_q, w_k = weights.w_k,
+                           w_v = weights.w_v, w_o = weights.w_o;
+  if (w_q.cols % heads != 0) {
+    throw Error("weights.w_q.cols", "is " + std::to_string(w_q.cols) +
+                                        ", not a multiple of the " +
+                                        std::to_string(heads) + " heads");
+  }
+  if (w_v.cols % heads != 0) {
+    throw Error("weights.w_v.cols", "is " + std::to_string(w_v.cols) +
+                                        ", not a multiple of the " +
+                                        std::to_string(heads) + " heads");
+  }
+  const size_t dh = w_q.cols / heads, dv = w_v.cols / heads;
+  CheckSize("weights.w_q.rows", w_q.rows, queries.cols, "queries.cols");
+  CheckSize("weights.w_k.rows", w_k.rows, keys.cols, "keys.cols");
+  CheckSize("weights.w_k.cols", w_k.cols, w_q.cols, "weights.w_q.cols");
+  CheckSize("weights.w_v.rows", w_v.rows, values.cols, "values.cols");
+  CheckSize("weights.w_o.rows", w_o.rows, w_v.cols, "weights.w_v.cols");
+  CheckSize("out.cols", out.cols, w_o.cols, "weights.w_o.cols");
+  const std::pair<const char*, detail::ByteRange> inputs[] = {
+      {"queries", q},
+      {"keys", k},
+      {"values", v},
+      {"weights.w_q", detail::CheckView("weights.w_q", w_q)},
+      {"weights.w_k", detail::CheckView("weights.w_k", w_k)},
+      {"weights.w_v", detail::CheckView("weights.w_v", w_v)},
+      {"weights.w_o", detail::CheckView("weights.w_o", w_o)},
+      {"weights.b_q", detail::BiasRange(weights.b_q, w_q.cols)},
+      {"weights.b_k", detail::BiasRange(weights.b_k, w_k.cols)},
+      {"weights.b_v", detail::BiasRange(weights.b_v, w_v.cols)},
+      {"weights.b_o", detail::BiasRange(weights.b_o, w_o.cols)}};
+  for (const auto& [name, range] : inputs) {
+    detail::CheckNoOverlap("out", o, name, range);
+  }
+  const auto ranges = detail::CheckAttentionMask(mask, batch, heads, n, m);
+  detail::CheckMaskOverlap("out", o, ranges);
+  detail::CheckExecution(execution);
+
+  // Projections, row-major (batch·rows) × (heads·columns): head h of entry
+  // b is a strided view of them.
+  size_t q_elements = 0, kv_elements = 0, c_elements = 0;
+  if (__builtin_mul_overflow(batch * n, w_q.cols, &q_elements) ||
+      __builtin_mul_overflow(batch * m, w_q.cols + w_v.cols, &kv_elements) ||
+      __builtin_mul_overflow(batch * n, w_v.cols, &c_elements)) {
+    throw Error("queries", "the projections overflow the address space");
+  }
+  auto storage = hwy::AllocateAligned<T>(
+      std::max<size_t>(1, q_elements + kv_elements + c_elements));
+  if (!storage) throw std::bad_alloc();
+  T* const projected_q = storage.get();
+  T* const projected_k = projected_q + q_elements;
+  T* const projected_v = projected_k + batch * m * w_q.cols;
+  T* const concat = projected_v + batch * m * w_v.cols;
+  for (size_t b = 0; b < batch; ++b) {
+    RunLinear(queries.matrix(b, 0), w_q, weights.b_q,
+              MatrixView<T>(projected_q + b * n * w_q.cols, n, w_q.cols),
+              execution);
+    RunLinear(keys.matrix(b, 0), w_k, weights.b_k,
+              MatrixView<T>(projected_k + b * m * w_k.cols, m, w_k.cols),
+              execution);
+    RunLinear(values.matrix(b, 0), w_v, weights.b_v,
+              MatrixView<T>(projected_v + b * m * w_v.cols, m, w_v.cols),
+              execution);
+  }
+  const TensorView<const T> head_q{projected_q, batch,        heads, n,
+                                   dh,          n * w_q.cols, dh,    w_q.cols};
+  const TensorView<const T> head_k{projected_k, batch,        heads, m,
+                                   dh,          m * w_k.cols, dh,    w_k.cols};
+  const TensorView<const T> head_v{projected_v, batch,        heads, m,
+                                   dv,          m * w_v.cols, dv,    w_v.cols};
+  const TensorView<T> head_out{concat, batch,        heads, n,
+                               dv,     n * w_v.cols, dv,    w_v.cols};
+  RunSdpa(detail::SdpaShape{batch, heads, heads, n, m}, head_q, head_k, head_v,
+          head_out, mask, std::nullopt, empty_rows, execution);
+  for (size_t b = 0; b < batch; ++b) {
+    RunLinear(ConstMatrixView<T>(concat + b * n * w_v.cols, n, w_v.cols), w_o,
+              weights.b_o, out.matrix(b, 0), execution);
+  }
+}
+
+}  // namespace
+
+#define ATTNPOOL_ATTENTION_OVERLOADS(T)                                        \
+  void scaled_dot_product_attention(                                           \
+      TensorView<const T> queries, TensorView<const T> keys,                   \
+      TensorView<const T> values, TensorView<T> out,                           \
+      const AttentionMask<T>& mask, std::optional<double> scale,               \
+      EmptyRows empty_rows, const Execution& execution) {                      \
+    ScaledDotProductAttention(queries, keys, values, out, mask, scale,         \
+                              empty_rows, execution);                          \
+  }                                                                            \
+  void multi_head_attention(                                                   \
+      const MultiHeadWeights<T>& weights, TensorView<const T> queries,         \
+      TensorView<const T> keys, TensorView<const T> values, TensorView<T> out, \
+      const AttentionMask<T>& mask, EmptyRows empty_rows,                      \
+      const Execution& execution) {                                            \
+    MultiHeadAttention(weights, queries, keys, values, out, mask, empty_rows,  \
+                       execution);                                             \
+  }                                                                            \
+  void linear(ConstMatrixView<T> x, ConstMatrixView<T> w, const T* bias,       \
+              MatrixView<T> out, const Execution& execution) {                 \
+    Linear(x, w, bias, out, execution);                                        \
+  }
+ATTNPOOL_ATTENTION_OVERLOADS(float)
+ATTNPOOL_ATTENTION_OVERLOADS(double)
+#undef ATTNPOOL_ATTENTION_OVERLOADS
+
+}  // namespace attnpool

@@ -1,0 +1,715 @@
+// The attention layers (attention.h) on every supported target against a
+// double-precision reference composed of the reference stages.
+#include <attnpool/attnpool.h>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "src/reference.h"
+#include "tests/each_target.h"
+#include "tests/require_rejected.h"
+#include "tests/test_data.h"
+
+namespace attnpool_test {
+namespace {
+
+using attnpool::AttentionMask;
+using attnpool::EmptyRows;
+using attnpool::Mask;
+using attnpool::Normalization;
+using attnpool::TensorView;
+
+template <typename T>
+constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
+
+// A (batch, heads, rows, cols) tensor in NaN-filled storage: dense
+// (B, H, N, D), or "interleaved" (B, N, H, D) with padding after each row of
+// heads, as a strided view.
+template <typename T>
+class Tensor {
+ public:
+  Tensor(size_t batch, size_t heads, size_t rows, size_t cols,
+         bool interleaved = false)
+      : batch_(batch), heads_(heads), rows_(rows), cols_(cols) {
+    if (interleaved) {
+      head_stride_ = cols;
+      row_stride_ = heads * cols + 3;
+      batch_stride_ = rows * row_stride_ + 1;
+    } else {
+      row_stride_ = cols;
+      head_stride_ = rows * cols;
+      batch_stride_ = heads * head_stride_;
+    }
+    storage_.assign(batch * batch_stride_ + 8,
+                    std::numeric_limits<T>::quiet_NaN());
+    inside_.assign(storage_.size(), false);
+    for (size_t b = 0; b < batch; ++b)
+      for (size_t h = 0; h < heads; ++h)
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t c = 0; c < cols; ++c) {
+            (*this)(b, h, r, c) = T(0);
+            inside_[b * batch_stride_ + h * head_stride_ + r * row_stride_ +
+                    c] = true;
+          }
+  }
+  // Whether every element outside the view is still NaN (nothing written
+  // there).
+  bool CanariesIntact() const {
+    for (size_t k = 0; k < storage_.size(); ++k) {
+      if (!inside_[k] && !std::isnan(double(storage_[k]))) return false;
+    }
+    return true;
+  }
+  T& operator()(size_t b, size_t h, size_t r, size_t c) {
+    return storage_[b * batch_stride_ + h * head_stride_ + r * row_stride_ + c];
+  }
+  T operator()(size_t b, size_t h, size_t r, size_t c) const {
+    return storage_[b * batch_stride_ + h * head_stride_ + r * row_stride_ + c];
+  }
+  TensorView<T> view() {
+    return {storage_.data(), batch_,        heads_,       rows_,
+            cols_,           batch_stride_, head_stride_, row_stride_};
+  }
+  TensorView<const T> view() const {
+    return {storage_.data(), batch_,        heads_,       rows_,
+            cols_,           batch_stride_, head_stride_, row_stride_};
+  }
+  void FillNormal(std::mt19937_64& rng, double sigma) {
+    std::normal_distribution<double> normal(0, sigma);
+    for (size_t b = 0; b < batch_; ++b)
+      for (size_t h = 0; h < heads_; ++h)
+        for (size_t r = 0; r < rows_; ++r)
+          for (size_t c = 0; c < cols_; ++c)
+            (*this)(b, h, r, c) = static_cast<T>(normal(rng));
+  }
+  // The (b, h) matrix in double, row-major.
+  std::vector<double> Matrix(size_t b, size_t h) const {
+    std::vector<double> m(rows_ * cols_);
+    for (size_t r = 0; r < rows_; ++r)
+      for (size_t c = 0; c < cols_; ++c) m[r * cols_ + c] = (*this)(b, h, r, c);
+    return m;
+  }
+  const std::vector<T>& storage() const { return storage_; }
+
+ private:
+  size_t batch_, heads_, rows_, cols_;
+  size_t batch_stride_ = 0, head_stride_ = 0, row_stride_ = 0;
+  std::vector<T> storage_;
+  std::vector<bool> inside_;
+};
+
+// The reference output of one head from its scores (n×m, double, before the
+// mask's bias): masked softmax, then the weighted sum of `values` (m×dv).
+// Returns the output and, per element, Σⱼ wⱼ·|vⱼc| (the error scale).
+struct HeadResult {
+  std::vector<double> out, scale;
+};
+
+template <typename T>
+HeadResult ReferenceHead(std::vector<double> scores, size_t n, size_t m,
+                         const std::vector<double>& values, size_t dv,
+                         const Mask<T>& mask, EmptyRows empty_rows) {
+  attnpool::reference::normalize(Normalization::softmax, false, empty_rows,
+                                 mask, scores, n, m);
+  HeadResult result{std::vector<double>(n * dv, 0.0),
+                    std::vector<double>(n * dv, 0.0)};
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t c = 0; c < dv; ++c) {
+      double sum = 0, scale = 0;
+      for (size_t j = 0; j < m; ++j) {
+        sum += scores[i * m + j] * values[j * dv + c];
+        scale += std::fabs(scores[i * m + j] * values[j * dv + c]);
+      }
+      // An empty row is the policy's fill, whatever the values.
+      if (m == 0) sum = empty_rows == EmptyRows::nan ? NAN : 0.0;
+      result.out[i * dv + c] = sum;
+      result.scale[i * dv + c] = scale;
+    }
+  }
+  return result;
+}
+
+// got (b, h, ·, ·) against a reference head: NaN where it is NaN, else
+// within relative·scale.
+template <typename T>
+void RequireHead(const Tensor<T>& got, size_t b, size_t h,
+                 const HeadResult& want, size_t n, size_t dv, double relative) {
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t c = 0; c < dv; ++c) {
+      const double g = got(b, h, i, c), w = want.out[i * dv + c];
+      INFO("(b " << b << ", h " << h << ", i " << i << ", c " << c << ") got "
+                 << g << " want " << w);
+      REQUIRE(std::isnan(g) == std::isnan(w));
+      if (std::isnan(w)) continue;
+      REQUIRE(std::fabs(g - w) <= relative * want.scale[i * dv + c] +
+                                      4 * std::numeric_limits<T>::min());
+    }
+  }
+}
+
+// The Mask of head (b, h) from an AttentionMask (as the layer cuts it).
+template <typename T>
+Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
+                 std::vector<size_t>& lengths) {
+  Mask<T> head;
+  if (mask.valid_lengths) {
+    if (mask.lengths_per_query) {
+      head.valid_lengths = mask.valid_lengths + b * n;
+    } else {
+      lengths.assign(n, mask.valid_lengths[b]);
+      head.valid_lengths = lengths.data();
+    }
+  }
+  head.causal = mask.causal;
+  head.causal_offset = mask.causal_offset;
+  if (mask.bias.data) {
+    head.bias = mask.bias.matrix(mask.bias.batch == 1 ? 0 : b,
+                                 mask.bias.heads == 1 ? 0 : h);
+  }
+  if (mask.visible.data) {
+    head.visible = mask.visible.matrix(mask.visible.batch == 1 ? 0 : b,
+                                       mask.visible.heads == 1 ? 0 : h);
+  }
+  return head;
+}
+
+// Masks to sweep for (B, H, n, m): none; per-batch lengths with causal and
+// an offset; per-query lengths with a bias broadcast over heads and a
+// visibility broadcast over the batch.
+template <typename T>
+struct MaskCase {
+  const char* name;
+  AttentionMask<T> mask;
+};
+
+template <typename T>
+struct MaskStorage {
+  std::vector<size_t> batch_lengths, query_lengths;
+  Tensor<T> bias;
+  Tensor<uint8_t> visible;
+  MaskStorage(size_t batch, size_t heads, size_t n, size_t m,
+              std::mt19937_64& rng)
+      : bias(batch, 1, n, m), visible(1, heads, n, m) {
+    for (size_t b = 0; b < batch; ++b) batch_lengths.push_back(rng() % (m + 1));
+    batch_lengths[0] = m;
+    for (size_t k = 0; k < batch * n; ++k)
+      query_lengths.push_back(rng() % (m + 1));
+    bias.FillNormal(rng, 2.0);
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < m; ++j) visible(0, h, i, j) = rng() % 4 != 0;
+  }
+  std::vector<MaskCase<T>> Cases() const {
+    std::vector<MaskCase<T>> cases;
+    cases.push_back({"no mask", {}});
+    AttentionMask<T> lengths;
+    lengths.valid_lengths = batch_lengths.data();
+    lengths.causal = true;
+    lengths.causal_offset = 3;
+    cases.push_back({"batch lengths + causal", lengths});
+    AttentionMask<T> elementwise;
+    elementwise.valid_lengths = query_lengths.data();
+    elementwise.lengths_per_query = true;
+    elementwise.bias = bias.view();
+    elementwise.visible = visible.view();
+    cases.push_back({"query lengths + bias + visible", elementwise});
+    return cases;
+  }
+};
+
+// Σ |scale·q·k|-driven relative bound of a softmax attention output.
+template <typename T>
+double SoftmaxRelative(size_t m, double largest_logit) {
+  const double u = kUnitRoundoff<T>;
+  return (m + 16 + 8 * (1 + m / 128.0)) * u + 6 * kExpError<T> +
+         u * (16 * largest_logit + 12);
+}
+
+// ------------------------------------------------- scaled dot-product
+
+template <typename T>
+void SdpaSweep() {
+  std::mt19937_64 rng(kSeed + 60);
+  INFO("seed " << kSeed + 60);
+  struct Shape {
+    size_t batch, heads, kv_heads, n, m, dk, dv;
+  };
+  const Shape shapes[] = {{2, 4, 2, 37, 53, 24, 12},
+                          {1, 3, 1, 1, 300, 64, 64},
+                          {2, 2, 2, 100, 17, 5, 33},
+                          {1, 1, 1, 0, 5, 4, 4},
+                          {2, 2, 1, 6, 0, 4, 3}};
+  for (const Shape& s : shapes) {
+    for (bool interleaved : {false, true}) {
+      Tensor<T> queries(s.batch, s.heads, s.n, s.dk, interleaved),
+          keys(s.batch, s.kv_heads, s.m, s.dk, interleaved),
+          values(s.batch, s.kv_heads, s.m, s.dv, interleaved);
+      queries.FillNormal(rng, 1.0);
+      keys.FillNormal(rng, 1.0);
+      values.FillNormal(rng, 1.0);
+      MaskStorage<T> storage(s.batch, s.heads, s.n, s.m, rng);
+      for (const auto& mask_case : storage.Cases()) {
+        for (const std::optional<double>& scale :
+             {std::optional<double>{}, std::optional<double>{0.3}}) {
+          INFO("B " << s.batch << " Hq " << s.heads << " Hkv " << s.kv_heads
+                    << " n " << s.n << " m " << s.m << " dk " << s.dk << " dv "
+                    << s.dv << (interleaved ? " interleaved " : " dense ")
+                    << mask_case.name << " scale " << (scale ? *scale : -1.0));
+          Tensor<T> out(s.batch, s.heads, s.n, s.dv, interleaved);
+          const auto empty_rows = scale ? EmptyRows::zero : EmptyRows::nan;
+          attnpool::scaled_dot_product_attention(
+              queries.view(), keys.view(), values.view(), out.view(),
+              mask_case.mask, scale, empty_rows);
+          if (s.n != 0 && s.m != 0) RequireRanOnTarget();
+          const double factor = scale ? *scale : 1 / std::sqrt(double(s.dk));
+          const size_t group = s.heads / s.kv_heads;
+          std::vector<size_t> lengths;
+          for (size_t b = 0; b < s.batch; ++b) {
+            for (size_t h = 0; h < s.heads; ++h) {
+              const auto q = queries.Matrix(b, h),
+                         k = keys.Matrix(b, h / group),
+                         v = values.Matrix(b, h / group);
+              std::vector<double> scores(s.n * s.m);
+              double largest = 0;
+              for (size_t i = 0; i < s.n; ++i) {
+                for (size_t j = 0; j < s.m; ++j) {
+                  double dot = 0;
+                  for (size_t p = 0; p < s.dk; ++p)
+                    dot += q[i * s.dk + p] * k[j * s.dk + p];
+                  scores[i * s.m + j] = factor * dot;
+                  largest = std::max(largest, std::fabs(factor * dot));
+                }
+              }
+              const auto want = ReferenceHead<T>(
+                  scores, s.n, s.m, v, s.dv,
+                  HeadMask(mask_case.mask, b, h, s.n, lengths), empty_rows);
+              RequireHead(out, b, h, want, s.n, s.dv,
+                          SoftmaxRelative<T>(s.m, largest + 8));
+            }
+          }
+          REQUIRE(out.CanariesIntact());
+        }
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(SdpaFloat, "attention.sdpa.float", "[attention]") {
+  SdpaSweep<float>();
+}
+ATTNPOOL_TEST_EACH_TARGET(SdpaDouble, "attention.sdpa.double", "[attention]") {
+  SdpaSweep<double>();
+}
+
+// Grouped-query attention reads each key/value head for its group in place:
+// the same bits as ordinary attention over key/value heads repeated.
+template <typename T>
+void GroupedQuery() {
+  std::mt19937_64 rng(kSeed + 61);
+  const size_t batch = 2, heads = 6, n = 21, m = 40, dk = 16, dv = 8;
+  for (size_t kv_heads : {size_t{1}, size_t{2}, size_t{3}}) {
+    INFO("kv heads " << kv_heads);
+    Tensor<T> queries(batch, heads, n, dk), keys(batch, kv_heads, m, dk),
+        values(batch, kv_heads, m, dv);
+    queries.FillNormal(rng, 1);
+    keys.FillNormal(rng, 1);
+    values.FillNormal(rng, 1);
+    Tensor<T> repeated_keys(batch, heads, m, dk),
+        repeated_values(batch, heads, m, dv);
+    const size_t group = heads / kv_heads;
+    for (size_t b = 0; b < batch; ++b)
+      for (size_t h = 0; h < heads; ++h)
+        for (size_t j = 0; j < m; ++j) {
+          for (size_t p = 0; p < dk; ++p)
+            repeated_keys(b, h, j, p) = keys(b, h / group, j, p);
+          for (size_t c = 0; c < dv; ++c)
+            repeated_values(b, h, j, c) = values(b, h / group, j, c);
+        }
+    AttentionMask<T> mask;
+    mask.causal = true;
+    mask.causal_offset = 10;
+    Tensor<T> grouped(batch, heads, n, dv), ordinary(batch, heads, n, dv);
+    attnpool::scaled_dot_product_attention(queries.view(), keys.view(),
+                                           values.view(), grouped.view(), mask);
+    RequireRanOnTarget();
+    attnpool::scaled_dot_product_attention(queries.view(), repeated_keys.view(),
+                                           repeated_values.view(),
+                                           ordinary.view(), mask);
+    REQUIRE(std::memcmp(grouped.storage().data(), ordinary.storage().data(),
+                        grouped.storage().size() * sizeof(T)) == 0);
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(GroupedQueryFloat, "attention.grouped_query.float",
+                          "[attention]") {
+  GroupedQuery<float>();
+}
+
+// -------------------------------------------------------------- additive
+
+template <typename T>
+void AdditiveSweep() {
+  std::mt19937_64 rng(kSeed + 62);
+  INFO("seed " << kSeed + 62);
+  struct Shape {
+    size_t batch, heads, n, m, dq, dk, hidden, dv;
+  };
+  const Shape shapes[] = {{2, 2, 19, 45, 6, 9, 11, 3},
+                          {1, 1, 40, 300, 16, 8, 32, 17},
+                          {1, 1, 3, 0, 2, 2, 4, 2},
+                          {1, 2, 5, 7, 3, 3, 0, 2}};
+  for (const Shape& s : shapes) {
+    Tensor<T> queries(s.batch, s.heads, s.n, s.dq, true),
+        keys(s.batch, s.heads, s.m, s.dk), values(s.batch, s.heads, s.m, s.dv);
+    queries.FillNormal(rng, 1.0);
+    keys.FillNormal(rng, 1.0);
+    values.FillNormal(rng, 1.0);
+    TestMatrix<T> w_q(s.hidden, s.dq, 1), w_k(s.hidden, s.dk, 2);
+    std::vector<T> w_v(s.hidden + 1);
+    std::normal_distribution<double> normal;
+    for (size_t u = 0; u < s.hidden; ++u) {
+      for (size_t p = 0; p < s.dq; ++p) w_q(u, p) = T(normal(rng) * 0.5);
+      for (size_t p = 0; p < s.dk; ++p) w_k(u, p) = T(normal(rng) * 0.5);
+      w_v[u] = T(normal(rng));
+    }
+    const attnpool::AdditiveWeights<T> weights{w_q.view(), w_k.view(),
+                                               w_v.data()};
+    MaskStorage<T> storage(s.batch, s.heads, s.n, s.m, rng);
+    for (const auto& mask_case : storage.Cases()) {
+      INFO("B " << s.batch << " H " << s.heads << " n " << s.n << " m " << s.m
+                << " dq " << s.dq << " dk " << s.dk << " h " << s.hidden
+                << " dv " << s.dv << " " << mask_case.name);
+      Tensor<T> out(s.batch, s.heads, s.n, s.dv);
+      attnpool::additive_attention(weights, queries.view(), keys.view(),
+                                   values.view(), out.view(), mask_case.mask);
+      if (s.n != 0 && s.m != 0) RequireRanOnTarget();
+      std::vector<size_t> lengths;
+      const double u = kUnitRoundoff<T>;
+      for (size_t b = 0; b < s.batch; ++b) {
+        for (size_t h = 0; h < s.heads; ++h) {
+          const auto q = queries.Matrix(b, h), k = keys.Matrix(b, h),
+                     v = values.Matrix(b, h);
+          std::vector<double> scores(s.n * s.m);
+          // Score error: per hidden unit the projections' rounding (d+1)·u
+          // of Σ|w·x| through tanh (slope ≤ 1), tanh's own error, and the
+          // sum's; as an absolute error of the logits.
+          double score_error = 0, largest = 0;
+          for (size_t i = 0; i < s.n; ++i) {
+            for (size_t j = 0; j < s.m; ++j) {
+              double score = 0, error = 0;
+              for (size_t unit = 0; unit < s.hidden; ++unit) {
+                double pq = 0, pk = 0, mag = 0;
+                for (size_t p = 0; p < s.dq; ++p) {
+                  pq += double(w_q(unit, p)) * q[i * s.dq + p];
+                  mag += std::fabs(double(w_q(unit, p)) * q[i * s.dq + p]);
+                }
+                for (size_t p = 0; p < s.dk; ++p) {
+                  pk += double(w_k(unit, p)) * k[j * s.dk + p];
+                  mag += std::fabs(double(w_k(unit, p)) * k[j * s.dk + p]);
+                }
+                const double t = std::tanh(pq + pk);
+                score += double(w_v[unit]) * t;
+                error += std::fabs(double(w_v[unit])) *
+                         ((s.dq + s.dk + 4) * u * mag + 4 * kExpError<T> +
+                          (s.hidden + 2) * u);
+              }
+              scores[i * s.m + j] = score;
+              score_error = std::max(score_error, error);
+              largest = std::max(largest, std::fabs(score));
+            }
+          }
+          const auto want = ReferenceHead<T>(
+              scores, s.n, s.m, v, s.dv,
+              HeadMask(mask_case.mask, b, h, s.n, lengths), EmptyRows::nan);
+          RequireHead(out, b, h, want, s.n, s.dv,
+                      SoftmaxRelative<T>(s.m, largest) + 2 * score_error);
+        }
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(AdditiveFloat, "attention.additive.float",
+                          "[attention]") {
+  AdditiveSweep<float>();
+}
+ATTNPOOL_TEST_EACH_TARGET(AdditiveDouble, "attention.additive.double",
+                          "[attention]") {
+  AdditiveSweep<double>();
+}
+
+// ------------------------------------------------------------ multi-head
+
+// x·w + bias in double (row-major n×k times k×c).
+std::vector<double> Project(const std::vector<double>& x, size_t n, size_t k,
+                            const TestMatrix<float>& w, const float* bias) {
+  std::vector<double> out(n * w.cols());
+  for (size_t i = 0; i < n; ++i)
+    for (size_t c = 0; c < w.cols(); ++c) {
+      double sum = bias ? bias[c] : 0.0;
+      for (size_t p = 0; p < k; ++p) sum += x[i * k + p] * double(w(p, c));
+      out[i * w.cols() + c] = sum;
+    }
+  return out;
+}
+
+ATTNPOOL_TEST_EACH_TARGET(MultiHead, "attention.multi_head.float",
+                          "[attention]") {
+  std::mt19937_64 rng(kSeed + 63);
+  const size_t batch = 2, n = 23, m = 31, d_model = 20, d_kv = 12, heads = 4,
+               dh = 6, dv = 5, d_out = 9;
+  Tensor<float> queries(batch, 1, n, d_model), keys(batch, 1, m, d_kv),
+      values(batch, 1, m, d_kv);
+  queries.FillNormal(rng, 1);
+  keys.FillNormal(rng, 1);
+  values.FillNormal(rng, 1);
+  TestMatrix<float> w_q(d_model, heads * dh, 1), w_k(d_kv, heads * dh),
+      w_v(d_kv, heads * dv, 2), w_o(heads * dv, d_out);
+  std::normal_distribution<double> normal;
+  for (auto* w : {&w_q, &w_k, &w_v, &w_o})
+    for (size_t r = 0; r < w->rows(); ++r)
+      for (size_t c = 0; c < w->cols(); ++c)
+        (*w)(r, c) = float(normal(rng) / std::sqrt(double(w->rows())));
+  std::vector<float> b_q(heads * dh), b_k(heads * dh), b_v(heads * dv),
+      b_o(d_out);
+  for (auto* b : {&b_q, &b_k, &b_v, &b_o})
+    for (float& x : *b) x = float(normal(rng) * 0.1);
+  attnpool::MultiHeadWeights<float> weights;
+  weights.heads = heads;
+  weights.w_q = w_q.view();
+  weights.w_k = w_k.view();
+  weights.w_v = w_v.view();
+  weights.w_o = w_o.view();
+  weights.b_q = b_q.data();
+  weights.b_k = b_k.data();
+  weights.b_v = b_v.data();
+  weights.b_o = b_o.data();
+  std::vector<size_t> lengths = {m, 17};
+  AttentionMask<float> mask;
+  mask.valid_lengths = lengths.data();
+  mask.causal = true;
+  mask.causal_offset = 12;
+  Tensor<float> out(batch, 1, n, d_out);
+  attnpool::multi_head_attention(weights, queries.view(), keys.view(),
+                                 values.view(), out.view(), mask);
+  RequireRanOnTarget();
+
+  // Assembled by hand from the public pieces: linear projections, one
+  // scaled dot-product attention over strided head views, concatenation,
+  // output projection. The same arithmetic: the same bits.
+  std::vector<float> q(batch * n * heads * dh), k(batch * m * heads * dh),
+      v(batch * m * heads * dv), concat(batch * n * heads * dv),
+      by_hand(batch * n * d_out);
+  for (size_t b = 0; b < batch; ++b) {
+    attnpool::linear(queries.view().matrix(b, 0), w_q.view(), b_q.data(),
+                     {q.data() + b * n * heads * dh, n, heads * dh});
+    attnpool::linear(keys.view().matrix(b, 0), w_k.view(), b_k.data(),
+                     {k.data() + b * m * heads * dh, m, heads * dh});
+    attnpool::linear(values.view().matrix(b, 0), w_v.view(), b_v.data(),
+                     {v.data() + b * m * heads * dv, m, heads * dv});
+  }
+  const TensorView<const float> head_q{q.data(),       batch, heads,     n, dh,
+                                       n * heads * dh, dh,    heads * dh};
+  const TensorView<const float> head_k{k.data(),       batch, heads,     m, dh,
+                                       m * heads * dh, dh,    heads * dh};
+  const TensorView<const float> head_v{v.data(),       batch, heads,     m, dv,
+                                       m * heads * dv, dv,    heads * dv};
+  const TensorView<float> head_out{concat.data(),  batch, heads,     n, dv,
+                                   n * heads * dv, dv,    heads * dv};
+  attnpool::scaled_dot_product_attention(head_q, head_k, head_v, head_out,
+                                         mask);
+  for (size_t b = 0; b < batch; ++b) {
+    attnpool::linear({concat.data() + b * n * heads * dv, n, heads * dv},
+                     w_o.view(), b_o.data(),
+                     {by_hand.data() + b * n * d_out, n, d_out});
+  }
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t i = 0; i < n; ++i)
+      for (size_t c = 0; c < d_out; ++c) {
+        INFO("(" << b << ", " << i << ", " << c << ")");
+        REQUIRE(out(b, 0, i, c) == by_hand[(b * n + i) * d_out + c]);
+      }
+
+  // And against the reference in double.
+  std::vector<size_t> head_lengths;
+  for (size_t b = 0; b < batch; ++b) {
+    const auto pq = Project(queries.Matrix(b, 0), n, d_model, w_q, b_q.data());
+    const auto pk = Project(keys.Matrix(b, 0), m, d_kv, w_k, b_k.data());
+    const auto pv = Project(values.Matrix(b, 0), m, d_kv, w_v, b_v.data());
+    std::vector<double> heads_out(n * heads * dv), heads_scale(n * heads * dv);
+    for (size_t h = 0; h < heads; ++h) {
+      std::vector<double> scores(n * m), head_v(m * dv);
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < m; ++j) {
+          double dot = 0;
+          for (size_t p = 0; p < dh; ++p)
+            dot += pq[i * heads * dh + h * dh + p] *
+                   pk[j * heads * dh + h * dh + p];
+          scores[i * m + j] = dot / std::sqrt(double(dh));
+        }
+      for (size_t j = 0; j < m; ++j)
+        for (size_t c = 0; c < dv; ++c)
+          head_v[j * dv + c] = pv[j * heads * dv + h * dv + c];
+      const auto head = ReferenceHead<float>(
+          scores, n, m, head_v, dv, HeadMask(mask, b, h, n, head_lengths),
+          EmptyRows::nan);
+      for (size_t i = 0; i < n; ++i)
+        for (size_t c = 0; c < dv; ++c)
+          heads_out[i * heads * dv + h * dv + c] = head.out[i * dv + c];
+    }
+    for (size_t i = 0; i < n; ++i)
+      for (size_t c = 0; c < d_out; ++c) {
+        double want = b_o[c], scale = std::fabs(b_o[c]);
+        for (size_t p = 0; p < heads * dv; ++p) {
+          want += heads_out[i * heads * dv + p] * double(w_o(p, c));
+          scale += std::fabs(heads_out[i * heads * dv + p] * w_o(p, c));
+        }
+        INFO("(" << b << ", " << i << ", " << c << ") got " << out(b, 0, i, c)
+                 << " want " << want);
+        // Projections, attention and output projection: a few hundred u
+        // relative to the magnitudes involved.
+        REQUIRE(std::fabs(out(b, 0, i, c) - want) <= 2e-5 * (scale + 1));
+      }
+  }
+}
+
+// ----------------------------------------------------------------- errors
+
+TEST_CASE("attention: bad input names the argument, writes nothing",
+          "[attention][errors]") {
+  std::vector<float> data(4096, 0.5f);
+  std::vector<float> outputs(256, -7.0f);
+  const auto q = attnpool::dense_tensor<const float>(data.data(), 2, 4, 3, 8);
+  const auto k =
+      attnpool::dense_tensor<const float>(data.data() + 512, 2, 2, 5, 8);
+  const auto v =
+      attnpool::dense_tensor<const float>(data.data() + 1024, 2, 2, 5, 4);
+  const auto out = attnpool::dense_tensor(outputs.data(), 2, 4, 3, 4);
+  RequireRejected("keys.heads", outputs, [&] {
+    auto bad = k;
+    bad.heads = 3;
+    bad.batch_stride = 3 * 40;
+    auto bad_v = v;
+    bad_v.heads = 3;
+    attnpool::scaled_dot_product_attention(q, bad, bad_v, out);
+  });
+  RequireRejected("keys.cols", outputs, [&] {
+    auto bad = k;
+    bad.cols = 7;
+    attnpool::scaled_dot_product_attention(q, bad, v, out);
+  });
+  RequireRejected("out.head_stride", outputs, [&] {
+    auto bad = out;
+    bad.head_stride = 2;
+    attnpool::scaled_dot_product_attention(q, k, v, bad);
+  });
+  RequireRejected("scale", outputs, [&] {
+    attnpool::scaled_dot_product_attention(q, k, v, out, {}, NAN);
+  });
+  RequireRejected("mask.valid_lengths", outputs, [&] {
+    const size_t lengths[2] = {5, 6};
+    AttentionMask<float> mask;
+    mask.valid_lengths = lengths;
+    attnpool::scaled_dot_product_attention(q, k, v, out, mask);
+  });
+  RequireRejected("mask.bias.heads", outputs, [&] {
+    AttentionMask<float> mask;
+    mask.bias = attnpool::dense_tensor<const float>(data.data(), 1, 2, 3, 5);
+    attnpool::scaled_dot_product_attention(q, k, v, out, mask);
+  });
+  RequireRejected("out", outputs, [&] {
+    const auto alias =
+        attnpool::dense_tensor(const_cast<float*>(data.data()), 2, 4, 3, 4);
+    attnpool::scaled_dot_product_attention(q, k, v, alias);
+  });
+  RequireRejected("queries.data", outputs, [&] {
+    auto bad = q;
+    bad.data = nullptr;
+    attnpool::scaled_dot_product_attention(bad, k, v, out);
+  });
+  // Additive.
+  std::vector<float> w(64, 0.1f);
+  const attnpool::AdditiveWeights<float> additive{
+      {w.data(), 4, 8}, {w.data(), 4, 8}, w.data()};
+  RequireRejected("weights.w_k.cols", outputs, [&] {
+    auto bad = additive;
+    bad.w_k.cols = 7;
+    bad.w_k.stride = 8;
+    attnpool::additive_attention(bad, q, k, v, out);
+  });
+  RequireRejected("weights.w_v", outputs, [&] {
+    auto bad = additive;
+    bad.w_v = nullptr;
+    attnpool::additive_attention(bad, q, k, v, out);
+  });
+  // Multi-head.
+  attnpool::MultiHeadWeights<float> mh;
+  mh.heads = 2;
+  mh.w_q = {w.data(), 8, 4};
+  mh.w_k = {w.data(), 8, 4};
+  mh.w_v = {w.data(), 8, 4};
+  mh.w_o = {w.data(), 4, 4};
+  const auto x = attnpool::dense_tensor<const float>(data.data(), 2, 1, 3, 8);
+  const auto mh_out = attnpool::dense_tensor(outputs.data(), 2, 1, 3, 4);
+  RequireRejected("weights.w_q.cols", outputs, [&] {
+    auto bad = mh;
+    bad.heads = 3;
+    attnpool::multi_head_attention(bad, x, x, x, mh_out);
+  });
+  RequireRejected("queries.heads", outputs,
+                  [&] { attnpool::multi_head_attention(mh, q, x, x, mh_out); });
+  RequireRejected("out", outputs, [&] {
+    auto bad = mh;
+    bad.b_o = outputs.data();
+    attnpool::multi_head_attention(bad, x, x, x, mh_out);
+  });
+  RequireRejected("w.rows", outputs, [&] {
+    attnpool::linear({data.data(), 3, 8}, {w.data(), 7, 4}, nullptr,
+                     {outputs.data(), 3, 4});
+  });
+}
+
+// Results do not depend on the thread count.
+TEST_CASE("attention: bitwise identical for 1 and 2 threads",
+          "[attention][determinism]") {
+  std::mt19937_64 rng(kSeed + 64);
+  const size_t batch = 1, heads = 2, n = 70, m = 90, d = 16, dv = 7;
+  Tensor<float> queries(batch, heads, n, d), keys(batch, heads, m, d),
+      values(batch, heads, m, dv);
+  queries.FillNormal(rng, 1);
+  keys.FillNormal(rng, 1);
+  values.FillNormal(rng, 1);
+  TestMatrix<float> w_q(8, d), w_k(8, d);
+  std::vector<float> w_v(8, 0.3f);
+  for (size_t u = 0; u < 8; ++u)
+    for (size_t p = 0; p < d; ++p) {
+      w_q(u, p) = float(rng() % 100) / 100 - 0.5f;
+      w_k(u, p) = float(rng() % 100) / 100 - 0.5f;
+    }
+  Tensor<float> one(batch, heads, n, dv), two(batch, heads, n, dv);
+  for (int layer = 0; layer < 2; ++layer) {
+    for (int threads : {1, 2}) {
+      Tensor<float>& out = threads == 1 ? one : two;
+      if (layer == 0) {
+        attnpool::scaled_dot_product_attention(queries.view(), keys.view(),
+                                               values.view(), out.view(), {},
+                                               {}, EmptyRows::nan, {threads});
+      } else {
+        attnpool::additive_attention({w_q.view(), w_k.view(), w_v.data()},
+                                     queries.view(), keys.view(), values.view(),
+                                     out.view(), {}, EmptyRows::nan, {threads});
+      }
+    }
+    REQUIRE(std::memcmp(one.storage().data(), two.storage().data(),
+                        one.storage().size() * sizeof(float)) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace attnpool_test
