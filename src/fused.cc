@@ -246,23 +246,69 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
   }
 }
 
+// normalizer[i] from a finished accumulation (pool.h).
+template <typename T>
+void WriteNormalizer(detail::FusedRowMode mode,
+                     const detail::FusedState<T>& state, size_t rows,
+                     T* normalizer) {
+  for (size_t i = 0; i < rows; ++i) {
+    const T max = state.max[i], sum = state.sum[i];
+    switch (mode) {
+      case detail::FusedRowMode::softmax:  // −inf for an empty row
+        normalizer[i] = std::isnan(sum) || max == -HUGE_VAL
+                            ? max + sum
+                            : max + std::log(sum);
+        break;
+      case detail::FusedRowMode::weights:
+        normalizer[i] = sum;
+        break;
+      case detail::FusedRowMode::argmax:
+        normalizer[i] = std::isnan(sum) ? sum : max;
+        break;
+    }
+  }
+}
+
 template <typename T>
 void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                    ConstMatrixView<T> keys, ConstMatrixView<T> values,
-                   MatrixView<T> out, const Mask<T>& mask,
+                   MatrixView<T> out, T* normalizer, const Mask<T>& mask,
                    const Execution& execution) {
   detail::EnsureDispatchReady();
   const auto plans = detail::CheckPool<T>(spec, queries, keys, values, out,
                                           nullptr, mask, execution);
+  const size_t rows = queries.rows;
+  if (normalizer != nullptr) {
+    const auto begin = reinterpret_cast<uintptr_t>(normalizer);
+    const detail::ByteRange range{begin, begin + rows * sizeof(T)};
+    detail::CheckNoOverlap("normalizer", range, "out",
+                           detail::CheckView("out", out));
+    detail::CheckNoOverlap("normalizer", range, "queries",
+                           detail::CheckView("queries", queries));
+    detail::CheckNoOverlap("normalizer", range, "keys",
+                           detail::CheckView("keys", keys));
+    detail::CheckNoOverlap("normalizer", range, "values",
+                           detail::CheckView("values", values));
+  }
   detail::RecordRunTarget(0);
-  if (queries.rows == 0) return;
-  if (keys.rows == 0) return detail::FillEmptyRows(spec.empty_rows, out);
+  if (rows == 0) return;
+  const auto mode = ModeOf(spec);
+  if (keys.rows == 0) {
+    if (normalizer != nullptr) {
+      std::fill(normalizer, normalizer + rows,
+                mode == detail::FusedRowMode::weights
+                    ? T(0)
+                    : -std::numeric_limits<T>::infinity());
+    }
+    return detail::FillEmptyRows(spec.empty_rows, out);
+  }
   // The state accumulates in `out`, then finishes in place.
-  StateStorage<T> state(queries.rows, out);
+  StateStorage<T> state(rows, out);
   AccumulateAll(spec, plans, queries, keys, values, 0, state.view,
                 detail::ThreadCount(execution));
-  FinishState(ModeOf(spec), spec.normalization, spec.empty_rows, state.view,
-              out);
+  if (normalizer != nullptr)
+    WriteNormalizer(mode, state.view, rows, normalizer);
+  FinishState(mode, spec.normalization, spec.empty_rows, state.view, out);
 }
 
 template <typename T>
@@ -353,18 +399,23 @@ ATTNPOOL_DEFINE(float)
 ATTNPOOL_DEFINE(double)
 #undef ATTNPOOL_DEFINE
 
-void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
-                    ConstMatrixView<float> keys, ConstMatrixView<float> values,
-                    MatrixView<float> out, const Mask<float>& mask,
-                    const Execution& execution) {
-  AttentionPool(spec, queries, keys, values, out, mask, execution);
-}
-
-void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
-                    ConstMatrixView<double> keys,
-                    ConstMatrixView<double> values, MatrixView<double> out,
-                    const Mask<double>& mask, const Execution& execution) {
-  AttentionPool(spec, queries, keys, values, out, mask, execution);
-}
+#define ATTNPOOL_FUSED_OVERLOADS(T)                                          \
+  void attention_pool(const PoolSpec& spec, ConstMatrixView<T> queries,      \
+                      ConstMatrixView<T> keys, ConstMatrixView<T> values,    \
+                      MatrixView<T> out, const Mask<T>& mask,                \
+                      const Execution& execution) {                          \
+    AttentionPool<T>(spec, queries, keys, values, out, nullptr, mask,        \
+                     execution);                                             \
+  }                                                                          \
+  void attention_pool_with_normalizer(                                       \
+      const PoolSpec& spec, ConstMatrixView<T> queries,                      \
+      ConstMatrixView<T> keys, ConstMatrixView<T> values, MatrixView<T> out, \
+      T* normalizer, const Mask<T>& mask, const Execution& execution) {      \
+    AttentionPool<T>(spec, queries, keys, values, out, normalizer, mask,     \
+                     execution);                                             \
+  }
+ATTNPOOL_FUSED_OVERLOADS(float)
+ATTNPOOL_FUSED_OVERLOADS(double)
+#undef ATTNPOOL_FUSED_OVERLOADS
 
 }  // namespace attnpool

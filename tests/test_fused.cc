@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "src/reference.h"
 #include "tests/each_target.h"
 #include "tests/pool_specs.h"
 #include "tests/test_data.h"
@@ -218,6 +219,105 @@ ATTNPOOL_TEST_EACH_TARGET(SplitFloat, "fused.split_keys.float", "[fused]") {
 
 ATTNPOOL_TEST_EACH_TARGET(SplitDouble, "fused.split_keys.double", "[fused]") {
   SplitKeysCase<double>();
+}
+
+// attention_pool_with_normalizer: the same output, and per query the
+// log-sum-exp (softmax family), Σw (none, sum of plain weights) or best
+// score (argmax) of what the query sees, against double sums over this
+// target's distances (the stages' own test covers those).
+template <typename T>
+void NormalizerCase() {
+  std::mt19937_64 rng(kSeed + 44);
+  INFO("seed " << kSeed + 44);
+  const size_t n = 37, m = 300, d = 12, dv = 3;
+  TestMatrix<T> queries(n, d), keys(m, d), values(m, dv), bias(n, m);
+  queries.FillRandom(rng, 0);
+  keys.FillRandom(rng, 0);
+  values.FillRandom(rng, 1);
+  std::uniform_real_distribution<double> bias_value(-2, 2);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < m; ++j) bias(i, j) = T(bias_value(rng));
+  std::vector<size_t> lengths(n);
+  for (size_t& length : lengths) length = rng() % (m + 1);
+  TestMatrix<T> distances(n, m);
+  const double u = kUnitRoundoff<T>;
+  for (const PoolSpec& spec : kPoolSpecs) {
+    INFO(attnpool::distance_name(spec.distance)
+         << " " << attnpool::kernel_name(spec.kernel.kernel) << " "
+         << attnpool::normalization_name(spec.normalization));
+    Mask<T> mask;
+    mask.valid_lengths = lengths.data();
+    if (TakesBias(spec)) mask.bias = bias.view();
+    TestMatrix<T> plain(n, dv), out(n, dv);
+    std::vector<T> normalizer(n + 1, T(-7));
+    attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                             plain.view(), mask);
+    attnpool::attention_pool_with_normalizer(spec, queries.view(), keys.view(),
+                                             values.view(), out.view(),
+                                             normalizer.data(), mask);
+    RequireRanOnTarget();
+    REQUIRE(std::memcmp(plain.data(), out.data(),
+                        plain.storage().size() * sizeof(T)) == 0);
+    REQUIRE(normalizer[n] == T(-7));
+    attnpool::pairwise_distances(spec.distance, queries.view(), keys.view(),
+                                 distances.view());
+    const bool logits = attnpool::is_exponential(spec.kernel.kernel);
+    const bool argmax = spec.normalization == Normalization::argmax;
+    const bool softmax = spec.normalization == Normalization::softmax ||
+                         (logits && spec.normalization == Normalization::sum);
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<double> scores;
+      double largest = -HUGE_VAL, magnitude = 0;
+      for (size_t j = 0; j < lengths[i]; ++j) {
+        double a = attnpool::reference::kernel(spec.kernel, spec.distance,
+                                               distances(i, j), d, logits);
+        if (mask.bias.data) a += bias(i, j);
+        scores.push_back(a);
+        largest = std::max(largest, a);
+        magnitude = std::max(magnitude, std::fabs(a));
+      }
+      double want = 0;
+      if (argmax) {
+        want = largest;
+      } else if (softmax) {
+        double sum = 0;
+        for (double a : scores) sum += std::exp(a - largest);
+        want = scores.empty() ? -HUGE_VAL : largest + std::log(sum);
+      } else {
+        for (double a : scores) want += logits ? std::exp(a) : a;
+      }
+      const double got = normalizer[i];
+      INFO("row " << i << " got " << got << " want " << want);
+      if (std::isinf(want)) {
+        REQUIRE(got == want);
+        continue;
+      }
+      const double relative =
+          (m + 16) * u + 6 * kExpError<T> + 16 * u * (magnitude + 1);
+      const double bound = argmax    ? 8 * u * (magnitude + 1)
+                           : softmax ? relative
+                                     : relative * std::fabs(want) + 1e-300;
+      REQUIRE(std::fabs(got - want) <= bound);
+    }
+  }
+  // The normalizer is an output: it may not overlap an input.
+  std::vector<T> canary(n * dv, T(3));
+  REQUIRE_THROWS_AS(
+      attnpool::attention_pool_with_normalizer(
+          kPoolSpecs[0], queries.view(), keys.view(), values.view(),
+          {canary.data(), n, dv}, const_cast<T*>(keys.view().data)),
+      attnpool::Error);
+  REQUIRE(canary == std::vector<T>(n * dv, T(3)));
+}
+
+ATTNPOOL_TEST_EACH_TARGET(NormalizerFloat, "fused.normalizer.float",
+                          "[fused]") {
+  NormalizerCase<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(NormalizerDouble, "fused.normalizer.double",
+                          "[fused]") {
+  NormalizerCase<double>();
 }
 
 // Keys in three shards (not multiples of any panel width): partial states

@@ -47,6 +47,24 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
                     const Mask<double>& mask = {},
                     const Execution& execution = {});
 
+// attention_pool that also writes each query's normalizer to
+// normalizer[0, n): for exponential kernels under sum or softmax, and for
+// softmax, the log-sum-exp log Σⱼ exp(aᵢⱼ) of its visible logits or scores
+// (mask bias included; −inf for an empty row), as attention backward passes
+// and shard merges use; for none and for sum of other kernels (and none of
+// exponential ones) Σⱼ wᵢⱼ; for argmax the best score. NaN where the row
+// met a visible NaN. normalizer may not overlap the other arguments.
+void attention_pool_with_normalizer(
+    const PoolSpec& spec, ConstMatrixView<float> queries,
+    ConstMatrixView<float> keys, ConstMatrixView<float> values,
+    MatrixView<float> out, float* normalizer, const Mask<float>& mask = {},
+    const Execution& execution = {});
+void attention_pool_with_normalizer(
+    const PoolSpec& spec, ConstMatrixView<double> queries,
+    ConstMatrixView<double> keys, ConstMatrixView<double> values,
+    MatrixView<double> out, double* normalizer, const Mask<double>& mask = {},
+    const Execution& execution = {});
+
 // Sharding the keys: attention pooling of n queries over a shard of the
 // keys, as a state that merges with the states of other shards (in key
 // order) and finishes into the same result as attention_pool over all keys
