@@ -219,6 +219,7 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   const size_t N = hn::Lanes(d);
   const size_t width = kPanelVectors * N;
   const size_t depth = weights.cols;
+  if (column_begin >= column_end) return;  // no output columns
   if (depth == 0) {  // empty sums
     for (size_t i = row_begin; i < row_end; ++i) {
       std::fill(out.row(i) + column_begin, out.row(i) + column_end, T(0));
