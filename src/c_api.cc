@@ -6,6 +6,7 @@
 
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,101 @@ attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
                       visible.stride == 0 ? visible.cols : visible.stride};
   }
   return result;
+}
+
+// A tensor stride: `given`, or the dense value count · inner when 0.
+size_t StrideOf(const std::string& name, size_t given, size_t count,
+                size_t inner) {
+  if (given != 0) return given;
+  size_t stride = 0;
+  if (__builtin_mul_overflow(count, inner, &stride)) {
+    throw attnpool::Error(name, "the dense stride overflows");
+  }
+  return stride;
+}
+
+// The C++ view of a C tensor, its zero strides made dense.
+template <typename U, typename CTensor>
+attnpool::TensorView<U> TensorOf(const std::string& name,
+                                 const CTensor& tensor) {
+  const size_t row_stride =
+      tensor.row_stride != 0 ? tensor.row_stride : tensor.cols;
+  const size_t head_stride = StrideOf(name + ".head_stride", tensor.head_stride,
+                                      tensor.rows, row_stride);
+  const size_t batch_stride = StrideOf(
+      name + ".batch_stride", tensor.batch_stride, tensor.heads, head_stride);
+  return {static_cast<U*>(tensor.data),
+          tensor.batch,
+          tensor.heads,
+          tensor.rows,
+          tensor.cols,
+          batch_stride,
+          head_stride,
+          row_stride};
+}
+
+template <typename T>
+attnpool::TensorView<const T> Tensor(const attnpool_const_tensor& tensor,
+                                     const char* name) {
+  return TensorOf<const T>(name, tensor);
+}
+template <typename T>
+attnpool::TensorView<T> Tensor(const attnpool_tensor& tensor,
+                               const char* name) {
+  return TensorOf<T>(name, tensor);
+}
+
+// A mask tensor: none when its data is null and its shape empty; null data
+// with a shape is an error here (the C++ API reads null data as none).
+template <typename U>
+attnpool::TensorView<const U> MaskTensor(const std::string& name,
+                                         const attnpool_const_tensor& tensor) {
+  if (tensor.data == nullptr) {
+    if (tensor.batch != 0 && tensor.heads != 0 && tensor.rows != 0 &&
+        tensor.cols != 0) {
+      throw attnpool::Error(name + ".data",
+                            "is null but the tensor is not empty");
+    }
+    return {};
+  }
+  return TensorOf<const U>(name, tensor);
+}
+
+template <typename T>
+attnpool::AttentionMask<T> AttentionMaskOf(
+    const attnpool_attention_mask* mask) {
+  attnpool::AttentionMask<T> result;
+  if (mask == nullptr) return result;
+  result.valid_lengths = mask->valid_lengths;
+  result.lengths_per_query = mask->lengths_per_query != 0;
+  result.causal = mask->causal != 0;
+  result.causal_offset = mask->causal_offset;
+  result.bias = MaskTensor<T>("mask.bias", mask->bias);
+  result.visible = MaskTensor<uint8_t>("mask.visible", mask->visible);
+  return result;
+}
+
+template <typename T>
+attnpool::PoolPartial<T> PartialOf(const attnpool_partial_state& partial) {
+  attnpool::PoolPartial<T> result;
+  result.accumulator = View<T>(partial.accumulator);
+  result.max = static_cast<T*>(partial.max);
+  result.sum = static_cast<T*>(partial.sum);
+  result.best = partial.best;
+  return result;
+}
+
+// The enums of a spec that the C++ call does not check itself (merge).
+void CheckSpecEnums(const attnpool_pool_spec& spec) {
+  const auto check = [](const char* name, int value, int count) {
+    if (value < 0 || value >= count) {
+      throw attnpool::Error(name, "invalid value " + std::to_string(value));
+    }
+  };
+  check("spec.kernel.kernel", static_cast<int>(spec.kernel.kernel),
+        ATTNPOOL_KERNEL_EXP + 1);
+  check("spec.normalization", static_cast<int>(spec.normalization),
+        ATTNPOOL_NORMALIZE_ARGMAX + 1);
 }
 
 // Calls body.template operator()<T>() with T = float or double.
@@ -331,6 +427,137 @@ attnpool_status attnpool_pool_staged(
       attnpool::attention_pool_staged(pool_spec, q, k, v, o, MaskOf<T>(mask),
                                       ExecutionOf(execution));
     }
+  });
+}
+
+attnpool_status attnpool_pool_partial(
+    attnpool_dtype dtype, const attnpool_pool_spec* spec,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_const_matrix* values, size_t key_offset,
+    const attnpool_partial_state* partial, const attnpool_mask* mask,
+    const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto pool_spec = PoolSpecOf(Required(spec, "spec"));
+    const auto q = View<T>(Required(queries, "queries"));
+    const auto k = View<T>(Required(keys, "keys"));
+    const auto v = View<T>(Required(values, "values"));
+    const auto state = PartialOf<T>(Required(partial, "partial"));
+    attnpool::attention_pool_partial(pool_spec, q, k, v, key_offset, state,
+                                     MaskOf<T>(mask), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_pool_merge(attnpool_dtype dtype,
+                                    const attnpool_pool_spec* spec,
+                                    const attnpool_partial_state* into,
+                                    const attnpool_partial_state* later) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    CheckSpecEnums(Required(spec, "spec"));
+    const auto pool_spec = PoolSpecOf(*spec);
+    const auto target = PartialOf<T>(Required(into, "into"));
+    const auto part = PartialOf<T>(Required(later, "later"));
+    attnpool::attention_pool_merge(pool_spec, target, part);
+  });
+}
+
+attnpool_status attnpool_pool_finish(attnpool_dtype dtype,
+                                     const attnpool_pool_spec* spec,
+                                     const attnpool_partial_state* partial,
+                                     const attnpool_matrix* out) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    CheckSpecEnums(Required(spec, "spec"));
+    const auto pool_spec = PoolSpecOf(*spec);
+    const auto state = PartialOf<T>(Required(partial, "partial"));
+    attnpool::attention_pool_finish(pool_spec, state,
+                                    View<T>(Required(out, "out")));
+  });
+}
+
+attnpool_status attnpool_scaled_dot_product_attention(
+    attnpool_dtype dtype, const attnpool_const_tensor* queries,
+    const attnpool_const_tensor* keys, const attnpool_const_tensor* values,
+    const attnpool_tensor* out, const attnpool_attention_mask* mask,
+    const double* scale, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto q = Tensor<T>(Required(queries, "queries"), "queries");
+    const auto k = Tensor<T>(Required(keys, "keys"), "keys");
+    const auto v = Tensor<T>(Required(values, "values"), "values");
+    const auto o = Tensor<T>(Required(out, "out"), "out");
+    std::optional<double> factor;
+    if (scale != nullptr) factor = *scale;
+    attnpool::scaled_dot_product_attention(
+        q, k, v, o, AttentionMaskOf<T>(mask), factor,
+        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_additive_attention(
+    attnpool_dtype dtype, const attnpool_additive_weights* weights,
+    const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,
+    const attnpool_const_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto& w = Required(weights, "weights");
+    attnpool::AdditiveWeights<T> additive;
+    additive.w_q = View<T>(w.w_q);
+    additive.w_k = View<T>(w.w_k);
+    additive.w_v = static_cast<const T*>(w.w_v);
+    const auto q = Tensor<T>(Required(queries, "queries"), "queries");
+    const auto k = Tensor<T>(Required(keys, "keys"), "keys");
+    const auto v = Tensor<T>(Required(values, "values"), "values");
+    const auto o = Tensor<T>(Required(out, "out"), "out");
+    attnpool::additive_attention(additive, q, k, v, o, AttentionMaskOf<T>(mask),
+                                 static_cast<attnpool::EmptyRows>(empty_rows),
+                                 ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_multi_head_attention(
+    attnpool_dtype dtype, const attnpool_multi_head_weights* weights,
+    const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,
+    const attnpool_const_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto& w = Required(weights, "weights");
+    attnpool::MultiHeadWeights<T> multi_head;
+    multi_head.heads = w.heads;
+    multi_head.w_q = View<T>(w.w_q);
+    multi_head.w_k = View<T>(w.w_k);
+    multi_head.w_v = View<T>(w.w_v);
+    multi_head.w_o = View<T>(w.w_o);
+    multi_head.b_q = static_cast<const T*>(w.b_q);
+    multi_head.b_k = static_cast<const T*>(w.b_k);
+    multi_head.b_v = static_cast<const T*>(w.b_v);
+    multi_head.b_o = static_cast<const T*>(w.b_o);
+    const auto q = Tensor<T>(Required(queries, "queries"), "queries");
+    const auto k = Tensor<T>(Required(keys, "keys"), "keys");
+    const auto v = Tensor<T>(Required(values, "values"), "values");
+    const auto o = Tensor<T>(Required(out, "out"), "out");
+    attnpool::multi_head_attention(
+        multi_head, q, k, v, o, AttentionMaskOf<T>(mask),
+        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_linear(attnpool_dtype dtype,
+                                const attnpool_const_matrix* x,
+                                const attnpool_const_matrix* w,
+                                const void* bias, const attnpool_matrix* out,
+                                const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::linear(View<T>(Required(x, "x")), View<T>(Required(w, "w")),
+                     static_cast<const T*>(bias), View<T>(Required(out, "out")),
+                     ExecutionOf(execution));
   });
 }
 

@@ -304,6 +304,451 @@ static void test_errors(void) {
   CHECK(strcmp(attnpool_last_error_argument(), "weights.data") == 0);
 }
 
+/* ------------------------------------------------------------- layers */
+
+enum { B = 2, HQ = 2, HKV = 1, HIDDEN = 5, DH = 2, DOUT = 3 };
+
+static float t_queries[B * HQ * N * D], t_keys[B * HKV * M * D],
+    t_values[B * HKV * M * DV], t_bias[HQ * N * M], w_hidden_q[HIDDEN * D],
+    w_hidden_k[HIDDEN * D], w_hidden_v[HIDDEN], w_proj_q[D * HQ * DH],
+    w_proj_k[D * HQ * DH], w_proj_v[DV * HQ * DH], w_proj_o[HQ * DH * DOUT],
+    b_proj_q[HQ * DH], b_proj_k[HQ * DH], b_proj_v[HQ * DH], b_proj_o[DOUT];
+
+static void fill_uniform(float* data, int count, unsigned* state, double low,
+                         double high) {
+  for (int i = 0; i < count; ++i) {
+    *state = *state * 1103515245u + 12345u;
+    data[i] =
+        (float)(low + (high - low) * (double)((*state >> 8) % 1000) / 1000.0);
+  }
+}
+
+static void fill_layers(void) {
+  unsigned state = 777;
+  fill_uniform(t_queries, B * HQ * N * D, &state, -1, 1);
+  fill_uniform(t_keys, B * HKV * M * D, &state, -1, 1);
+  fill_uniform(t_values, B * HKV * M * DV, &state, -3, 3);
+  fill_uniform(t_bias, HQ * N * M, &state, -0.5, 0.5);
+  fill_uniform(w_hidden_q, HIDDEN * D, &state, -1, 1);
+  fill_uniform(w_hidden_k, HIDDEN * D, &state, -1, 1);
+  fill_uniform(w_hidden_v, HIDDEN, &state, -1, 1);
+  fill_uniform(w_proj_q, D * HQ * DH, &state, -1, 1);
+  fill_uniform(w_proj_k, D * HQ * DH, &state, -1, 1);
+  fill_uniform(w_proj_v, DV * HQ * DH, &state, -1, 1);
+  fill_uniform(w_proj_o, HQ * DH * DOUT, &state, -1, 1);
+  fill_uniform(b_proj_q, HQ * DH, &state, -0.5, 0.5);
+  fill_uniform(b_proj_k, HQ * DH, &state, -0.5, 0.5);
+  fill_uniform(b_proj_v, HQ * DH, &state, -0.5, 0.5);
+  fill_uniform(b_proj_o, DOUT, &state, -0.5, 0.5);
+}
+
+/* out[c] = softmax over the visible j of scores[j] . values(j, c), in
+ * double; returns 0 when no key is visible. */
+static int softmax_pool(const double* scores, const int* visible, int m,
+                        const float* values, int value_stride, int dv,
+                        double* out) {
+  double top = -INFINITY, total = 0;
+  for (int c = 0; c < dv; ++c) out[c] = 0;
+  for (int j = 0; j < m; ++j)
+    if (visible[j] && scores[j] > top) top = scores[j];
+  if (top == -INFINITY) return 0;
+  for (int j = 0; j < m; ++j) {
+    if (!visible[j]) continue;
+    const double weight = exp(scores[j] - top);
+    total += weight;
+    for (int c = 0; c < dv; ++c)
+      out[c] += weight * values[j * value_stride + c];
+  }
+  for (int c = 0; c < dv; ++c) out[c] /= total;
+  return 1;
+}
+
+/* Scaled dot-product attention: grouped-query (2 query heads on 1 key/value
+ * head), queries dense (B, H, n, d), out in the (B, n, H, dv) layout, a
+ * causal mask with offset, per-batch valid lengths and a bias broadcast
+ * over the batch. */
+static void test_sdpa(void) {
+  float out[B * N * HQ * DV];
+  const size_t lengths[B] = {M, 4};
+  const attnpool_const_tensor q = {t_queries, B, HQ, N, D, 0, 0, 0},
+                              k = {t_keys, B, HKV, M, D, 0, 0, 0},
+                              v = {t_values, B, HKV, M, DV, 0, 0, 0};
+  /* (B, n, H, dv): row stride H * dv, head stride dv. */
+  const attnpool_tensor o = {out, B, HQ, N, DV, N * HQ * DV, DV, HQ * DV};
+  const double scale = 0.7;
+  const attnpool_execution two_threads = {2};
+  attnpool_attention_mask mask;
+  memset(&mask, 0, sizeof(mask));
+  mask.valid_lengths = lengths;
+  mask.causal = 1;
+  mask.causal_offset = 2;
+  mask.bias.data = t_bias;
+  mask.bias.batch = 1;
+  mask.bias.heads = HQ;
+  mask.bias.rows = N;
+  mask.bias.cols = M;
+  for (int i = 0; i < B * N * HQ * DV; ++i) out[i] = -777;
+  CHECK(attnpool_scaled_dot_product_attention(
+            ATTNPOOL_FLOAT32, &q, &k, &v, &o, &mask, &scale,
+            ATTNPOOL_EMPTY_ROWS_NAN, &two_threads) == ATTNPOOL_OK);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < HQ; ++h)
+      for (int i = 0; i < N; ++i) {
+        double scores[M], expected[DV];
+        int visible[M];
+        const float* query = t_queries + ((b * HQ + h) * N + i) * D;
+        for (int j = 0; j < M; ++j) {
+          const float* key = t_keys + (b * M + j) * D;
+          double dot = 0;
+          for (int c = 0; c < D; ++c) dot += (double)query[c] * key[c];
+          scores[j] = scale * dot + t_bias[(h * N + i) * M + j];
+          visible[j] = j < (int)lengths[b] && j <= i + 2;
+        }
+        CHECK(softmax_pool(scores, visible, M, t_values + b * M * DV, DV, DV,
+                           expected));
+        for (int c = 0; c < DV; ++c)
+          CHECK_NEAR(out[((b * N + i) * HQ + h) * DV + c], expected[c], 1e-5);
+      }
+
+  /* float64, no mask, the default scale 1/sqrt(d): against attnpool_pool. */
+  {
+    double out64[N * DV], pooled[N * DV];
+    const attnpool_const_tensor q64 = {queries64, 1, 1, N, D, 0, 0, 0},
+                                k64 = {keys64, 1, 1, M, D, 0, 0, 0},
+                                v64 = {values64, 1, 1, M, DV, 0, 0, 0};
+    const attnpool_tensor o64 = {out64, 1, 1, N, DV, 0, 0, 0};
+    const attnpool_const_matrix qm = {queries64, N, D, 0},
+                                km = {keys64, M, D, 0},
+                                vm = {values64, M, DV, 0};
+    const attnpool_matrix pm = {pooled, N, DV, 0};
+    attnpool_pool_spec spec = attnpool_pool_spec_init();
+    spec.distance = ATTNPOOL_DOT;
+    spec.kernel.kernel = ATTNPOOL_KERNEL_EXP;
+    spec.normalization = ATTNPOOL_NORMALIZE_SOFTMAX;
+    CHECK(attnpool_scaled_dot_product_attention(
+              ATTNPOOL_FLOAT64, &q64, &k64, &v64, &o64, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pool(ATTNPOOL_FLOAT64, &spec, &qm, &km, &vm, &pm, NULL,
+                        NULL) == ATTNPOOL_OK);
+    for (int i = 0; i < N * DV; ++i) CHECK_NEAR(out64[i], pooled[i], 1e-13);
+  }
+}
+
+/* Additive attention, 2 heads sharing the weights; a causal mask. */
+static void test_additive(void) {
+  float out[HQ * N * DV];
+  const attnpool_const_tensor q = {t_queries, 1, HQ, N, D, 0, 0, 0},
+                              k = {t_keys, 1, 1, M, D, 0, 0, 0},
+                              v = {t_values, 1, 1, M, DV, 0, 0, 0};
+  const attnpool_tensor o = {out, 1, HQ, N, DV, 0, 0, 0};
+  attnpool_additive_weights weights;
+  attnpool_attention_mask mask;
+  memset(&weights, 0, sizeof(weights));
+  memset(&mask, 0, sizeof(mask));
+  weights.w_q.data = w_hidden_q;
+  weights.w_q.rows = HIDDEN;
+  weights.w_q.cols = D;
+  weights.w_k.data = w_hidden_k;
+  weights.w_k.rows = HIDDEN;
+  weights.w_k.cols = D;
+  weights.w_v = w_hidden_v;
+  mask.causal = 1;
+  mask.causal_offset = 1;
+  CHECK(attnpool_additive_attention(ATTNPOOL_FLOAT32, &weights, &q, &k, &v, &o,
+                                    &mask, ATTNPOOL_EMPTY_ROWS_NAN,
+                                    NULL) == ATTNPOOL_OK);
+  for (int h = 0; h < HQ; ++h)
+    for (int i = 0; i < N; ++i) {
+      double scores[M], expected[DV];
+      int visible[M];
+      const float* query = t_queries + (h * N + i) * D;
+      for (int j = 0; j < M; ++j) {
+        double score = 0;
+        for (int u = 0; u < HIDDEN; ++u) {
+          double pre = 0;
+          for (int c = 0; c < D; ++c)
+            pre += (double)w_hidden_q[u * D + c] * query[c] +
+                   (double)w_hidden_k[u * D + c] * t_keys[j * D + c];
+          score += w_hidden_v[u] * tanh(pre);
+        }
+        scores[j] = score;
+        visible[j] = j <= i + 1;
+      }
+      CHECK(softmax_pool(scores, visible, M, t_values, DV, DV, expected));
+      for (int c = 0; c < DV; ++c)
+        CHECK_NEAR(out[(h * N + i) * DV + c], expected[c], 1e-5);
+    }
+}
+
+static void multi_head_weights(attnpool_multi_head_weights* weights) {
+  const attnpool_const_matrix w_q = {w_proj_q, D, HQ * DH, 0},
+                              w_k = {w_proj_k, D, HQ * DH, 0},
+                              w_v = {w_proj_v, DV, HQ * DH, 0},
+                              w_o = {w_proj_o, HQ * DH, DOUT, 0};
+  weights->heads = HQ;
+  weights->w_q = w_q;
+  weights->w_k = w_k;
+  weights->w_v = w_v;
+  weights->w_o = w_o;
+  weights->b_q = b_proj_q;
+  weights->b_k = b_proj_k;
+  weights->b_v = b_proj_v;
+  weights->b_o = b_proj_o;
+}
+
+/* row (k entries) . w (k x c) + bias, in double. */
+static void project(const float* row, int k, const float* w, int c,
+                    const float* bias, double* out) {
+  for (int col = 0; col < c; ++col) {
+    out[col] = bias ? bias[col] : 0;
+    for (int r = 0; r < k; ++r) out[col] += (double)row[r] * w[r * c + col];
+  }
+}
+
+/* Multi-head attention with every bias: 2 heads of 2, queries of the first
+ * batch entry against its keys, values = the keys' first DV columns. */
+static void test_multi_head(void) {
+  float out[N * DOUT], projected_v[M * HQ * DH];
+  const attnpool_const_tensor q = {t_queries, 1, 1, N, D, 0, 0, 0},
+                              k = {t_keys, 1, 1, M, D, 0, 0, 0},
+                              v = {t_values, 1, 1, M, DV, 0, 0, 0};
+  const attnpool_tensor o = {out, 1, 1, N, DOUT, 0, 0, 0};
+  attnpool_multi_head_weights weights;
+  double projected_k[M][HQ * DH];
+  memset(&weights, 0, sizeof(weights));
+  multi_head_weights(&weights);
+  CHECK(attnpool_multi_head_attention(ATTNPOOL_FLOAT32, &weights, &q, &k, &v,
+                                      &o, NULL, ATTNPOOL_EMPTY_ROWS_NAN,
+                                      NULL) == ATTNPOOL_OK);
+  for (int j = 0; j < M; ++j) {
+    double row[HQ * DH];
+    project(t_keys + j * D, D, w_proj_k, HQ * DH, b_proj_k, projected_k[j]);
+    project(t_values + j * DV, DV, w_proj_v, HQ * DH, b_proj_v, row);
+    for (int c = 0; c < HQ * DH; ++c)
+      projected_v[j * HQ * DH + c] = (float)row[c];
+  }
+  for (int i = 0; i < N; ++i) {
+    double projected_q[HQ * DH], concat[HQ * DH], expected[DOUT];
+    int visible[M];
+    project(t_queries + i * D, D, w_proj_q, HQ * DH, b_proj_q, projected_q);
+    for (int h = 0; h < HQ; ++h) {
+      double scores[M];
+      for (int j = 0; j < M; ++j) {
+        double dot = 0;
+        for (int c = 0; c < DH; ++c)
+          dot += projected_q[h * DH + c] * projected_k[j][h * DH + c];
+        scores[j] = dot / sqrt((double)DH);
+        visible[j] = 1;
+      }
+      CHECK(softmax_pool(scores, visible, M, projected_v + h * DH, HQ * DH, DH,
+                         concat + h * DH));
+    }
+    for (int c = 0; c < DOUT; ++c) {
+      expected[c] = b_proj_o[c];
+      for (int r = 0; r < HQ * DH; ++r)
+        expected[c] += concat[r] * w_proj_o[r * DOUT + c];
+      CHECK_NEAR(out[i * DOUT + c], expected[c], 1e-4);
+    }
+  }
+}
+
+/* linear: x . w + bias, with and without the bias, strided x. */
+static void test_linear(void) {
+  float out[N * DV];
+  const attnpool_const_matrix x = {t_queries, N, D - 1, D},
+                              w = {w_proj_v, D - 1, DV, HQ * DH};
+  const attnpool_matrix o = {out, N, DV, 0};
+  for (int with_bias = 0; with_bias < 2; ++with_bias) {
+    CHECK(attnpool_linear(ATTNPOOL_FLOAT32, &x, &w, with_bias ? b_proj_o : NULL,
+                          &o, NULL) == ATTNPOOL_OK);
+    for (int i = 0; i < N; ++i)
+      for (int c = 0; c < DV; ++c) {
+        double expected = with_bias ? b_proj_o[c] : 0;
+        for (int r = 0; r < D - 1; ++r)
+          expected += (double)t_queries[i * D + r] * w_proj_v[r * HQ * DH + c];
+        CHECK_NEAR(out[i * DV + c], expected, 1e-5);
+      }
+  }
+}
+
+/* The shard API: keys [0, 5) and [5, M) pooled apart, merged and finished,
+ * equal the pooling over all keys; for a softmax (with a causal mask, which
+ * counts keys from the start of the whole sequence), a kernel regression
+ * (sum of Gaussian weights) and argmax. */
+static void test_shards(void) {
+  enum { SPLIT = 5 };
+  float whole[N * DV], finished[N * DV];
+  float accumulator[2][N * DV], maxima[2][N], sums[2][N];
+  size_t best[2][N];
+  attnpool_partial_state states[2];
+  const attnpool_const_matrix q = {queries, N, D, 0}, k = {keys, M, D, 0},
+                              v = {values, M, DV, 0},
+                              k_first = {keys, SPLIT, D, 0},
+                              v_first = {values, SPLIT, DV, 0},
+                              k_second = {keys + SPLIT * D, M - SPLIT, D, 0},
+                              v_second = {values + SPLIT * DV, M - SPLIT, DV,
+                                          0};
+  const attnpool_matrix w = {whole, N, DV, 0}, f = {finished, N, DV, 0};
+  attnpool_mask mask;
+  for (int s = 0; s < 2; ++s) {
+    const attnpool_matrix acc = {accumulator[s], N, DV, 0};
+    states[s].accumulator = acc;
+    states[s].max = maxima[s];
+    states[s].sum = sums[s];
+    states[s].best = best[s];
+  }
+  for (int variant = 0; variant < 3; ++variant) {
+    attnpool_pool_spec spec = attnpool_pool_spec_init();
+    memset(&mask, 0, sizeof(mask));
+    if (variant == 0) {
+      spec.distance = ATTNPOOL_DOT;
+      spec.kernel.kernel = ATTNPOOL_KERNEL_EXP;
+      spec.normalization = ATTNPOOL_NORMALIZE_SOFTMAX;
+      mask.causal = 1;
+      mask.causal_offset = 3;
+    } else if (variant == 1) {
+      spec.kernel.bandwidth = 0.9;
+    } else {
+      spec.normalization = ATTNPOOL_NORMALIZE_ARGMAX;
+    }
+    CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &q, &k, &v, &w, &mask, NULL) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_pool_partial(ATTNPOOL_FLOAT32, &spec, &q, &k_first, &v_first,
+                                0, &states[0], &mask, NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pool_partial(ATTNPOOL_FLOAT32, &spec, &q, &k_second,
+                                &v_second, SPLIT, &states[1], &mask,
+                                NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pool_merge(ATTNPOOL_FLOAT32, &spec, &states[0],
+                              &states[1]) == ATTNPOOL_OK);
+    CHECK(attnpool_pool_finish(ATTNPOOL_FLOAT32, &spec, &states[0], &f) ==
+          ATTNPOOL_OK);
+    for (int i = 0; i < N * DV; ++i) CHECK_NEAR(finished[i], whole[i], 1e-5);
+    if (variant == 2)
+      for (int i = 0; i < N; ++i) CHECK(best[0][i] < M);
+    /* finish in place, into the accumulator. */
+    CHECK(attnpool_pool_finish(ATTNPOOL_FLOAT32, &spec, &states[0],
+                               &states[0].accumulator) == ATTNPOOL_OK);
+    for (int i = 0; i < N * DV; ++i)
+      CHECK_NEAR(accumulator[0][i], whole[i], 1e-5);
+  }
+}
+
+/* One bad argument per new function: the status, the argument named in the
+ * message, and the output untouched. */
+static void test_layer_errors(void) {
+  float out[B * HQ * N * DV], state_max[N], state_sum[N];
+  size_t state_best[N];
+  const attnpool_const_tensor q = {t_queries, B, HQ, N, D, 0, 0, 0},
+                              k = {t_keys, B, HKV, M, D, 0, 0, 0},
+                              k_narrow = {t_keys, B, HKV, M, D - 1, 0, 0, 0},
+                              v = {t_values, B, HKV, M, DV, 0, 0, 0};
+  const attnpool_tensor o = {out, B, HQ, N, DV, 0, 0, 0};
+  const double bad_scale = INFINITY;
+  attnpool_attention_mask mask;
+  attnpool_additive_weights additive;
+  attnpool_multi_head_weights multi_head;
+  attnpool_pool_spec spec = attnpool_pool_spec_init();
+  attnpool_partial_state state;
+  for (int i = 0; i < B * HQ * N * DV; ++i) out[i] = -777;
+  for (int i = 0; i < N; ++i) state_max[i] = state_sum[i] = -777;
+  memset(&mask, 0, sizeof(mask));
+  memset(&additive, 0, sizeof(additive));
+  memset(&multi_head, 0, sizeof(multi_head));
+
+  REJECTED(attnpool_scaled_dot_product_attention(ATTNPOOL_FLOAT32, &q,
+                                                 &k_narrow, &v, &o, NULL, NULL,
+                                                 ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "keys.cols");
+  REJECTED(attnpool_scaled_dot_product_attention(ATTNPOOL_FLOAT32, &q, &k, &v,
+                                                 &o, NULL, &bad_scale,
+                                                 ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "scale");
+  REJECTED(attnpool_scaled_dot_product_attention(ATTNPOOL_FLOAT32, &q, &k, &v,
+                                                 NULL, NULL, NULL,
+                                                 ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "out");
+  mask.bias.batch = 1; /* a shape without data */
+  mask.bias.heads = 1;
+  mask.bias.rows = N;
+  mask.bias.cols = M;
+  REJECTED(attnpool_scaled_dot_product_attention(ATTNPOOL_FLOAT32, &q, &k, &v,
+                                                 &o, &mask, NULL,
+                                                 ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "mask.bias.data");
+  mask.bias.data = t_bias;
+  mask.bias.rows = N - 1;
+  REJECTED(attnpool_scaled_dot_product_attention(ATTNPOOL_FLOAT32, &q, &k, &v,
+                                                 &o, &mask, NULL,
+                                                 ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "mask.bias.rows");
+
+  additive.w_q.data = w_hidden_q;
+  additive.w_q.rows = HIDDEN;
+  additive.w_q.cols = D;
+  additive.w_k.data = w_hidden_k;
+  additive.w_k.rows = HIDDEN;
+  additive.w_k.cols = D;
+  REJECTED(attnpool_additive_attention(ATTNPOOL_FLOAT32, &additive, &q, &k, &v,
+                                       &o, NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "weights.w_v");
+
+  multi_head_weights(&multi_head);
+  multi_head.heads = 3; /* 4 projection columns */
+  {
+    const attnpool_const_tensor q1 = {t_queries, 1, 1, N, D, 0, 0, 0},
+                                k1 = {t_keys, 1, 1, M, D, 0, 0, 0},
+                                v1 = {t_values, 1, 1, M, DV, 0, 0, 0};
+    const attnpool_tensor o1 = {out, 1, 1, N, DOUT, 0, 0, 0};
+    REJECTED(attnpool_multi_head_attention(ATTNPOOL_FLOAT32, &multi_head, &q1,
+                                           &k1, &v1, &o1, NULL,
+                                           ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+             ATTNPOOL_INVALID_ARGUMENT, "weights.w_q.cols");
+  }
+
+  {
+    const attnpool_const_matrix x = {t_queries, N, D, 0},
+                                w = {w_proj_v, D - 1, DV, 0};
+    const attnpool_matrix o2 = {out, N, DV, 0};
+    REJECTED(attnpool_linear(ATTNPOOL_FLOAT32, &x, &w, NULL, &o2, NULL),
+             ATTNPOOL_INVALID_ARGUMENT, "w.rows");
+  }
+
+  {
+    const attnpool_const_matrix qm = {queries, N, D, 0}, km = {keys, M, D, 0},
+                                vm = {values, M, DV, 0};
+    const attnpool_matrix acc = {out, N, DV, 0},
+                          acc_short = {out, N - 1, DV, 0};
+    attnpool_partial_state later;
+    state.accumulator = acc;
+    state.max = state_max;
+    state.sum = NULL;
+    state.best = state_best;
+    REJECTED(attnpool_pool_partial(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, 0,
+                                   &state, NULL, NULL),
+             ATTNPOOL_INVALID_ARGUMENT, "partial.sum");
+    state.sum = state_sum;
+    later = state;
+    later.accumulator = acc_short;
+    REJECTED(attnpool_pool_merge(ATTNPOOL_FLOAT32, &spec, &state, &later),
+             ATTNPOOL_INVALID_ARGUMENT, "later.accumulator.rows");
+    spec.normalization = (attnpool_normalization)9;
+    REJECTED(attnpool_pool_merge(ATTNPOOL_FLOAT32, &spec, &state, &state),
+             ATTNPOOL_INVALID_ARGUMENT, "spec.normalization");
+    spec = attnpool_pool_spec_init();
+    {
+      float finish_out[N * DV];
+      const attnpool_matrix narrow = {finish_out, N, DV - 1, 0};
+      for (int i = 0; i < N * DV; ++i) finish_out[i] = -777;
+      REJECTED(attnpool_pool_finish(ATTNPOOL_FLOAT32, &spec, &state, &narrow),
+               ATTNPOOL_INVALID_ARGUMENT, "partial.accumulator.cols");
+      for (int i = 0; i < N * DV; ++i) CHECK(finish_out[i] == -777);
+    }
+  }
+  for (int i = 0; i < B * HQ * N * DV; ++i) CHECK(out[i] == -777);
+  for (int i = 0; i < N; ++i)
+    CHECK(state_max[i] == -777 && state_sum[i] == -777);
+}
+
 static void* fail_in_thread(void* unused) {
   (void)unused;
   attnpool_kernel kernel;
@@ -327,8 +772,10 @@ static void test_thread_local_error(void) {
 int main(void) {
   char targets[256];
   fill();
+  fill_layers();
   test_names();
   test_errors();
+  test_layer_errors();
   test_thread_local_error();
   CHECK(strlen(attnpool_compiled_targets()) > 0);
   CHECK(strlen(attnpool_supported_targets()) > 0);
@@ -345,6 +792,11 @@ int main(void) {
     test_stages();
     CHECK(strcmp(attnpool_last_run_target(), name) == 0);
     test_pool_float64();
+    test_sdpa();
+    test_additive();
+    test_multi_head();
+    test_linear();
+    test_shards();
     printf("%-8s %s\n", name, failures == before ? "ok" : "FAILED");
   }
   CHECK(attnpool_reset_target() == ATTNPOOL_OK);

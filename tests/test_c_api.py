@@ -50,6 +50,38 @@ class Execution(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int)]
 
 
+TENSOR_FIELDS = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),
+                 ("rows", ctypes.c_size_t), ("cols", ctypes.c_size_t),
+                 ("batch_stride", ctypes.c_size_t), ("head_stride", ctypes.c_size_t),
+                 ("row_stride", ctypes.c_size_t)]
+
+
+class ConstTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p)] + TENSOR_FIELDS
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p)] + TENSOR_FIELDS
+
+
+class AttentionMask(ctypes.Structure):
+    _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
+                ("lengths_per_query", ctypes.c_int), ("causal", ctypes.c_int),
+                ("causal_offset", ctypes.c_ssize_t), ("bias", ConstTensor),
+                ("visible", ConstTensor)]
+
+
+class PartialState(ctypes.Structure):
+    _fields_ = [("accumulator", Matrix), ("max", ctypes.c_void_p), ("sum", ctypes.c_void_p),
+                ("best", ctypes.POINTER(ctypes.c_size_t))]
+
+
+class MultiHeadWeights(ctypes.Structure):
+    _fields_ = [("heads", ctypes.c_size_t), ("w_q", ConstMatrix), ("w_k", ConstMatrix),
+                ("w_v", ConstMatrix), ("w_o", ConstMatrix), ("b_q", ctypes.c_void_p),
+                ("b_k", ctypes.c_void_p), ("b_v", ctypes.c_void_p), ("b_o", ctypes.c_void_p)]
+
+
 def load(path):
     library = ctypes.CDLL(path)
     P = ctypes.POINTER
@@ -80,6 +112,24 @@ def load(path):
         "attnpool_pool_staged": (
             [ctypes.c_int, P(PoolSpec), P(ConstMatrix), P(ConstMatrix), P(ConstMatrix),
              P(Matrix), P(Matrix), P(Mask), P(Execution)], ctypes.c_int),
+        "attnpool_pool_partial": (
+            [ctypes.c_int, P(PoolSpec), P(ConstMatrix), P(ConstMatrix), P(ConstMatrix),
+             ctypes.c_size_t, P(PartialState), P(Mask), P(Execution)], ctypes.c_int),
+        "attnpool_pool_merge": (
+            [ctypes.c_int, P(PoolSpec), P(PartialState), P(PartialState)], ctypes.c_int),
+        "attnpool_pool_finish": (
+            [ctypes.c_int, P(PoolSpec), P(PartialState), P(Matrix)], ctypes.c_int),
+        "attnpool_scaled_dot_product_attention": (
+            [ctypes.c_int, P(ConstTensor), P(ConstTensor), P(ConstTensor), P(Tensor),
+             P(AttentionMask), P(ctypes.c_double), ctypes.c_int, P(Execution)],
+            ctypes.c_int),
+        "attnpool_multi_head_attention": (
+            [ctypes.c_int, P(MultiHeadWeights), P(ConstTensor), P(ConstTensor),
+             P(ConstTensor), P(Tensor), P(AttentionMask), ctypes.c_int, P(Execution)],
+            ctypes.c_int),
+        "attnpool_linear": (
+            [ctypes.c_int, P(ConstMatrix), P(ConstMatrix), ctypes.c_void_p, P(Matrix),
+             P(Execution)], ctypes.c_int),
         "attnpool_compiled_targets": ([], ctypes.c_char_p),
         "attnpool_supported_targets": ([], ctypes.c_char_p),
         "attnpool_active_target": ([], ctypes.c_char_p),
@@ -106,6 +156,16 @@ def view(array, writable=False):
     cls = Matrix if writable else ConstMatrix
     return cls(array.ctypes.data, array.shape[0], array.shape[1],
                array.strides[0] // array.itemsize)
+
+
+def tensor(array, writable=False):
+    """A C tensor view of a 4-D NumPy array whose last axis is contiguous."""
+    assert array.ndim == 4
+    assert array.shape[3] <= 1 or array.strides[3] == array.itemsize
+    strides = [stride // array.itemsize for stride in array.strides[:3]]
+    assert all(stride > 0 for stride in strides), "a stride of 0 means dense in C"
+    cls = Tensor if writable else ConstTensor
+    return cls(array.ctypes.data, *array.shape, *strides)
 
 
 def last_error():
@@ -299,6 +359,146 @@ class CApiTest(unittest.TestCase):
         w = np.exp(-((x - x.T) ** 2) / (2 * 0.09)) * visible
         np.testing.assert_allclose(out, (w / w.sum(1, keepdims=True)) @ y, rtol=1e-12)
         self.assertTrue((np.diag(weights) == 0).all())
+
+    def sdpa(self, q, k, v, mask=None, scale=None, empty_rows=0, out=None):
+        """attnpool_scaled_dot_product_attention: (status, out)."""
+        if out is None:
+            out = np.full(q.shape[:3] + v.shape[3:], -777, q.dtype)
+        status = lib.attnpool_scaled_dot_product_attention(
+            dtype_code(q), tensor(q), tensor(k), tensor(v), tensor(out, True),
+            ctypes.byref(mask) if mask is not None else None,
+            ctypes.byref(ctypes.c_double(scale)) if scale is not None else None,
+            empty_rows, None)
+        return status, out
+
+    def test_scaled_dot_product_attention(self):
+        batch, heads, kv_heads, n, m, d, dv = 2, 4, 2, 9, 13, 8, 5
+        for dtype in (np.float32, np.float64):
+            with self.subTest(dtype=dtype.__name__):
+                q = self.rand(batch, heads, n, d, dtype=dtype)
+                k = self.rand(batch, kv_heads, m, d, dtype=dtype)
+                v = self.rand(batch, kv_heads, m, dv, dtype=dtype)
+                bias = self.rand(1, heads, n, m, dtype=dtype)  # broadcast over batch
+                lengths = (ctypes.c_size_t * batch)(m, 6)
+                mask = AttentionMask(valid_lengths=lengths, causal=1, causal_offset=2,
+                                     bias=tensor(bias))
+                status, out = self.sdpa(q, k, v, mask=mask, scale=0.3)
+                self.assertEqual(status, OK, last_error())
+                group = heads // kv_heads
+                k_rep = np.repeat(k.astype(np.float64), group, axis=1)
+                v_rep = np.repeat(v.astype(np.float64), group, axis=1)
+                logits = 0.3 * q.astype(np.float64) @ k_rep.transpose(0, 1, 3, 2) + bias
+                visible = ((np.arange(m)[None, None, None, :] <
+                            np.array(list(lengths))[:, None, None, None]) &
+                           (np.arange(m)[None, None, None, :] <=
+                            np.arange(n)[None, None, :, None] + 2))
+                expected = softmax(np.where(visible, logits, -np.inf)) @ v_rep
+                tolerance = self.tolerance(dtype) * 5
+                np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
+        # (B, n, H, d) arrays, PyTorch's batch_first layout, seen as (B, H, n, d)
+        # through the strides; the default scale 1/sqrt(d).
+        q = self.rand(2, n, heads, d).transpose(0, 2, 1, 3)
+        k = self.rand(2, m, heads, d).transpose(0, 2, 1, 3)
+        v = self.rand(2, m, heads, dv).transpose(0, 2, 1, 3)
+        out = np.full((2, n, heads, dv), -777, np.float32).transpose(0, 2, 1, 3)
+        status, _ = self.sdpa(q, k, v, out=out)
+        self.assertEqual(status, OK, last_error())
+        expected = softmax(q.astype(np.float64) @ k.transpose(0, 1, 3, 2) / np.sqrt(d)) @ v
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+        # A bad argument: the status, its name, the output untouched.
+        status, out = self.sdpa(q, self.rand(2, heads, m, d - 1), v)
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "keys.cols"))
+        self.assertIn("keys.cols", last_error()[0])
+        self.assertTrue((out == -777).all())
+
+    def test_shards_merge_to_the_whole(self):
+        n, m, d, dv, split = 10, 23, 4, 3, 9
+        q, k, v = self.rand(n, d), self.rand(m, d), self.rand(m, dv)
+        for kernel, normalization in (("exp", "softmax"), ("gaussian", "sum"),
+                                      ("exp", "argmax")):
+            with self.subTest(kernel=kernel, normalization=normalization):
+                spec = lib.attnpool_pool_spec_init()
+                spec.distance = DISTANCES["dot" if kernel == "exp" else "sqeuclidean"]
+                spec.kernel.kernel = KERNELS[kernel]
+                spec.normalization = NORMALIZATIONS[normalization]
+                mask = Mask(causal=1, causal_offset=5)
+                whole = np.full((n, dv), -777, np.float32)
+                self.assertEqual(lib.attnpool_pool(
+                    FLOAT32, ctypes.byref(spec), view(q), view(k), view(v),
+                    view(whole, True), ctypes.byref(mask), None), OK, last_error())
+                states, arrays = [], []
+                for begin, end in ((0, split), (split, m)):
+                    accumulator = np.zeros((n, dv), np.float32)
+                    maxima, sums = np.zeros(n, np.float32), np.zeros(n, np.float32)
+                    best = (ctypes.c_size_t * n)()
+                    state = PartialState(view(accumulator, True), maxima.ctypes.data,
+                                         sums.ctypes.data, best)
+                    self.assertEqual(lib.attnpool_pool_partial(
+                        FLOAT32, ctypes.byref(spec), view(q), view(k[begin:end]),
+                        view(v[begin:end]), begin, ctypes.byref(state),
+                        ctypes.byref(mask), None), OK, last_error())
+                    states.append(state)
+                    arrays.append((accumulator, maxima, sums, best))
+                self.assertEqual(lib.attnpool_pool_merge(
+                    FLOAT32, ctypes.byref(spec), ctypes.byref(states[0]),
+                    ctypes.byref(states[1])), OK, last_error())
+                out = np.full((n, dv), -777, np.float32)
+                self.assertEqual(lib.attnpool_pool_finish(
+                    FLOAT32, ctypes.byref(spec), ctypes.byref(states[0]), view(out, True)),
+                    OK, last_error())
+                np.testing.assert_allclose(out, whole, rtol=1e-5, atol=1e-6)
+                if normalization == "softmax":  # and against NumPy
+                    visible = np.arange(m)[None, :] <= np.arange(n)[:, None] + 5
+                    logits = q.astype(np.float64) @ k.T / np.sqrt(d)
+                    np.testing.assert_allclose(
+                        out, softmax(np.where(visible, logits, -np.inf)) @ v,
+                        rtol=1e-5, atol=1e-5)
+        # A bad argument: later's accumulator of the wrong height.
+        short = np.zeros((n - 1, dv), np.float32)
+        later = PartialState(view(short, True), states[1].max, states[1].sum, states[1].best)
+        before = arrays[0][0].copy()
+        self.assertEqual(lib.attnpool_pool_merge(FLOAT32, ctypes.byref(spec),
+                                                 ctypes.byref(states[0]),
+                                                 ctypes.byref(later)), INVALID_ARGUMENT)
+        self.assertEqual(last_error()[1], "later.accumulator.rows")
+        np.testing.assert_array_equal(arrays[0][0], before)
+
+    def test_multi_head_attention_and_linear(self):
+        batch, n, m, d, heads, dh, d_out = 2, 6, 8, 5, 2, 3, 4
+        x_q = self.rand(batch, 1, n, d, dtype=np.float64)
+        x_kv = self.rand(batch, 1, m, d, dtype=np.float64)
+        w = {name: self.rand(d if name != "w_o" else heads * dh,
+                             heads * dh if name != "w_o" else d_out, dtype=np.float64)
+             for name in ("w_q", "w_k", "w_v", "w_o")}
+        b = {name: self.rand(heads * dh if name != "b_o" else d_out, dtype=np.float64)
+             for name in ("b_q", "b_k", "b_v", "b_o")}
+        weights = MultiHeadWeights(heads, *(view(w[name]) for name in
+                                            ("w_q", "w_k", "w_v", "w_o")),
+                                   *(b[name].ctypes.data for name in
+                                     ("b_q", "b_k", "b_v", "b_o")))
+        out = np.full((batch, 1, n, d_out), -777.0)
+        status = lib.attnpool_multi_head_attention(
+            FLOAT64, ctypes.byref(weights), tensor(x_q), tensor(x_kv), tensor(x_kv),
+            tensor(out, True), None, 0, None)
+        self.assertEqual(status, OK, last_error())
+
+        def split(x):  # (B, rows, H*dh) -> (B, H, rows, dh)
+            return x.reshape(x.shape[0], x.shape[1], heads, dh).transpose(0, 2, 1, 3)
+        pq = split(x_q[:, 0] @ w["w_q"] + b["b_q"])
+        pk = split(x_kv[:, 0] @ w["w_k"] + b["b_k"])
+        pv = split(x_kv[:, 0] @ w["w_v"] + b["b_v"])
+        heads_out = softmax(pq @ pk.transpose(0, 1, 3, 2) / np.sqrt(dh)) @ pv
+        concat = heads_out.transpose(0, 2, 1, 3).reshape(batch, n, heads * dh)
+        expected = concat @ w["w_o"] + b["b_o"]
+        np.testing.assert_allclose(out[:, 0], expected, rtol=1e-12, atol=1e-12)
+
+        x = self.rand(7, d, dtype=np.float64)
+        linear_out = np.zeros((7, heads * dh))
+        self.assertEqual(lib.attnpool_linear(FLOAT64, view(x), view(w["w_q"]),
+                                             b["b_q"].ctypes.data, view(linear_out, True),
+                                             None), OK, last_error())
+        np.testing.assert_allclose(linear_out, x @ w["w_q"] + b["b_q"], rtol=1e-12,
+                                   atol=1e-12)
 
     def test_every_supported_target(self):
         q, k, v = self.rand(17, 3), self.rand(33, 3), self.rand(33, 2)

@@ -179,6 +179,185 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(out.dtype, np.float64)
                 np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
 
+    # ------------------------------------------------------------ layers
+
+    def test_sdpa_tensors_and_masks(self):
+        batch, heads, kv_heads, n, m, d, dv = 2, 4, 2, 9, 12, 5, 3
+        q = self.rng.standard_normal((batch, heads, n, d)).astype(np.float32)
+        k = self.rng.standard_normal((batch, kv_heads, m, d)).astype(np.float32)
+        v = self.rng.standard_normal((batch, kv_heads, m, dv)).astype(np.float32)
+        bias = self.rng.standard_normal((1, heads, n, m)).astype(np.float32)
+        lengths = np.array([m, 7], np.int64)
+        self.run_cli("sdpa", "--queries", self.save("q.npy", q), "--keys",
+                     self.save("k.npy", k), "--values", self.save("v.npy", v),
+                     "--scale", "0.4", "--causal", "--causal-offset", "3",
+                     "--valid-lengths", self.save("l.npy", lengths),
+                     "--bias", self.save("b.npy", bias), "-o", self.path("out.npy"),
+                     "--threads", "2")
+        out = np.load(self.path("out.npy"))
+        self.assertEqual((out.dtype, out.shape), (np.float32, (batch, heads, n, dv)))
+        k64 = np.repeat(k.astype(np.float64), heads // kv_heads, axis=1)
+        v64 = np.repeat(v.astype(np.float64), heads // kv_heads, axis=1)
+        logits = 0.4 * q.astype(np.float64) @ k64.transpose(0, 1, 3, 2) + bias
+        keys = np.arange(m)[None, None, None, :]
+        visible = (keys < lengths[:, None, None, None]) & (
+            keys <= np.arange(n)[None, None, :, None] + 3)
+        logits = np.where(visible, logits, -np.inf)
+        shifted = np.exp(logits - logits.max(-1, keepdims=True))
+        expected = shifted / shifted.sum(-1, keepdims=True) @ v64
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+        # 2-D float64: one sequence, per-query lengths, a visible mask, zero rows.
+        q, k = self.rng.standard_normal((n, d)), self.rng.standard_normal((m, d))
+        v = self.rng.standard_normal((m, dv))
+        lengths = self.rng.integers(0, m + 1, n)
+        lengths[2] = 0
+        shown = self.rng.random((n, m)) < 0.7
+        self.run_cli("sdpa", "--queries", self.save("q.npy", q), "--keys",
+                     self.save("k.npy", k), "--values", self.save("v.npy", v),
+                     "--valid-lengths", self.save("l.npy", lengths), "--visible",
+                     self.save("m.npy", shown), "--empty-rows", "zero", "-o",
+                     self.path("out.npy"), "--time")
+        visible = shown & (np.arange(m)[None, :] < lengths[:, None])
+        rows = visible.any(1)
+        expected = np.zeros((n, dv))
+        expected[rows] = softmax(np.where(visible, q @ k.T / np.sqrt(d), -np.inf)[rows]) @ v
+        out = np.load(self.path("out.npy"))
+        self.assertEqual((out.dtype, out.shape), (np.float64, (n, dv)))
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+    def test_additive(self):
+        batch, heads, n, m, dq, dk, dv, hidden = 2, 2, 6, 8, 4, 3, 2, 5
+        q = self.rng.standard_normal((batch, heads, n, dq))
+        k = self.rng.standard_normal((batch, heads, m, dk))
+        v = self.rng.standard_normal((batch, heads, m, dv))
+        w_q = self.rng.standard_normal((hidden, dq))
+        w_k = self.rng.standard_normal((hidden, dk))
+        w_v = self.rng.standard_normal(hidden)
+        self.run_cli("additive", "--queries", self.save("q.npy", q), "--keys",
+                     self.save("k.npy", k), "--values", self.save("v.npy", v), "--w-q",
+                     self.save("wq.npy", w_q), "--w-k", self.save("wk.npy", w_k), "--w-v",
+                     self.save("wv.npy", w_v), "--causal", "-o", self.path("out.npy"))
+        scores = np.tanh((q @ w_q.T)[..., :, None, :] + (k @ w_k.T)[..., None, :, :]) @ w_v
+        scores = np.where(np.arange(m)[None, :] <= np.arange(n)[:, None], scores, -np.inf)
+        e = np.exp(scores - scores.max(-1, keepdims=True))
+        expected = e / e.sum(-1, keepdims=True) @ v
+        out = np.load(self.path("out.npy"))
+        self.assertEqual(out.shape, (batch, heads, n, dv))
+        np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+
+    def mha_reference(self, heads, x_q, x_k, x_v, w, b):
+        def split(x):  # (B, rows, H*dh) -> (B, H, rows, dh)
+            return x.reshape(*x.shape[:2], heads, -1).transpose(0, 2, 1, 3)
+        pq = split(x_q @ w["q"] + b.get("q", 0))
+        pk = split(x_k @ w["k"] + b.get("k", 0))
+        pv = split(x_v @ w["v"] + b.get("v", 0))
+        logits = pq @ pk.transpose(0, 1, 3, 2) / np.sqrt(pq.shape[-1])
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        heads_out = e / e.sum(-1, keepdims=True) @ pv
+        concat = heads_out.transpose(0, 2, 1, 3).reshape(*x_q.shape[:2], -1)
+        return concat @ w["o"] + b.get("o", 0)
+
+    def test_mha(self):
+        batch, n, m, d, heads, dh, dvh, d_out = 2, 7, 9, 6, 3, 2, 4, 5
+        x_q = self.rng.standard_normal((batch, n, d)).astype(np.float32)
+        x_kv = self.rng.standard_normal((batch, m, d)).astype(np.float32)
+        shapes = {"q": (d, heads * dh), "k": (d, heads * dh), "v": (d, heads * dvh),
+                  "o": (heads * dvh, d_out)}
+        w = {name: self.rng.standard_normal(shape).astype(np.float32)
+             for name, shape in shapes.items()}
+        b = {name: self.rng.standard_normal(shape[1]).astype(np.float32)
+             for name, shape in shapes.items()}
+        args = ["mha", "--heads", str(heads), "--queries", self.save("q.npy", x_q),
+                "--keys", self.save("kv.npy", x_kv), "--values", self.path("kv.npy"),
+                "-o", self.path("out.npy")]
+        for name in shapes:
+            args += [f"--w-{name}", self.save(f"w{name}.npy", w[name])]
+        self.run_cli(*args, *sum(([f"--b-{name}", self.save(f"b{name}.npy", b[name])]
+                                  for name in shapes), []))
+        out = np.load(self.path("out.npy"))
+        self.assertEqual((out.dtype, out.shape), (np.float32, (batch, n, d_out)))
+        w64 = {name: a.astype(np.float64) for name, a in w.items()}
+        b64 = {name: a.astype(np.float64) for name, a in b.items()}
+        expected = self.mha_reference(heads, x_q.astype(np.float64),
+                                      x_kv.astype(np.float64), x_kv.astype(np.float64),
+                                      w64, b64)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+        # 2-D inputs, no biases, a causal mask (the same for every head).
+        self.save("q.npy", x_q[0])
+        self.save("kv.npy", x_q[0])
+        self.run_cli(*args, "--causal")
+        out = np.load(self.path("out.npy"))
+        self.assertEqual(out.shape, (n, d_out))
+        x = x_q[:1].astype(np.float64)
+        expected_rows = [self.mha_reference(heads, x[:, i:i + 1], x[:, :i + 1],
+                                            x[:, :i + 1], w64, {})[0, 0]
+                         for i in range(n)]
+        np.testing.assert_allclose(out, np.array(expected_rows), rtol=1e-4, atol=1e-4)
+
+    def test_bad_layer_inputs(self):
+        q4 = self.save("q4.npy", np.zeros((2, 4, 5, 3), np.float32))
+        k4 = self.save("k4.npy", np.zeros((2, 2, 6, 3), np.float32))
+        k4_narrow = self.save("k4n.npy", np.zeros((2, 2, 6, 2), np.float32))
+        k4_heads = self.save("k4h.npy", np.zeros((2, 3, 6, 3), np.float32))
+        v4 = self.save("v4.npy", np.zeros((2, 2, 6, 2), np.float32))
+        v4_short = self.save("v4s.npy", np.zeros((2, 2, 5, 2), np.float32))
+        q3 = self.save("q3.npy", np.zeros((2, 5, 3), np.float32))
+        k2 = self.save("k2.npy", np.zeros((6, 3), np.float32))
+        out = ["-o", self.path("out.npy")]
+        sdpa = ["sdpa", "--queries", q4, "--keys", k4, "--values", v4] + out
+        w_q = self.save("wq.npy", np.zeros((4, 3), np.float32))
+        w_v = self.save("wv.npy", np.zeros(3, np.float32))
+        additive = ["additive", "--queries", q4, "--keys", k4, "--values", v4,
+                    "--w-q", w_q, "--w-k", w_q] + out
+        mha_weights = {"q": (3, 4), "k": (3, 4), "v": (3, 4), "o": (4, 2)}
+        mha = ["mha", "--queries", self.save("x.npy", np.zeros((5, 3), np.float32)),
+               "--keys", self.path("x.npy"), "--values", self.path("x.npy")] + out
+        for name, shape in mha_weights.items():
+            mha += [f"--w-{name}", self.save(f"mw{name}.npy", np.zeros(shape, np.float32))]
+        cases = [
+            (["sdpa", "--queries", q4, "--keys", k4_narrow, "--values", v4] + out,
+             "has 2 columns, expected 3", 1),
+            (["sdpa", "--queries", q4, "--keys", k4, "--values", v4_short] + out,
+             "has 5 rows, expected 6", 1),
+            (["sdpa", "--queries", q4, "--keys", k4_heads,
+              "--values", self.save("v4h.npy", np.zeros((2, 3, 6, 2), np.float32))] + out,
+             "keys.heads: is 3 but must divide queries.heads (4) (from --keys)", 1),
+            (["sdpa", "--queries", q3, "--keys", k4, "--values", v4] + out,
+             "expected a 2-D or 4-D array, not 3-D", 1),
+            (["sdpa", "--queries", q4, "--keys", k2, "--values", v4] + out,
+             "is 2-D but --queries %s (shape (2, 4, 5, 3)) is 4-D" % q4, 1),
+            (sdpa + ["--bias", self.save("b.npy", np.zeros((2, 3, 5, 6), np.float32))],
+             "shape (2, 3, 5, 6), expected (5, 6) or (1 or 2, 1 or 4, 5, 6)", 1),
+            (sdpa + ["--bias", self.save("b64.npy", np.zeros((5, 6)))],
+             "is float64 but --queries", 1),
+            (sdpa + ["--valid-lengths", self.save("l.npy", np.array([6, 7]))],
+             "entry 1 is 7, outside [0, 6]", 1),
+            (sdpa + ["--valid-lengths", self.save("l3.npy", np.array([1, 2, 3]))],
+             "expected (2,): one entry per batch entry, or (2, 5): one per query", 1),
+            (sdpa + ["--scale", "inf"], "scale: must be finite (from --scale)", 1),
+            (sdpa + ["--causal-offset", "1"], "--causal-offset needs --causal", 2),
+            (sdpa + ["--bandwidth", "1"], "unknown option '--bandwidth' for 'attnpool sdpa'",
+             2),
+            (additive, "missing --w-v", 2),
+            (additive + ["--w-v", self.save("wv4.npy", np.zeros(5, np.float32))],
+             "expected shape (4,): one entry per row of --w-q", 1),
+            (["additive", "--queries", q4, "--keys", k4, "--values", v4, "--w-q", w_q,
+              "--w-k", self.save("wk.npy", np.zeros((4, 2), np.float32)), "--w-v", w_v]
+             + out, "has 2 columns, expected 3", 1),
+            (mha, "missing --heads", 2),
+            (mha + ["--heads", "0"], "--heads 0: must be at least 1", 2),
+            (mha + ["--heads", "3"], "weights.w_q.cols: is 4, not a multiple of the 3 heads "
+             "(from --w-q)", 1),
+            (mha + ["--heads", "2", "--b-k", self.save("bk.npy", np.zeros(3, np.float32))],
+             "expected shape (4,): one entry per column of --w-k", 1),
+            (mha + ["--heads", "2", "--w-o", self.path("mwq.npy")],
+             "--w-o is given twice", 2),
+        ]
+        for args, message, code in cases:
+            with self.subTest(message=message):
+                self.expect_error(args, message, code)
+
     def test_empty_queries(self):
         x_path, y_path, _, _, _, _ = self.nw_inputs()
         self.save("q0.npy", np.zeros((0,), np.float32))
@@ -188,8 +367,16 @@ class CliTest(unittest.TestCase):
 
     def test_help(self):
         usage = self.run_cli("--help").stdout
-        for word in ("pool", "distances", "targets", "--help", "Example"):
+        for word in ("pool", "distances", "sdpa", "additive", "mha", "targets", "--help",
+                     "Example"):
             self.assertIn(word, usage)
+        for command, options in (("sdpa", ("--scale", "--causal-offset", "--valid-lengths",
+                                           "--bias")),
+                                 ("additive", ("--w-q", "--w-k", "--w-v")),
+                                 ("mha", ("--heads", "--w-o", "--b-q", "--b-o"))):
+            command_help = self.run_cli(command, "--help").stdout
+            for option in options:
+                self.assertIn(option, command_help)
         pool_help = self.run_cli("pool", "--help").stdout
         for option in ("--queries", "--keys", "--values", "--distance", "--kernel",
                        "--bandwidth", "--normalize", "--weights", "--isa", "--threads",

@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/npy.h"
@@ -47,6 +48,12 @@ const char kUsage[] =
 usage:
   attnpool pool      --queries Q.npy --keys K.npy --values V.npy -o OUT.npy [options]
   attnpool distances --queries Q.npy --keys K.npy -o OUT.npy [options]
+  attnpool sdpa      --queries Q.npy --keys K.npy --values V.npy -o OUT.npy [options]
+  attnpool additive  --queries Q.npy --keys K.npy --values V.npy
+                     --w-q WQ.npy --w-k WK.npy --w-v WV.npy -o OUT.npy [options]
+  attnpool mha       --heads H --queries Q.npy --keys K.npy --values V.npy
+                     --w-q WQ.npy --w-k WK.npy --w-v WV.npy --w-o WO.npy
+                     -o OUT.npy [options]
   attnpool targets                  instruction sets compiled, supported, active
   attnpool COMMAND --help           the options of a command
   attnpool --version
@@ -54,10 +61,14 @@ usage:
 pool:      out[i] = sum_j w[i,j] * values[j], where w[i,:] normalizes
            kernel(distance(queries[i], keys[j])) over the keys j
 distances: out[i,j] = distance(queries[i], keys[j])
+sdpa:      scaled dot-product attention per batch entry and head, with masks
+additive:  additive (Bahdanau) attention, w_v . tanh(W_q q + W_k k) scores
+mha:       multi-head attention with its projections (and biases)
 
 Arrays are float32 or float64 .npy files in C order, as numpy.save writes
-them: 2-D (rows x columns), or 1-D (one column). Queries, keys and values
-share one dtype, and the output gets it.
+them: 2-D (rows x columns), or 1-D (one column); the layers also take
+(B, H, n, d) arrays (sdpa, additive) or (B, n, d) ones (mha). Queries, keys
+and values share one dtype, and the output gets it.
 
 Example: Nadaraya-Watson regression with a Gaussian kernel of width 0.5
   python3 -c "import numpy as np; x = np.sort(5 * np.random.rand(40));
@@ -352,16 +363,18 @@ NpyArray Load(const std::string& option, const std::string& path) {
   }
 }
 
-InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
-  InputMatrix matrix{option, path, Load(option, path)};
-  const auto& shape = matrix.array.shape;
-  if (matrix.array.type != NpyType::float32 &&
-      matrix.array.type != NpyType::float64) {
-    throw CliError{matrix.Label() + ": dtype " +
-                   NpyTypeName(matrix.array.type) +
+void RequireFloat(const std::string& label, const NpyArray& array) {
+  if (array.type != NpyType::float32 && array.type != NpyType::float64) {
+    throw CliError{label + ": dtype " + NpyTypeName(array.type) +
                    " is not supported: use float32 or float64 (e.g. "
                    "a.astype(np.float32))"};
   }
+}
+
+InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
+  InputMatrix matrix{option, path, Load(option, path)};
+  const auto& shape = matrix.array.shape;
+  RequireFloat(matrix.Label(), matrix.array);
   if (shape.size() == 2) {
     matrix.rows = shape[0];
     matrix.cols = shape[1];
@@ -376,7 +389,9 @@ InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
   return matrix;
 }
 
-void RequireSameType(const InputMatrix& reference, const InputMatrix& other) {
+// For InputMatrix and InputTensor.
+template <class Reference, class Other>
+void RequireSameType(const Reference& reference, const Other& other) {
   if (other.array.type != reference.array.type) {
     throw CliError{other.Label() + " is " + NpyTypeName(other.array.type) +
                    " but " + reference.Label() + " is " +
@@ -386,7 +401,8 @@ void RequireSameType(const InputMatrix& reference, const InputMatrix& other) {
   }
 }
 
-void RequireExtent(const InputMatrix& matrix, const char* what, size_t actual,
+template <class Input>
+void RequireExtent(const Input& matrix, const char* what, size_t actual,
                    size_t expected, const std::string& because) {
   if (actual != expected) {
     throw CliError{matrix.Describe() + " has " + std::to_string(actual) + " " +
@@ -559,6 +575,16 @@ std::string OptionOf(const std::string& argument) {
       {"mask.valid_lengths", "--valid-lengths"},
       {"mask.bias", "--bias"},
       {"mask.visible", "--visible"},
+      {"scale", "--scale"},
+      {"weights.heads", "--heads"},
+      {"weights.w_q", "--w-q"},
+      {"weights.w_k", "--w-k"},
+      {"weights.w_v", "--w-v"},
+      {"weights.w_o", "--w-o"},
+      {"weights.b_q", "--b-q"},
+      {"weights.b_k", "--b-k"},
+      {"weights.b_v", "--b-v"},
+      {"weights.b_o", "--b-o"},
   };
   for (auto prefix = argument;;) {
     const auto found = options.find(prefix);
@@ -606,17 +632,11 @@ struct PoolInputs {
   std::ptrdiff_t causal_offset = 0;
 };
 
-std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
-                                     size_t key_count) {
-  const std::string label = "--valid-lengths " + path;
-  const NpyArray array = Load("--valid-lengths", path);
-  if (array.shape.size() != 1 || array.shape[0] != rows) {
-    throw CliError{label + ": shape " + ShapeText(array.shape) +
-                   ", expected (" + std::to_string(rows) +
-                   ",): one entry per query"};
-  }
-  std::vector<size_t> lengths(rows);
-  for (size_t i = 0; i < rows; ++i) {
+// The entries of an integer array of valid lengths, each in [0, key_count].
+std::vector<size_t> LengthEntries(const std::string& label,
+                                  const NpyArray& array, size_t key_count) {
+  std::vector<size_t> lengths(array.count);
+  for (size_t i = 0; i < array.count; ++i) {
     long double value;
     switch (array.type) {
       case NpyType::int32:
@@ -645,6 +665,36 @@ std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
     lengths[i] = static_cast<size_t>(value);
   }
   return lengths;
+}
+
+std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
+                                     size_t key_count) {
+  const std::string label = "--valid-lengths " + path;
+  const NpyArray array = Load("--valid-lengths", path);
+  if (array.shape.size() != 1 || array.shape[0] != rows) {
+    throw CliError{label + ": shape " + ShapeText(array.shape) +
+                   ", expected (" + std::to_string(rows) +
+                   ",): one entry per query"};
+  }
+  return LengthEntries(label, array, key_count);
+}
+
+attnpool::EmptyRows ParseEmptyRows(const Arguments& arguments) {
+  const std::string empty_rows = arguments.Get("--empty-rows").value_or("nan");
+  if (empty_rows == "nan") return attnpool::EmptyRows::nan;
+  if (empty_rows == "zero") return attnpool::EmptyRows::zero;
+  UsageError("--empty-rows " + empty_rows + ": use nan or zero");
+}
+
+// --causal and --causal-offset.
+void ParseCausal(const Arguments& arguments, bool* causal,
+                 std::ptrdiff_t* causal_offset) {
+  *causal = arguments.Has("--causal");
+  if (const auto offset = arguments.Get("--causal-offset")) {
+    if (!*causal) UsageError("--causal-offset needs --causal");
+    *causal_offset =
+        static_cast<std::ptrdiff_t>(ParseInteger("--causal-offset", *offset));
+  }
 }
 
 template <typename T>
@@ -752,20 +802,8 @@ int Pool(int argc, char** argv) {
   spec.normalization =
       ParseName("--normalize", arguments.Get("--normalize").value_or("sum"),
                 &attnpool::normalization_from_name);
-  const std::string empty_rows = arguments.Get("--empty-rows").value_or("nan");
-  if (empty_rows == "nan") {
-    spec.empty_rows = attnpool::EmptyRows::nan;
-  } else if (empty_rows == "zero") {
-    spec.empty_rows = attnpool::EmptyRows::zero;
-  } else {
-    UsageError("--empty-rows " + empty_rows + ": use nan or zero");
-  }
-  inputs.causal = arguments.Has("--causal");
-  if (const auto offset = arguments.Get("--causal-offset")) {
-    if (!inputs.causal) UsageError("--causal-offset needs --causal");
-    inputs.causal_offset =
-        static_cast<std::ptrdiff_t>(ParseInteger("--causal-offset", *offset));
-  }
+  spec.empty_rows = ParseEmptyRows(arguments);
+  ParseCausal(arguments, &inputs.causal, &inputs.causal_offset);
   ApplyIsa(arguments);
 
   const auto read_start = Clock::now();
@@ -891,6 +929,529 @@ int Distances(int argc, char** argv) {
                               read_time);
 }
 
+// ---------------------------------------------------------------- layers
+
+// --isa, --threads and --time: the run options that apply to one call.
+std::vector<OptionInfo> LayerRunOptions() {
+  std::vector<OptionInfo> options;
+  for (const auto& option : kRunOptions) {
+    const std::string name = option.name;
+    if (name == "--isa" || name == "--threads" || name == "--time") {
+      options.push_back(option);
+    }
+  }
+  return options;
+}
+
+// The masks of the attention layers, after the layer's own options.
+const std::vector<OptionInfo> kLayerMaskOptions = {
+    {"--valid-lengths", "L.npy",
+     "integers, each <= m: one per batch entry, shape (B,), or one per "
+     "query, shape (B, n); with 2-D inputs one per query, shape (n,)"},
+    {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
+    {"--causal-offset", "K", "the offset of --causal (default 0)"},
+    {"--bias", "B.npy",
+     "added to the scores: shape (n, m), or (B or 1, H or 1, n, m) (a 1 is "
+     "broadcast), the dtype of the inputs"},
+    {"--visible", "M.npy",
+     "bool or uint8, shaped as --bias: 0 hides key j from query i"},
+    {"--empty-rows", "nan|zero",
+     "output of a query that sees no key: NaN (default) or 0"},
+};
+
+Command LayerCommand(const char* name, const char* summary,
+                     std::vector<OptionInfo> options) {
+  Command command{name, summary, std::move(options)};
+  command.options.insert(command.options.end(), kLayerMaskOptions.begin(),
+                         kLayerMaskOptions.end());
+  const auto run_options = LayerRunOptions();
+  command.options.insert(command.options.end(), run_options.begin(),
+                         run_options.end());
+  return command;
+}
+
+Command SdpaCommand() {
+  return LayerCommand(
+      "sdpa",
+      "attnpool sdpa --queries Q.npy --keys K.npy --values V.npy -o OUT.npy "
+      "[options]\n\nScaled dot-product attention: OUT = softmax(scale * Q . "
+      "K^T + bias, masked) . V\nper batch entry and head. Q (B, H, n, d), K "
+      "(B, Hkv, m, d), V (B, Hkv, m, dv),\nOUT (B, H, n, dv); Hkv divides H "
+      "(grouped-query attention). 2-D arrays (n, d)\nare one batch entry of "
+      "one head.",
+      {{"--queries", "Q.npy", "queries, (B, H, n, d) or (n, d) (required)"},
+       {"--keys", "K.npy", "keys, (B, Hkv, m, d) or (m, d) (required)"},
+       {"--values", "V.npy", "values, (B, Hkv, m, dv) or (m, dv) (required)"},
+       kOut,
+       {"--scale", "S", "the factor of the scores (default 1/sqrt(d))"}});
+}
+
+Command AdditiveCommand() {
+  return LayerCommand(
+      "additive",
+      "attnpool additive --queries Q.npy --keys K.npy --values V.npy\n"
+      "    --w-q WQ.npy --w-k WK.npy --w-v WV.npy -o OUT.npy [options]\n\n"
+      "Additive (Bahdanau) attention: score(q, k) = w_v . tanh(W_q q + W_k "
+      "k), then\nthe masks, softmax and the weighted sum of the values. Q "
+      "(B, H, n, dq),\nK (B, Hkv, m, dk), V (B, Hkv, m, dv), OUT (B, H, n, "
+      "dv), or 2-D arrays.",
+      {{"--queries", "Q.npy", "queries, (B, H, n, dq) or (n, dq) (required)"},
+       {"--keys", "K.npy", "keys, (B, Hkv, m, dk) or (m, dk) (required)"},
+       {"--values", "V.npy", "values, (B, Hkv, m, dv) or (m, dv) (required)"},
+       kOut,
+       {"--w-q", "WQ.npy", "W_q, (h, dq) (required)"},
+       {"--w-k", "WK.npy", "W_k, (h, dk) (required)"},
+       {"--w-v", "WV.npy", "w_v, (h,) (required)"}});
+}
+
+Command MhaCommand() {
+  return LayerCommand(
+      "mha",
+      "attnpool mha --heads H --queries Q.npy --keys K.npy --values V.npy\n"
+      "    --w-q WQ.npy --w-k WK.npy --w-v WV.npy --w-o WO.npy -o OUT.npy "
+      "[options]\n\n"
+      "Multi-head attention: OUT = concat_h(sdpa(Q W_q^h + b_q^h, K W_k^h + "
+      "b_k^h,\nV W_v^h + b_v^h)) W_o + b_o, head h owning columns [h dh, "
+      "(h+1) dh) of the\nprojections (PyTorch's nn.MultiheadAttention "
+      "weights, transposed).\nQ (B, n, d_q), K (B, m, d_k), V (B, m, d_v), "
+      "OUT (B, n, d_out), or 2-D arrays\nwithout B.",
+      {{"--heads", "H", "the number of heads (required)"},
+       {"--queries", "Q.npy", "queries, (B, n, d_q) or (n, d_q) (required)"},
+       {"--keys", "K.npy", "keys, (B, m, d_k) or (m, d_k) (required)"},
+       {"--values", "V.npy", "values, (B, m, d_v) or (m, d_v) (required)"},
+       kOut,
+       {"--w-q", "WQ.npy", "(d_q, H dh) (required)"},
+       {"--w-k", "WK.npy", "(d_k, H dh) (required)"},
+       {"--w-v", "WV.npy", "(d_v, H dv) (required)"},
+       {"--w-o", "WO.npy", "(H dv, d_out) (required)"},
+       {"--b-q", "BQ.npy", "bias of the query projection, (H dh,)"},
+       {"--b-k", "BK.npy", "bias of the key projection, (H dh,)"},
+       {"--b-v", "BV.npy", "bias of the value projection, (H dv,)"},
+       {"--b-o", "BO.npy", "bias of the output projection, (d_out,)"}});
+}
+
+// A float array seen as a (batch, heads, rows, cols) tensor: 2-D arrays are
+// (1, 1, rows, cols); 3-D ones (batch, 1, rows, cols) where `ranks` allows 3
+// (multi-head attention's sequences); 4-D ones as they are.
+struct InputTensor {
+  std::string option, path;
+  NpyArray array;
+  size_t batch = 1, heads = 1, rows = 0, cols = 0;
+
+  size_t rank() const { return array.shape.size(); }
+  std::string Label() const { return option + " " + path; }
+  std::string Describe() const {
+    return Label() + " (shape " + ShapeText(array.shape) + ")";
+  }
+  template <typename T>
+  attnpool::TensorView<const T> View() const {
+    return attnpool::dense_tensor(array.data<T>(), batch, heads, rows, cols);
+  }
+};
+
+InputTensor LoadTensor(const std::string& option, const std::string& path,
+                       size_t high_rank) {
+  InputTensor tensor{option, path, Load(option, path)};
+  RequireFloat(tensor.Label(), tensor.array);
+  const auto& shape = tensor.array.shape;
+  if (shape.size() == 2) {
+    tensor.rows = shape[0];
+    tensor.cols = shape[1];
+  } else if (shape.size() == 3 && high_rank == 3) {
+    tensor.batch = shape[0];
+    tensor.rows = shape[1];
+    tensor.cols = shape[2];
+  } else if (shape.size() == 4 && high_rank == 4) {
+    tensor.batch = shape[0];
+    tensor.heads = shape[1];
+    tensor.rows = shape[2];
+    tensor.cols = shape[3];
+  } else {
+    throw CliError{tensor.Describe() + ": expected a 2-D or " +
+                   std::to_string(high_rank) + "-D array, not " +
+                   std::to_string(shape.size()) + "-D"};
+  }
+  return tensor;
+}
+
+void RequireSameRank(const InputTensor& reference, const InputTensor& other) {
+  if (other.rank() != reference.rank()) {
+    throw CliError{other.Describe() + " is " + std::to_string(other.rank()) +
+                   "-D but " + reference.Describe() + " is " +
+                   std::to_string(reference.rank()) + "-D"};
+  }
+}
+
+// The masks of a layer call over `batch` entries, `heads` query heads, n
+// queries and m keys, as arrays read from their files.
+struct LayerMask {
+  std::vector<size_t> lengths;
+  bool has_lengths = false, lengths_per_query = false;
+  bool causal = false;
+  std::ptrdiff_t causal_offset = 0;
+  std::optional<NpyArray> bias, visible;
+  size_t bias_batch = 1, bias_heads = 1, visible_batch = 1, visible_heads = 1;
+  size_t n = 0, m = 0;
+
+  template <typename T>
+  attnpool::AttentionMask<T> Get() const {
+    attnpool::AttentionMask<T> mask;
+    if (has_lengths) mask.valid_lengths = lengths.data();
+    mask.lengths_per_query = lengths_per_query;
+    mask.causal = causal;
+    mask.causal_offset = causal_offset;
+    if (bias) {
+      mask.bias =
+          attnpool::dense_tensor(bias->data<T>(), bias_batch, bias_heads, n, m);
+    }
+    if (visible) {
+      mask.visible = attnpool::dense_tensor(visible->data<uint8_t>(),
+                                            visible_batch, visible_heads, n, m);
+    }
+    return mask;
+  }
+};
+
+// The (batch, heads) of a --bias or --visible array of shape (n, m) or
+// (B or 1, H or 1, n, m).
+void MaskExtents(const std::string& label, const std::vector<size_t>& shape,
+                 size_t batch, size_t heads, size_t n, size_t m,
+                 size_t* mask_batch, size_t* mask_heads) {
+  const bool matrix = shape.size() == 2 && shape[0] == n && shape[1] == m;
+  const bool tensor =
+      shape.size() == 4 && (shape[0] == 1 || shape[0] == batch) &&
+      (shape[1] == 1 || shape[1] == heads) && shape[2] == n && shape[3] == m;
+  if (!matrix && !tensor) {
+    const std::string nm = std::to_string(n) + ", " + std::to_string(m);
+    throw CliError{label + ": shape " + ShapeText(shape) + ", expected (" + nm +
+                   ") or (1 or " + std::to_string(batch) + ", 1 or " +
+                   std::to_string(heads) + ", " + nm +
+                   "): (batch, heads,) queries x keys"};
+  }
+  *mask_batch = tensor ? shape[0] : 1;
+  *mask_heads = tensor ? shape[1] : 1;
+}
+
+// Reads the mask options; `flat` when the inputs are 2-D (one sequence).
+LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
+                        size_t heads, size_t m, bool flat) {
+  LayerMask mask;
+  const size_t batch = queries.batch, n = queries.rows;
+  mask.n = n;
+  mask.m = m;
+  ParseCausal(arguments, &mask.causal, &mask.causal_offset);
+  if (const auto path = arguments.Get("--valid-lengths")) {
+    const std::string label = "--valid-lengths " + *path;
+    const NpyArray array = Load("--valid-lengths", *path);
+    const auto& shape = array.shape;
+    if (flat ? shape.size() == 1 && shape[0] == n
+             : shape.size() == 2 && shape[0] == batch && shape[1] == n) {
+      mask.lengths_per_query = true;
+    } else if (flat || shape.size() != 1 || shape[0] != batch) {
+      throw CliError{label + ": shape " + ShapeText(shape) + ", expected " +
+                     (flat ? "(" + std::to_string(n) + ",): one entry per query"
+                           : "(" + std::to_string(batch) +
+                                 ",): one entry per batch "
+                                 "entry, or (" +
+                                 std::to_string(batch) + ", " +
+                                 std::to_string(n) + "): one per query")};
+    }
+    mask.lengths = LengthEntries(label, array, m);
+    mask.has_lengths = true;
+  }
+  if (const auto path = arguments.Get("--bias")) {
+    const std::string label = "--bias " + *path;
+    mask.bias = Load("--bias", *path);
+    RequireFloat(label, *mask.bias);
+    if (mask.bias->type != queries.array.type) {
+      throw CliError{label + " is " + NpyTypeName(mask.bias->type) + " but " +
+                     queries.Label() + " is " +
+                     NpyTypeName(queries.array.type) +
+                     ": all arrays of a call must have one dtype (convert "
+                     "with a.astype(...))"};
+    }
+    MaskExtents(label, mask.bias->shape, batch, heads, n, m, &mask.bias_batch,
+                &mask.bias_heads);
+  }
+  if (const auto path = arguments.Get("--visible")) {
+    const std::string label = "--visible " + *path;
+    mask.visible = Load("--visible", *path);
+    if (mask.visible->type != NpyType::bool8 &&
+        mask.visible->type != NpyType::uint8) {
+      throw CliError{label + ": dtype " + NpyTypeName(mask.visible->type) +
+                     " is not supported: use bool or uint8"};
+    }
+    MaskExtents(label, mask.visible->shape, batch, heads, n, m,
+                &mask.visible_batch, &mask.visible_heads);
+  }
+  return mask;
+}
+
+// Runs one layer call into a new output of `shape` (its (batch, heads,
+// rows, cols) view given), writes it and the timing.
+template <typename T, class Call>
+int RunLayer(const char* command, NpyType type,
+             const std::vector<size_t>& shape, size_t batch, size_t heads,
+             size_t rows, size_t cols, const std::string& out_path,
+             const std::string& shape_text, const RunSettings& settings,
+             Clock::duration read_time, const Call& call) {
+  NpyArray out = attnpool_tools::MakeNpyArray(type, shape);
+  const auto out_view =
+      attnpool::dense_tensor(out.mutable_data<T>(), batch, heads, rows, cols);
+  const auto start = Clock::now();
+  try {
+    call(out_view);
+  } catch (const attnpool::Error& error) {
+    throw LibraryError(error);
+  }
+  const auto compute_time = Clock::now() - start;
+  const auto write_start = Clock::now();
+  Save(out_path, out);
+  if (settings.time) {
+    PrintTiming(command, shape_text, NpyTypeName(type), read_time, compute_time,
+                Clock::now() - write_start, settings);
+  }
+  return 0;
+}
+
+std::string TensorShapeText(const InputTensor& queries, const InputTensor& keys,
+                            const InputTensor& values) {
+  return "B=" + std::to_string(queries.batch) +
+         " H=" + std::to_string(queries.heads) +
+         " n=" + std::to_string(queries.rows) +
+         " m=" + std::to_string(keys.rows) +
+         " d=" + std::to_string(queries.cols) +
+         " dv=" + std::to_string(values.cols);
+}
+
+// Queries, keys and values of an attention layer: one dtype and rank, one
+// batch, a value per key, keys and values with the same heads.
+struct LayerInputs {
+  InputTensor queries, keys, values;
+};
+
+LayerInputs LoadLayerInputs(const Arguments& arguments, size_t high_rank) {
+  LayerInputs inputs{
+      LoadTensor("--queries", arguments.Required("--queries"), high_rank),
+      LoadTensor("--keys", arguments.Required("--keys"), high_rank),
+      LoadTensor("--values", arguments.Required("--values"), high_rank)};
+  const InputTensor &queries = inputs.queries, &keys = inputs.keys,
+                    &values = inputs.values;
+  for (const InputTensor* other : {&keys, &values}) {
+    RequireSameType(queries, *other);
+    RequireSameRank(queries, *other);
+    RequireExtent(*other, "batch entries", other->batch, queries.batch,
+                  "(the batch of " + queries.Describe() + ")");
+  }
+  RequireExtent(values, "rows", values.rows, keys.rows,
+                "(one per key: the rows of " + keys.Describe() + ")");
+  RequireExtent(values, "heads", values.heads, keys.heads,
+                "(the heads of " + keys.Describe() + ")");
+  return inputs;
+}
+
+// The shape of a layer's output: the queries' with `cols` last.
+std::vector<size_t> OutputShape(const InputTensor& queries, size_t cols) {
+  std::vector<size_t> shape = queries.array.shape;
+  shape.back() = cols;
+  return shape;
+}
+
+int Sdpa(int argc, char** argv) {
+  const Command command = SdpaCommand();
+  const Arguments arguments(command, argc, argv);
+  if (arguments.help()) {
+    PrintHelp(command);
+    return 0;
+  }
+  arguments.Required("--queries");
+  arguments.Required("--keys");
+  arguments.Required("--values");
+  const std::string out_path = arguments.Required("-o");
+  const RunSettings settings = ReadSettings(arguments);
+  std::optional<double> scale;
+  if (const auto text = arguments.Get("--scale")) {
+    scale = ParseDouble("--scale", *text);
+  }
+  const auto empty_rows = ParseEmptyRows(arguments);
+  ApplyIsa(arguments);
+
+  const auto read_start = Clock::now();
+  const LayerInputs inputs = LoadLayerInputs(arguments, 4);
+  const InputTensor &queries = inputs.queries, &keys = inputs.keys,
+                    &values = inputs.values;
+  RequireExtent(keys, "columns", keys.cols, queries.cols,
+                "(the columns of " + queries.Describe() + ")");
+  const LayerMask mask = LoadLayerMask(arguments, queries, queries.heads,
+                                       keys.rows, queries.rank() == 2);
+  const auto read_time = Clock::now() - read_start;
+  const auto run = [&](auto zero) {
+    using T = decltype(zero);
+    return RunLayer<T>(
+        "sdpa", queries.array.type, OutputShape(queries, values.cols),
+        queries.batch, queries.heads, queries.rows, values.cols, out_path,
+        TensorShapeText(queries, keys, values), settings, read_time,
+        [&](attnpool::TensorView<T> out) {
+          attnpool::scaled_dot_product_attention(
+              queries.View<T>(), keys.View<T>(), values.View<T>(), out,
+              mask.Get<T>(), scale, empty_rows, settings.execution);
+        });
+  };
+  return queries.array.type == NpyType::float32 ? run(float{}) : run(double{});
+}
+
+int Additive(int argc, char** argv) {
+  const Command command = AdditiveCommand();
+  const Arguments arguments(command, argc, argv);
+  if (arguments.help()) {
+    PrintHelp(command);
+    return 0;
+  }
+  arguments.Required("--queries");
+  arguments.Required("--keys");
+  arguments.Required("--values");
+  const std::string out_path = arguments.Required("-o");
+  const std::string w_q_path = arguments.Required("--w-q");
+  const std::string w_k_path = arguments.Required("--w-k");
+  const std::string w_v_path = arguments.Required("--w-v");
+  const RunSettings settings = ReadSettings(arguments);
+  const auto empty_rows = ParseEmptyRows(arguments);
+  ApplyIsa(arguments);
+
+  const auto read_start = Clock::now();
+  const LayerInputs inputs = LoadLayerInputs(arguments, 4);
+  const InputTensor &queries = inputs.queries, &keys = inputs.keys,
+                    &values = inputs.values;
+  const InputMatrix w_q = LoadMatrix("--w-q", w_q_path);
+  const InputMatrix w_k = LoadMatrix("--w-k", w_k_path);
+  const InputMatrix w_v = LoadMatrix("--w-v", w_v_path);
+  for (const InputMatrix* weight : {&w_q, &w_k, &w_v}) {
+    RequireSameType(queries, *weight);
+  }
+  RequireExtent(w_q, "columns", w_q.cols, queries.cols,
+                "(the columns of " + queries.Describe() + ")");
+  RequireExtent(w_k, "columns", w_k.cols, keys.cols,
+                "(the columns of " + keys.Describe() + ")");
+  RequireExtent(w_k, "rows", w_k.rows, w_q.rows,
+                "(the rows of " + w_q.Describe() + ")");
+  if (!w_v.one_dimensional || w_v.rows != w_q.rows) {
+    throw CliError{w_v.Describe() + ": expected shape (" +
+                   std::to_string(w_q.rows) + ",): one entry per row of " +
+                   w_q.Label()};
+  }
+  const LayerMask mask = LoadLayerMask(arguments, queries, queries.heads,
+                                       keys.rows, queries.rank() == 2);
+  const auto read_time = Clock::now() - read_start;
+  const auto run = [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::AdditiveWeights<T> weights;
+    weights.w_q = View<T>(w_q);
+    weights.w_k = View<T>(w_k);
+    weights.w_v = w_v.array.data<T>();
+    return RunLayer<T>(
+        "additive", queries.array.type, OutputShape(queries, values.cols),
+        queries.batch, queries.heads, queries.rows, values.cols, out_path,
+        TensorShapeText(queries, keys, values) +
+            " h=" + std::to_string(w_q.rows),
+        settings, read_time, [&](attnpool::TensorView<T> out) {
+          attnpool::additive_attention(
+              weights, queries.View<T>(), keys.View<T>(), values.View<T>(), out,
+              mask.Get<T>(), empty_rows, settings.execution);
+        });
+  };
+  return queries.array.type == NpyType::float32 ? run(float{}) : run(double{});
+}
+
+int Mha(int argc, char** argv) {
+  const Command command = MhaCommand();
+  const Arguments arguments(command, argc, argv);
+  if (arguments.help()) {
+    PrintHelp(command);
+    return 0;
+  }
+  const std::string heads_text = arguments.Required("--heads");
+  arguments.Required("--queries");
+  arguments.Required("--keys");
+  arguments.Required("--values");
+  const std::string out_path = arguments.Required("-o");
+  const char* const weight_options[4] = {"--w-q", "--w-k", "--w-v", "--w-o"};
+  std::vector<std::string> weight_paths;
+  for (const char* option : weight_options) {
+    weight_paths.push_back(arguments.Required(option));
+  }
+  const long long heads = ParseInteger("--heads", heads_text);
+  if (heads < 1) UsageError("--heads " + heads_text + ": must be at least 1");
+  const RunSettings settings = ReadSettings(arguments);
+  const auto empty_rows = ParseEmptyRows(arguments);
+  ApplyIsa(arguments);
+
+  const auto read_start = Clock::now();
+  const LayerInputs inputs = LoadLayerInputs(arguments, 3);
+  const InputTensor &queries = inputs.queries, &keys = inputs.keys,
+                    &values = inputs.values;
+  std::vector<InputMatrix> w;
+  for (size_t k = 0; k < 4; ++k) {
+    w.push_back(LoadMatrix(weight_options[k], weight_paths[k]));
+    RequireSameType(queries, w.back());
+  }
+  const InputMatrix &w_q = w[0], &w_k = w[1], &w_v = w[2], &w_o = w[3];
+  RequireExtent(w_q, "rows", w_q.rows, queries.cols,
+                "(the columns of " + queries.Describe() + ")");
+  RequireExtent(w_k, "rows", w_k.rows, keys.cols,
+                "(the columns of " + keys.Describe() + ")");
+  RequireExtent(w_v, "rows", w_v.rows, values.cols,
+                "(the columns of " + values.Describe() + ")");
+  RequireExtent(w_k, "columns", w_k.cols, w_q.cols,
+                "(the columns of " + w_q.Describe() + ")");
+  RequireExtent(w_o, "rows", w_o.rows, w_v.cols,
+                "(the columns of " + w_v.Describe() + ")");
+  // The biases: 1-D, as long as their projection's columns.
+  const char* const bias_options[4] = {"--b-q", "--b-k", "--b-v", "--b-o"};
+  std::optional<InputMatrix> b[4];
+  for (size_t k = 0; k < 4; ++k) {
+    const auto path = arguments.Get(bias_options[k]);
+    if (!path) continue;
+    b[k] = LoadMatrix(bias_options[k], *path);
+    RequireSameType(queries, *b[k]);
+    if (!b[k]->one_dimensional || b[k]->rows != w[k].cols) {
+      throw CliError{b[k]->Describe() + ": expected shape (" +
+                     std::to_string(w[k].cols) +
+                     ",): one entry per column of " + w[k].Label()};
+    }
+  }
+  const LayerMask mask =
+      LoadLayerMask(arguments, queries, static_cast<size_t>(heads), keys.rows,
+                    queries.rank() == 2);
+  const auto read_time = Clock::now() - read_start;
+  const auto run = [&](auto zero) {
+    using T = decltype(zero);
+    attnpool::MultiHeadWeights<T> weights;
+    weights.heads = static_cast<size_t>(heads);
+    weights.w_q = View<T>(w_q);
+    weights.w_k = View<T>(w_k);
+    weights.w_v = View<T>(w_v);
+    weights.w_o = View<T>(w_o);
+    const T** biases[4] = {&weights.b_q, &weights.b_k, &weights.b_v,
+                           &weights.b_o};
+    for (size_t k = 0; k < 4; ++k) {
+      if (b[k]) *biases[k] = b[k]->array.data<T>();
+    }
+    return RunLayer<T>(
+        "mha", queries.array.type, OutputShape(queries, w_o.cols),
+        queries.batch, 1, queries.rows, w_o.cols, out_path,
+        "B=" + std::to_string(queries.batch) + " heads=" +
+            std::to_string(heads) + " n=" + std::to_string(queries.rows) +
+            " m=" + std::to_string(keys.rows) + " d=" +
+            std::to_string(queries.cols) + " d_out=" + std::to_string(w_o.cols),
+        settings, read_time, [&](attnpool::TensorView<T> out) {
+          attnpool::multi_head_attention(
+              weights, queries.View<T>(), keys.View<T>(), values.View<T>(), out,
+              mask.Get<T>(), empty_rows, settings.execution);
+        });
+  };
+  return queries.array.type == NpyType::float32 ? run(float{}) : run(double{});
+}
+
 // ---------------------------------------------------------------- targets
 
 int Targets() {
@@ -921,9 +1482,14 @@ int main(int argc, char** argv) {
     }
     if (command == "pool") return Pool(argc, argv);
     if (command == "distances") return Distances(argc, argv);
+    if (command == "sdpa") return Sdpa(argc, argv);
+    if (command == "additive") return Additive(argc, argv);
+    if (command == "mha") return Mha(argc, argv);
     if (command == "targets") return Targets();
-    UsageError("unknown command '" + command +
-               "' (commands: pool, distances, targets; see attnpool --help)");
+    UsageError(
+        "unknown command '" + command +
+        "' (commands: pool, distances, sdpa, additive, mha, targets; see "
+        "attnpool --help)");
   } catch (const CliError& error) {
     std::fprintf(stderr, "attnpool: error: %s\n", error.message.c_str());
     return error.exit_code;

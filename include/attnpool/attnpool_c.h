@@ -1,7 +1,8 @@
-/* attnpool C API: the stages, the pooling and the targets from C (C99) and
- * from any language with a C foreign-function interface (Python ctypes,
- * ...). It wraps the C++ API of <attnpool/attnpool.h>, whose headers state
- * the formulas and the accuracy; the behaviour is the same.
+/* attnpool C API: the stages, the pooling (whole or sharded), the attention
+ * layers and the targets from C (C99) and from any language with a C
+ * foreign-function interface (Python ctypes, ...). It wraps the C++ API of
+ * <attnpool/attnpool.h>, whose headers state the formulas and the accuracy;
+ * the behaviour is the same.
  *
  * Errors: every function that can fail returns an attnpool_status. On
  * failure nothing has been written to any output, and
@@ -13,7 +14,8 @@
  *
  * Matrices: row-major views { data, rows, cols, stride }, stride in
  * elements; a stride of 0 means cols (dense rows). The element type of every
- * float matrix of a call is the call's attnpool_dtype.
+ * float matrix of a call is the call's attnpool_dtype. The layers take
+ * (batch, heads, rows, cols) tensor views the same way (attnpool_tensor).
  *
  * Structs are plain: zero-initialized they hold no mask and default
  * execution; initialize specs with attnpool_pool_spec_init() /
@@ -232,6 +234,170 @@ attnpool_status attnpool_pool_staged(
     const attnpool_const_matrix* values, const attnpool_matrix* out,
     const attnpool_matrix* weights, const attnpool_mask* mask,
     const attnpool_execution* execution);
+
+/* ---------------------------------------------------------------- shards */
+
+/* The state of attention pooling over a shard of the keys (pool.h's
+ * PoolPartial): per query, `max` and `sum` (n entries of the call's dtype),
+ * `best` (n key indices) and the n x dv `accumulator` of the call's dtype.
+ * All four are required (n > 0); pool.h says what they hold. */
+typedef struct attnpool_partial_state {
+  attnpool_matrix accumulator;
+  void* max;
+  void* sum;
+  size_t* best;
+} attnpool_partial_state;
+
+/* The state of keys [key_offset, key_offset + m) of the whole sequence into
+ * `partial`: `keys` (m x d), `values` (m x dv) and the mask's bias and
+ * visible matrices (n x m) hold just this shard; valid lengths and the
+ * causal mask count keys from the start of the whole sequence (valid
+ * lengths may exceed m). `mask` may be NULL. */
+attnpool_status attnpool_pool_partial(
+    attnpool_dtype dtype, const attnpool_pool_spec* spec,
+    const attnpool_const_matrix* queries, const attnpool_const_matrix* keys,
+    const attnpool_const_matrix* values, size_t key_offset,
+    const attnpool_partial_state* partial, const attnpool_mask* mask,
+    const attnpool_execution* execution);
+
+/* into <- into merged with `later`, whose keys all come after into's. */
+attnpool_status attnpool_pool_merge(attnpool_dtype dtype,
+                                    const attnpool_pool_spec* spec,
+                                    const attnpool_partial_state* into,
+                                    const attnpool_partial_state* later);
+
+/* out (n x dv) <- the pooled result of a (merged) state: what attnpool_pool
+ * gives over all the keys, within rounding. out may be the state's
+ * accumulator. */
+attnpool_status attnpool_pool_finish(attnpool_dtype dtype,
+                                     const attnpool_pool_spec* spec,
+                                     const attnpool_partial_state* partial,
+                                     const attnpool_matrix* out);
+
+/* ---------------------------------------------------------------- layers */
+
+/* A read-only (batch, heads, rows, cols) tensor view (attention.h's
+ * TensorView): element (b, h, r, c) at
+ * data[b * batch_stride + h * head_stride + r * row_stride + c], strides in
+ * elements. A stride of 0 means the dense value: row_stride cols,
+ * head_stride rows * row_stride, batch_stride heads * head_stride; so an
+ * all-zero stride set is PyTorch's contiguous (B, H, N, D), and (B, N, H, D)
+ * is {row_stride H * D, head_stride D, batch_stride N * H * D} (unlike the
+ * C++ API, a zero stride cannot repeat data here: masks broadcast through a
+ * batch or heads of 1). The element type is the call's attnpool_dtype
+ * (uint8 for a visible mask). */
+typedef struct attnpool_const_tensor {
+  const void* data;
+  size_t batch;
+  size_t heads;
+  size_t rows;
+  size_t cols;
+  size_t batch_stride; /* 0: heads * head_stride */
+  size_t head_stride;  /* 0: rows * row_stride */
+  size_t row_stride;   /* 0: cols */
+} attnpool_const_tensor;
+
+/* A writable tensor view; its elements must not overlap. */
+typedef struct attnpool_tensor {
+  void* data;
+  size_t batch;
+  size_t heads;
+  size_t rows;
+  size_t cols;
+  size_t batch_stride; /* 0: heads * head_stride */
+  size_t head_stride;  /* 0: rows * row_stride */
+  size_t row_stride;   /* 0: cols */
+} attnpool_tensor;
+
+/* Which keys each query of the layers sees (attention.h's AttentionMask);
+ * all-zero shows every key to every query. A key is visible when it passes
+ * every mask given. */
+typedef struct attnpool_attention_mask {
+  /* NULL: none. B entries (query i of batch entry b sees keys
+   * j < L[b]), or with lengths_per_query B * n entries (L[b * n + i]). Each
+   * at most m. */
+  const size_t* valid_lengths;
+  int lengths_per_query;
+  int causal; /* nonzero: query i sees j <= i + causal_offset */
+  ptrdiff_t causal_offset;
+  /* (B or 1, H or 1, n, m) of the call's dtype, added to the scores (a
+   * batch or heads of 1 is broadcast over that dimension); data NULL and an
+   * empty shape: none. */
+  attnpool_const_tensor bias;
+  /* The same shapes, of uint8: 0 hides key j from query i; data NULL and
+   * an empty shape: none. */
+  attnpool_const_tensor visible;
+} attnpool_attention_mask;
+
+/* softmax(scale * Q K^T + bias, masked) V per (batch, head), on the fused
+ * kernel: queries (B, Hq, n, dk), keys (B, Hkv, m, dk), values
+ * (B, Hkv, m, dv), out (B, Hq, n, dv); Hkv divides Hq (query head h reads
+ * key/value head h / (Hq / Hkv): grouped-query attention). `scale` NULL:
+ * 1/sqrt(dk). `mask` may be NULL. A query that sees no key follows
+ * empty_rows. */
+attnpool_status attnpool_scaled_dot_product_attention(
+    attnpool_dtype dtype, const attnpool_const_tensor* queries,
+    const attnpool_const_tensor* keys, const attnpool_const_tensor* values,
+    const attnpool_tensor* out, const attnpool_attention_mask* mask,
+    const double* scale, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution);
+
+/* Additive (Bahdanau) attention's weights, of the call's dtype: w_q
+ * (h x dq), w_k (h x dk), w_v (h entries). */
+typedef struct attnpool_additive_weights {
+  attnpool_const_matrix w_q;
+  attnpool_const_matrix w_k;
+  const void* w_v;
+} attnpool_additive_weights;
+
+/* score(q, k) = w_v . tanh(W_q q + W_k k), then the masks, softmax and the
+ * weighted sum of values: queries (B, H, n, dq), keys (B, H, m, dk), values
+ * (B, H, m, dv), out (B, H, n, dv); the same weights serve every head.
+ * `mask` may be NULL. */
+attnpool_status attnpool_additive_attention(
+    attnpool_dtype dtype, const attnpool_additive_weights* weights,
+    const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,
+    const attnpool_const_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution);
+
+/* Multi-head attention's weights, of the call's dtype, with `heads` heads
+ * of dh (queries, keys) and dv (values) columns: w_q (d_q x H*dh), w_k
+ * (d_k x H*dh), w_v (d_v_in x H*dv), w_o (H*dv x d_out); biases (NULL:
+ * none) of H*dh, H*dh, H*dv and d_out entries. Head h owns columns
+ * [h*dh, (h+1)*dh) of the projections (PyTorch's nn.MultiheadAttention
+ * weights, transposed: x W, not W x). */
+typedef struct attnpool_multi_head_weights {
+  size_t heads;
+  attnpool_const_matrix w_q;
+  attnpool_const_matrix w_k;
+  attnpool_const_matrix w_v;
+  attnpool_const_matrix w_o;
+  const void* b_q;
+  const void* b_k;
+  const void* b_v;
+  const void* b_o;
+} attnpool_multi_head_weights;
+
+/* out = concat_h(attention(X_q W_q^h + b_q^h, X_k W_k^h + b_k^h,
+ * X_v W_v^h + b_v^h)) W_o + b_o, each head scaled dot-product attention
+ * with scale 1/sqrt(dh) and `mask` (heads 1 or H): queries (B, 1, n, d_q),
+ * keys (B, 1, m, d_k), values (B, 1, m, d_v_in), out (B, 1, n, d_out).
+ * `mask` may be NULL. */
+attnpool_status attnpool_multi_head_attention(
+    attnpool_dtype dtype, const attnpool_multi_head_weights* weights,
+    const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,
+    const attnpool_const_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution);
+
+/* out (n x c) = x (n x k) . w (k x c) + bias (c entries of the call's dtype
+ * added to every row; NULL: none). */
+attnpool_status attnpool_linear(attnpool_dtype dtype,
+                                const attnpool_const_matrix* x,
+                                const attnpool_const_matrix* w,
+                                const void* bias, const attnpool_matrix* out,
+                                const attnpool_execution* execution);
 
 /* ---------------------------------------------------------------- targets */
 
