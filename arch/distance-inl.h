@@ -231,6 +231,28 @@ struct SquaredDistanceFromDots {
   }
 };
 
+// q·k over `depth` coordinates, read in place: one vector chain, then the
+// lanes summed (a fixed order for given data and target). The decode path's
+// score: each key row is read once, no packing.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE T DirectDot(D d, const T* HWY_RESTRICT query,
+                       const T* HWY_RESTRICT key, size_t depth) {
+  const size_t N = hn::Lanes(d);
+  auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+  size_t p = 0;
+  for (; p + 2 * N <= depth; p += 2 * N) {
+    sum0 = hn::MulAdd(hn::LoadU(d, query + p), hn::LoadU(d, key + p), sum0);
+    sum1 = hn::MulAdd(hn::LoadU(d, query + p + N), hn::LoadU(d, key + p + N),
+                      sum1);
+  }
+  for (; p < depth; p += N) {
+    const size_t count = std::min(N, depth - p);
+    sum0 = hn::MulAdd(LoadPrefix(d, query + p, count),
+                      LoadPrefix(d, key + p, count), sum0);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+}
+
 // ------------------------------------------------------------------ drivers
 
 template <typename T>

@@ -380,10 +380,24 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     const size_t count = std::min(key_block, widest - key);
     const size_t panel_begin = key / width;
     const size_t panel_end = (key + count + width - 1) / width;
-    const MatrixView<T> score_view(scores, rows, key_block, key_block);
-    DistanceWindow(plan.distance, plan.queries, plan.keys, plan.packed,
-                   ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,
-                                  panel_end, row_begin, key});
+    if (plan.packed.panels != nullptr) {
+      const MatrixView<T> score_view(scores, rows, key_block, key_block);
+      DistanceWindow(plan.distance, plan.queries, plan.keys, plan.packed,
+                     ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,
+                                    panel_end, row_begin, key});
+    } else {
+      // Decode (few queries, dot): keys read in place, once.
+      for (size_t r = 0; r < rows; ++r) {
+        const T* HWY_RESTRICT query = plan.queries.row(row_begin + r);
+        T* HWY_RESTRICT row_scores = scores + r * key_block;
+        const size_t visible =
+            limits[r] > key ? std::min(count, limits[r] - key) : 0;
+        for (size_t j = 0; j < visible; ++j) {
+          row_scores[j] =
+              DirectDot(d, query, plan.keys.row(key + j), plan.queries.cols);
+        }
+      }
+    }
     bool any_weight = false;
     for (size_t r = 0; r < rows; ++r) {
       const size_t visible =

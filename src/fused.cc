@@ -34,6 +34,8 @@ constexpr size_t kFusedRows = 96;
 // do not either.
 constexpr size_t kSplitBelowRowCalls = 4;
 constexpr size_t kMinChunkKeys = 4096;
+// Queries up to which dot-product attention takes the decode path.
+constexpr size_t kDecodeRows = 4;
 constexpr size_t kMaxChunks = 16;
 
 // Merges state `part` (keys after those of `into`) into `into`, row by row:
@@ -187,7 +189,26 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                    ConstMatrixView<T> values, size_t key_offset,
                    const detail::FusedState<T>& state, int threads) {
   const size_t rows = queries.rows, key_count = keys.rows;
-  const auto packed = detail::PackKeys(spec.distance, keys, threads);
+  const auto& mask = plans.normalize.mask;
+  const auto mode = detail::FusedModeOf(plans.normalize);
+  // Kernel regression shapes take the small-depth path, which reads the
+  // values packed like keys.
+  const bool small_depth =
+      queries.cols <= detail::kFusedSmallDepth &&
+      values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
+      mode != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
+      mask.visible.data == nullptr;
+  // Decode (a few queries of dot-product attention): keys are read in place
+  // once instead of packed (a copy that would double their traffic).
+  const bool decode =
+      rows <= kDecodeRows && spec.distance == Distance::dot && !small_depth;
+  detail::OwnedPackedKeys<T> packed;
+  if (decode) {
+    packed.view = {nullptr, nullptr, key_count, keys.cols,
+                   detail::DistancePanelWidth(T())};
+  } else {
+    packed = detail::PackKeys(spec.distance, keys, threads);
+  }
   detail::FusedPlan<T> plan;
   plan.distance = spec.distance;
   plan.kernel = plans.kernel;
@@ -197,15 +218,8 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
   plan.values = values;
   plan.packed = packed.view;
   plan.key_offset = key_offset;
-  const auto mode = detail::FusedModeOf(plan.normalize);
-  // Kernel regression shapes take the small-depth path, which reads the
-  // values packed like keys.
   detail::OwnedPackedKeys<T> packed_values;
-  const auto& mask = plan.normalize.mask;
-  if (queries.cols <= detail::kFusedSmallDepth &&
-      values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
-      mode != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
-      mask.visible.data == nullptr) {
+  if (small_depth) {
     packed_values = detail::PackKeys(Distance::dot, values, threads);
     plan.packed_values = packed_values.view;
   }

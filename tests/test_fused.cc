@@ -113,7 +113,11 @@ void FusedSweep() {
                           {13, 600, 20, 33},
                           // the small-depth path: d ≤ 8, dv ≤ 4
                           {150, 700, 2, 4},
-                          {9, 333, 8, 3}};
+                          {9, 333, 8, 3},
+                          // decode (≤ 4 queries; dot reads keys in place)
+                          {1, 2100, 64, 64},
+                          {4, 700, 20, 33},
+                          {3, 300, 9, 1}};
   for (const PoolSpec& spec : kPoolSpecs) {
     for (const Shape& s : shapes) {
       INFO(attnpool::distance_name(spec.distance)

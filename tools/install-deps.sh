@@ -2,7 +2,8 @@
 # Installs the Debian (bookworm) packages attnpool needs; quick and silent
 # when they are already there.
 #   tools/install-deps.sh build   compiler, Highway, OpenMP, Google Benchmark,
-#                                 the benchmark baselines (FAISS, OpenBLAS),
+#                                 the benchmark baselines (FAISS, OpenBLAS,
+#                                 oneDNN),
 #                                 and NumPy + matplotlib (the demo's plots,
 #                                 the benchmark report), statsmodels (the
 #                                 bench/baseline_statsmodels.py baseline)
@@ -13,8 +14,8 @@
 set -euo pipefail
 profile=${1:-build}
 packages=(cmake ninja-build g++ pkg-config python3 libhwy-dev libbenchmark-dev
-          libfaiss-dev libopenblas-dev python3-numpy python3-matplotlib
-          python3-statsmodels)
+          libfaiss-dev libopenblas-dev libdnnl-dev python3-numpy
+          python3-matplotlib python3-statsmodels)
 if [[ $profile == test ]]; then
   packages+=(catch2 g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgomp1:arm64
              clang-14 libclang-rt-14-dev libomp-14-dev)

@@ -1,0 +1,621 @@
+// bench/compare: the workloads W1–W5 of ../shared/BASELINES.md through
+// attnpool and, in the same process and run, the baselines a user would pick
+// instead (a naive loop; OpenBLAS sgemm + softmax + sgemm; oneDNN matmul +
+// softmax + matmul when built with it), plus probes of this machine's
+// limits (FMA peak, exp rate, read bandwidth) and the fused kernel's peak
+// memory on n = m = 65536, d = 64. For 1 and 2 threads.
+//
+// Prints RESULT|group|name|threads|unit|median|min|max|median_seconds|bg|note
+// lines (the format of ../shared/baselines: "min"/"max" are the worst/best
+// run, bg the CPUs other processes used meanwhile; rows with bg > 0.15 are
+// not to be trusted), then a table of attnpool ÷ best baseline and of
+// fractions of the machine's limits.
+//
+// usage: compare [--quick] [--no-memory]   env: REPS (default 5),
+//   ATTNPOOL_BENCH_THREADS (default 1,2). --quick: REPS 1 and smaller
+//   naive samples (a smoke run).
+#include <attnpool/attnpool.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "arch/math.h"
+#include "bench/compare_probes.h"
+
+#if ATTNPOOL_BENCH_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+#if ATTNPOOL_BENCH_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+#include <omp.h>
+
+namespace {
+
+// ------------------------------------------------------------ measuring
+
+int g_reps = 5;
+bool g_quick = false;
+
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// CPU seconds of every process (/proc/stat) and of this one.
+double BusySeconds() {
+  unsigned long long v[7] = {0};
+  if (FILE* f = std::fopen("/proc/stat", "r")) {
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                    &v[2], &v[3], &v[4], &v[5], &v[6]) != 7) {
+      v[0] = 0;
+    }
+    std::fclose(f);
+  }
+  return (v[0] + v[1] + v[2] + v[5] + v[6]) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+double SelfSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+struct Timing {
+  std::vector<double> seconds;  // sorted
+  double background = 0;        // CPUs used by other processes
+  double median() const {
+    const size_t n = seconds.size();
+    return n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+  }
+};
+
+// One untimed warm-up, then g_reps timed runs.
+Timing Time(const std::function<void()>& run, int reps = 0) {
+  if (reps == 0) reps = g_reps;
+  run();
+  Timing timing;
+  const double busy = BusySeconds(), self = SelfSeconds(), start = Now();
+  for (int r = 0; r < reps; ++r) {
+    const double t = Now();
+    run();
+    timing.seconds.push_back(Now() - t);
+  }
+  const double wall = Now() - start;
+  timing.background =
+      std::max(0.0, ((BusySeconds() - busy) - (SelfSeconds() - self)) / wall);
+  std::sort(timing.seconds.begin(), timing.seconds.end());
+  return timing;
+}
+
+struct Row {
+  std::string group, name, unit;
+  int threads;
+  double value;  // median rate
+};
+std::vector<Row> g_rows;
+
+// Prints a RESULT line for `work` units per run and records the median rate.
+void Report(const std::string& group, const std::string& name, int threads,
+            const std::string& unit, double work, const Timing& timing,
+            const std::string& note = "") {
+  const double median = timing.median();
+  std::printf("RESULT|%s|%s|%d|%s|%.4g|%.4g|%.4g|%.4g|%.2f|%s\n", group.c_str(),
+              name.c_str(), threads, unit.c_str(), work / median,
+              work / timing.seconds.back(), work / timing.seconds.front(),
+              median, timing.background, note.c_str());
+  std::fflush(stdout);
+  g_rows.push_back({group, name, unit, threads, work / median});
+}
+
+const Row* Find(const std::string& group, const std::string& name,
+                int threads) {
+  for (const Row& row : g_rows) {
+    if (row.group == group && row.name == name && row.threads == threads) {
+      return &row;
+    }
+  }
+  return nullptr;
+}
+
+void SetBlasThreads(int threads) {
+#if ATTNPOOL_BENCH_OPENBLAS
+  openblas_set_num_threads(threads);
+#endif
+  omp_set_num_threads(threads);
+}
+
+std::vector<float> Normal(size_t count, float sigma, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0, sigma);
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Row-wise softmax of a rows × cols matrix in place, as numpy users write.
+void SoftmaxRows(float* scores, size_t rows, size_t cols) {
+  for (size_t i = 0; i < rows; ++i) {
+    float* row = scores + i * cols;
+    const float largest = *std::max_element(row, row + cols);
+    float sum = 0;
+    for (size_t j = 0; j < cols; ++j) {
+      row[j] = std::exp(row[j] - largest);
+      sum += row[j];
+    }
+    const float inverse = 1 / sum;
+    for (size_t j = 0; j < cols; ++j) row[j] *= inverse;
+  }
+}
+
+// -------------------------------------------------------------- probes
+
+void Probes(int threads) {
+  const size_t iterations = g_quick ? 1u << 20 : 1u << 24;
+  double flops = 0;
+  const Timing fma = Time([&] {
+    double total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    total += attnpool_compare::FmaLoop(iterations);
+    flops = total;
+  });
+  Report("P", "fma_peak", threads, "GFLOP/s", flops / 1e9, fma,
+         attnpool::active_target());
+
+  // exp on an L1-resident array through the library's own exp.
+  const size_t count = 4096, rounds = g_quick ? 100 : 4000;
+  const std::vector<float> inputs = Normal(count, 3, 5);
+  const Timing exp_timing = Time([&] {
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<float> outputs(count);
+      for (size_t r = 0; r < rounds; ++r) {
+        attnpool::detail::ExpArray(inputs.data(), outputs.data(), count);
+      }
+    }
+  });
+  Report("P", "exp_rate", threads, "G/s", threads * count * rounds / 1e9,
+         exp_timing, "ExpArray, 4096 floats in L1");
+
+  // Reading 1 GiB (each thread its half).
+  const size_t floats = (g_quick ? 64u : 256u) << 20;
+  std::vector<float> big(floats, 1.0f);
+  const Timing read = Time([&] {
+    double total = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : total)
+    for (long block = 0; block < 64; ++block) {
+      const float* p = big.data() + block * (floats / 64);
+      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (size_t i = 0; i < floats / 64; i += 4) {
+        s0 += p[i], s1 += p[i + 1], s2 += p[i + 2], s3 += p[i + 3];
+      }
+      total += s0 + s1 + s2 + s3;
+    }
+    if (total == 42) std::printf("\n");
+  });
+  Report("P", "read_bandwidth", threads, "GB/s", floats * 4 / 1e9, read);
+}
+
+// --------------------------------------------------------------- W1: NW
+
+void W1(int threads) {
+  const size_t n = 20000, m = 20000;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> unit(0, 5);
+  std::vector<float> x(m), y(m), queries(n), out(n);
+  for (size_t j = 0; j < m; ++j) {
+    x[j] = unit(rng);
+    y[j] = 2 * std::sin(x[j]) + x[j];
+  }
+  for (float& q : queries) q = unit(rng);
+  const attnpool::PoolSpec spec{attnpool::Distance::sqeuclidean,
+                                {attnpool::Kernel::gaussian, 0.3},
+                                attnpool::Normalization::sum};
+  const Timing ours = Time([&] {
+    attnpool::attention_pool(spec, {queries.data(), n, 1}, {x.data(), m, 1},
+                             {y.data(), m, 1}, {out.data(), n, 1}, {},
+                             {threads});
+  });
+  Report("W1", "attnpool_nadaraya_watson_20000x20000", threads, "Gpairs/s",
+         n * m / 1e9, ours, attnpool::last_run_target());
+  // The loop a user writes: weights by std::exp, then Σw·y / Σw (a sample
+  // of the queries, rated per pair).
+  const size_t sample = g_quick ? 200 : 2000;
+  const Timing naive = Time([&] {
+#pragma omp parallel for num_threads(threads)
+    for (long i = 0; i < static_cast<long>(sample); ++i) {
+      double sum = 0, weighted = 0;
+      for (size_t j = 0; j < m; ++j) {
+        const float r = queries[i] - x[j];
+        const float w = std::exp(-r * r / (2 * 0.3f * 0.3f));
+        sum += w;
+        weighted += w * y[j];
+      }
+      out[i] = static_cast<float>(weighted / sum);
+    }
+  });
+  Report("W1", "naive_loop", threads, "Gpairs/s", sample * m / 1e9, naive,
+         "std::exp per pair");
+}
+
+// ------------------------------------------------- W2, W4: unfused SDPA
+
+#if ATTNPOOL_BENCH_OPENBLAS
+// softmax(Q·Kᵀ/√d)·V for one head with OpenBLAS: the n×m scores
+// materialized (numpy's way).
+void OpenblasHead(const float* q, const float* k, const float* v, float* out,
+                  size_t n, size_t m, size_t d, size_t ld, float* scores) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, d,
+              1 / std::sqrt(float(d)), q, ld, k, ld, 0.0f, scores, m);
+  SoftmaxRows(scores, n, m);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, m, 1.0f, scores,
+              m, v, ld, 0.0f, out, ld);
+}
+#endif
+
+void W2(int threads) {
+  const size_t n = 4096, m = 4096, d = 64;
+  const auto q = Normal(n * d, 1, 1), k = Normal(m * d, 1, 2),
+             v = Normal(m * d, 1, 3);
+  std::vector<float> out(n * d);
+  const double gflop = 4.0 * n * m * d / 1e9;
+  const attnpool::PoolSpec spec{attnpool::Distance::dot,
+                                {attnpool::Kernel::exp},
+                                attnpool::Normalization::softmax};
+  const Timing ours = Time([&] {
+    attnpool::attention_pool(spec, {q.data(), n, d}, {k.data(), m, d},
+                             {v.data(), m, d}, {out.data(), n, d}, {},
+                             {threads});
+  });
+  Report("W2", "attnpool_fused_sdpa_4096x4096x64", threads, "GFLOP/s", gflop,
+         ours, attnpool::last_run_target());
+  SetBlasThreads(threads);
+#if ATTNPOOL_BENCH_OPENBLAS
+  {
+    std::vector<float> scores(n * m);
+    const Timing blas = Time([&] {
+      OpenblasHead(q.data(), k.data(), v.data(), out.data(), n, m, d, d,
+                   scores.data());
+    });
+    Report("W2", "openblas_unfused_sdpa", threads, "GFLOP/s", gflop, blas,
+           "sgemm + softmax (std::exp) + sgemm");
+  }
+#endif
+#if ATTNPOOL_BENCH_ONEDNN
+  {
+    using namespace dnnl;
+    using tag = memory::format_tag;
+    using dt = memory::data_type;
+    engine eng(engine::kind::cpu, 0);
+    stream strm(eng);
+    std::vector<float> scores(n * m);
+    const memory::dim N = n, M = m, D = d;
+    memory::desc q_md({N, D}, dt::f32, tag::ab),
+        kt_md({D, M}, dt::f32, tag::ba), s_md({N, M}, dt::f32, tag::ab),
+        v_md({M, D}, dt::f32, tag::ab), o_md({N, D}, dt::f32, tag::ab);
+    memory qm(q_md, eng, const_cast<float*>(q.data())),
+        ktm(kt_md, eng, const_cast<float*>(k.data())),
+        sm(s_md, eng, scores.data()),
+        vm(v_md, eng, const_cast<float*>(v.data())), om(o_md, eng, out.data());
+    primitive_attr attr;
+    attr.set_output_scales(0, {1 / std::sqrt(float(d))});
+    matmul first(
+        matmul::primitive_desc(matmul::desc(q_md, kt_md, s_md), attr, eng));
+    softmax_forward softmax(softmax_forward::primitive_desc(
+        softmax_forward::desc(prop_kind::forward_inference, s_md, 1), eng));
+    matmul second(matmul::primitive_desc(matmul::desc(s_md, v_md, o_md), eng));
+    const Timing dnnl = Time([&] {
+      first.execute(
+          strm,
+          {{DNNL_ARG_SRC, qm}, {DNNL_ARG_WEIGHTS, ktm}, {DNNL_ARG_DST, sm}});
+      softmax.execute(strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, sm}});
+      second.execute(
+          strm,
+          {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, vm}, {DNNL_ARG_DST, om}});
+      strm.wait();
+    });
+    Report("W2", "onednn_unfused_sdpa", threads, "GFLOP/s", gflop, dnnl,
+           "matmul + softmax + matmul");
+  }
+#endif
+  // Three nested loops, on a sample of the queries.
+  const size_t sample = g_quick ? 16 : 128;
+  const Timing naive = Time([&] {
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<float> row(m);
+#pragma omp for
+      for (long i = 0; i < static_cast<long>(sample); ++i) {
+        for (size_t j = 0; j < m; ++j) {
+          float dot = 0;
+          for (size_t p = 0; p < d; ++p) dot += q[i * d + p] * k[j * d + p];
+          row[j] = dot / 8;
+        }
+        SoftmaxRows(row.data(), 1, m);
+        for (size_t c = 0; c < d; ++c) {
+          float sum = 0;
+          for (size_t j = 0; j < m; ++j) sum += row[j] * v[j * d + c];
+          out[i * d + c] = sum;
+        }
+      }
+    }
+  });
+  Report("W2", "naive_loop", threads, "GFLOP/s", 4.0 * sample * m * d / 1e9,
+         naive);
+}
+
+// (batch 1, heads, n, d) dense tensors of one seed each.
+void W4(int threads) {
+  const size_t heads = 8, n = 1024, d = 64;
+  const auto q = Normal(heads * n * d, 1, 4), k = Normal(heads * n * d, 1, 5),
+             v = Normal(heads * n * d, 1, 6);
+  std::vector<float> out(heads * n * d);
+  const double gflop = heads * 4.0 * n * n * d / 1e9;
+  const auto view = [&](const std::vector<float>& data) {
+    return attnpool::dense_tensor<const float>(data.data(), 1, heads, n, d);
+  };
+  const Timing ours = Time([&] {
+    attnpool::scaled_dot_product_attention(
+        view(q), view(k), view(v),
+        attnpool::dense_tensor(out.data(), 1, heads, n, d), {}, {},
+        attnpool::EmptyRows::nan, {threads});
+  });
+  Report("W4", "attnpool_sdpa_8x1024x64", threads, "GFLOP/s", gflop, ours,
+         attnpool::last_run_target());
+#if ATTNPOOL_BENCH_OPENBLAS
+  SetBlasThreads(threads);
+  std::vector<float> scores(n * n);
+  const Timing blas = Time([&] {
+    for (size_t h = 0; h < heads; ++h) {
+      const size_t offset = h * n * d;
+      OpenblasHead(q.data() + offset, k.data() + offset, v.data() + offset,
+                   out.data() + offset, n, n, d, d, scores.data());
+    }
+  });
+  Report("W4", "openblas_unfused_per_head", threads, "GFLOP/s", gflop, blas,
+         "numpy's way: sgemm + softmax + sgemm per head");
+#endif
+}
+
+// ----------------------------------------------------------- W3: L2
+
+void W3(int threads) {
+  const size_t n = 4096, m = 4096, d = 128;
+  const auto q = Normal(n * d, 1, 7), k = Normal(m * d, 1, 8);
+  std::vector<float> out(n * m);
+  const Timing ours = Time([&] {
+    attnpool::pairwise_distances(attnpool::Distance::sqeuclidean,
+                                 {q.data(), n, d}, {k.data(), m, d},
+                                 {out.data(), n, m}, {threads});
+  });
+  Report("W3", "attnpool_sqeuclidean_4096x4096x128", threads, "Gpairs/s",
+         n * m / 1e9, ours, attnpool::last_run_target());
+#if ATTNPOOL_BENCH_OPENBLAS
+  SetBlasThreads(threads);
+  std::vector<float> q_norms(n), k_norms(m);
+  const Timing blas = Time([&] {
+    for (size_t i = 0; i < n; ++i)
+      q_norms[i] = cblas_sdot(d, q.data() + i * d, 1, q.data() + i * d, 1);
+    for (size_t j = 0; j < m; ++j)
+      k_norms[j] = cblas_sdot(d, k.data() + j * d, 1, k.data() + j * d, 1);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, d, -2.0f,
+                q.data(), d, k.data(), d, 0.0f, out.data(), m);
+#pragma omp parallel for num_threads(threads)
+    for (long i = 0; i < static_cast<long>(n); ++i) {
+      for (size_t j = 0; j < m; ++j) {
+        out[i * m + j] =
+            std::max(0.0f, out[i * m + j] + q_norms[i] + k_norms[j]);
+      }
+    }
+  });
+  Report("W3", "openblas_norms_plus_sgemm", threads, "Gpairs/s", n * m / 1e9,
+         blas, "FAISS's method, without its repair of cancellation");
+#endif
+}
+
+// ---------------------------------------------------------- W5: decode
+
+void W5(int threads) {
+  const size_t heads = 8, m = 65536, d = 64;
+  const auto q = Normal(heads * d, 1, 9), k = Normal(heads * m * d, 1, 10),
+             v = Normal(heads * m * d, 1, 11);
+  std::vector<float> out(heads * d);
+  const double gigabytes = 2.0 * heads * m * d * sizeof(float) / 1e9;
+  const Timing ours = Time([&] {
+    attnpool::scaled_dot_product_attention(
+        attnpool::dense_tensor<const float>(q.data(), 1, heads, 1, d),
+        attnpool::dense_tensor<const float>(k.data(), 1, heads, m, d),
+        attnpool::dense_tensor<const float>(v.data(), 1, heads, m, d),
+        attnpool::dense_tensor(out.data(), 1, heads, 1, d), {}, {},
+        attnpool::EmptyRows::nan, {threads});
+  });
+  char note[96];
+  std::snprintf(note, sizeof note, "%s, %.2f ms",
+                attnpool::last_run_target().c_str(), ours.median() * 1e3);
+  Report("W5", "attnpool_decode_8x65536x64", threads, "GB/s", gigabytes, ours,
+         note);
+#if ATTNPOOL_BENCH_OPENBLAS
+  SetBlasThreads(threads);
+  std::vector<float> scores(m);
+  const Timing blas = Time([&] {
+    for (size_t h = 0; h < heads; ++h) {
+      const float* keys = k.data() + h * m * d;
+      const float* values = v.data() + h * m * d;
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, m, d, 0.125f, keys, d,
+                  q.data() + h * d, 1, 0.0f, scores.data(), 1);
+      SoftmaxRows(scores.data(), 1, m);
+      cblas_sgemv(CblasRowMajor, CblasTrans, m, d, 1.0f, values, d,
+                  scores.data(), 1, 0.0f, out.data() + h * d, 1);
+    }
+  });
+  std::snprintf(note, sizeof note, "sgemv + softmax + sgemv, %.2f ms",
+                blas.median() * 1e3);
+  Report("W5", "openblas_decode", threads, "GB/s", gigabytes, blas, note);
+#endif
+}
+
+// ------------------------------------------------------ M1: peak memory
+
+// Peak resident set so far, in bytes.
+size_t PeakResident() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<size_t>(usage.ru_maxrss) * 1024;
+}
+
+void M1(int threads) {
+  const size_t n = 65536, m = 65536, d = 64;
+  const auto q = Normal(n * d, 1, 12), k = Normal(m * d, 1, 13),
+             v = Normal(m * d, 1, 14);
+  std::vector<float> out(n * d, 0.0f);
+  const size_t before = PeakResident();
+  const attnpool::PoolSpec spec{attnpool::Distance::dot,
+                                {attnpool::Kernel::exp},
+                                attnpool::Normalization::softmax};
+  const Timing timing = Time(
+      [&] {
+        attnpool::attention_pool(spec, {q.data(), n, d}, {k.data(), m, d},
+                                 {v.data(), m, d}, {out.data(), n, d}, {},
+                                 {threads});
+      },
+      1);
+  const double growth_mib = (PeakResident() - before) / 1048576.0;
+  char note[128];
+  std::snprintf(note, sizeof note,
+                "peak RSS grew %.1f MiB over inputs+outputs (goal <= 64; "
+                "the weights would be 16 GiB)",
+                growth_mib);
+  Report("M1", "attnpool_fused_65536x65536x64", threads, "GFLOP/s",
+         4.0 * n * m * d / 1e9, timing, note);
+  std::printf("M1 peak memory growth: %.1f MiB\n", growth_mib);
+}
+
+// ------------------------------------------------------------- summary
+
+void Summary(const std::vector<int>& thread_counts) {
+  struct Line {
+    const char* group;
+    const char* ours;
+    std::vector<const char*> baselines;
+    const char* limit;      // probe this workload is bound by
+    double limit_per_unit;  // limit units per workload unit
+  };
+  const Line lines[] = {
+      {"W1",
+       "attnpool_nadaraya_watson_20000x20000",
+       {"naive_loop"},
+       "exp_rate",
+       1.0},
+      {"W2",
+       "attnpool_fused_sdpa_4096x4096x64",
+       {"onednn_unfused_sdpa", "openblas_unfused_sdpa", "naive_loop"},
+       "fma_peak",
+       1.0},
+      {"W3",
+       "attnpool_sqeuclidean_4096x4096x128",
+       {"openblas_norms_plus_sgemm"},
+       "fma_peak",
+       2.0 * 128},
+      {"W4",
+       "attnpool_sdpa_8x1024x64",
+       {"openblas_unfused_per_head"},
+       "fma_peak",
+       1.0},
+      {"W5",
+       "attnpool_decode_8x65536x64",
+       {"openblas_decode"},
+       "read_bandwidth",
+       1.0},
+  };
+  std::printf(
+      "\n| workload | threads | attnpool | best baseline | attnpool ÷ it | "
+      "fraction of limit | 2 threads ÷ 1 |\n|---|---|---|---|---|---|---|\n");
+  for (const Line& line : lines) {
+    for (int threads : thread_counts) {
+      const Row* ours = Find(line.group, line.ours, threads);
+      if (!ours) continue;
+      const Row* best = nullptr;
+      for (const char* name : line.baselines) {
+        const Row* row = Find(line.group, name, threads);
+        if (row && (!best || row->value > best->value)) best = row;
+      }
+      const Row* limit = Find("P", line.limit, threads);
+      const Row* one = Find(line.group, line.ours, 1);
+      char best_text[96] = "-", ratio[32] = "-", fraction[48] = "-",
+           scaling[32] = "-";
+      if (best) {
+        std::snprintf(best_text, sizeof best_text, "%s %.3g",
+                      best->name.c_str(), best->value);
+        std::snprintf(ratio, sizeof ratio, "%.2f", ours->value / best->value);
+      }
+      if (limit) {
+        std::snprintf(fraction, sizeof fraction, "%.2f of %s",
+                      ours->value * line.limit_per_unit / limit->value,
+                      line.limit);
+      }
+      if (one && threads != 1) {
+        std::snprintf(scaling, sizeof scaling, "%.2f",
+                      ours->value / one->value);
+      }
+      std::printf("| %s | %d | %.3g %s | %s | %s | %s | %s |\n", line.group,
+                  threads, ours->value, ours->unit.c_str(), best_text, ratio,
+                  fraction, scaling);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool memory = true;
+  for (int a = 1; a < argc; ++a) {
+    if (!std::strcmp(argv[a], "--quick")) {
+      g_quick = true;
+      g_reps = 1;
+    } else if (!std::strcmp(argv[a], "--no-memory")) {
+      memory = false;
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--no-memory]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (const char* reps = std::getenv("REPS"))
+    g_reps = std::max(1, std::atoi(reps));
+  std::vector<int> thread_counts = {1, 2};
+  if (const char* list = std::getenv("ATTNPOOL_BENCH_THREADS")) {
+    thread_counts.clear();
+    for (const char* p = list; *p;) {
+      thread_counts.push_back(std::max(1, std::atoi(p)));
+      while (*p && *p != ',') ++p;
+      if (*p == ',') ++p;
+    }
+  }
+  std::printf("# attnpool bench/compare: %d repetitions, threads", g_reps);
+  for (int t : thread_counts) std::printf(" %d", t);
+  std::printf("\n");
+  for (int threads : thread_counts) {
+    Probes(threads);
+    W1(threads);
+    W2(threads);
+    W3(threads);
+    W4(threads);
+    W5(threads);
+  }
+  if (memory && !g_quick) M1(thread_counts.back());
+  Summary(thread_counts);
+  return 0;
+}

@@ -1,0 +1,58 @@
+// The FMA-peak probe: enough independent accumulators to cover the latency
+// of every FMA pipe (4 cycles × 2 pipes ≥ 8 chains; 12 leave slack), no
+// memory traffic, the result kept live so nothing is optimized away.
+#include "arch/target_policy.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/compare_probes.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "bench/compare_probes.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnpool_compare {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+double FmaLoop(size_t iterations) {
+  const hn::ScalableTag<float> d;
+  const auto a = hn::Set(d, 0.999999f), b = hn::Set(d, 1e-7f);
+  auto x0 = hn::Set(d, 1.0f), x1 = hn::Set(d, 1.1f), x2 = hn::Set(d, 1.2f),
+       x3 = hn::Set(d, 1.3f), x4 = hn::Set(d, 1.4f), x5 = hn::Set(d, 1.5f),
+       x6 = hn::Set(d, 1.6f), x7 = hn::Set(d, 1.7f), x8 = hn::Set(d, 1.8f),
+       x9 = hn::Set(d, 1.9f), x10 = hn::Set(d, 2.0f), x11 = hn::Set(d, 2.1f);
+  for (size_t i = 0; i < iterations; ++i) {
+    x0 = hn::MulAdd(x0, a, b);
+    x1 = hn::MulAdd(x1, a, b);
+    x2 = hn::MulAdd(x2, a, b);
+    x3 = hn::MulAdd(x3, a, b);
+    x4 = hn::MulAdd(x4, a, b);
+    x5 = hn::MulAdd(x5, a, b);
+    x6 = hn::MulAdd(x6, a, b);
+    x7 = hn::MulAdd(x7, a, b);
+    x8 = hn::MulAdd(x8, a, b);
+    x9 = hn::MulAdd(x9, a, b);
+    x10 = hn::MulAdd(x10, a, b);
+    x11 = hn::MulAdd(x11, a, b);
+  }
+  const auto sum = hn::Add(hn::Add(hn::Add(hn::Add(x0, x1), hn::Add(x2, x3)),
+                                   hn::Add(hn::Add(x4, x5), hn::Add(x6, x7))),
+                           hn::Add(hn::Add(x8, x9), hn::Add(x10, x11)));
+  // Never true; keeps the chains' results live.
+  if (hn::GetLane(sum) == 42.0f) return 0;
+  return 2.0 * 12 * hn::Lanes(d) * static_cast<double>(iterations);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnpool_compare
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attnpool_compare {
+HWY_EXPORT(FmaLoop);
+double FmaLoop(size_t iterations) {
+  return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations);
+}
+}  // namespace attnpool_compare
+#endif

@@ -1,0 +1,14 @@
+// Machine-limit probes of bench/compare, compiled per target (Highway) and
+// dispatched to the best one the CPU supports.
+#pragma once
+
+#include <cstddef>
+
+namespace attnpool_compare {
+
+// Runs `iterations` rounds of independent vector multiply-adds on the
+// widest vectors of the best target; returns the floating-point operations
+// done (2 per lane per multiply-add).
+double FmaLoop(size_t iterations);
+
+}  // namespace attnpool_compare
