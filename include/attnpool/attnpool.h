@@ -10,5 +10,6 @@
 #include <attnpool/normalize.h>
 #include <attnpool/pool.h>
 #include <attnpool/matrix.h>
+#include <attnpool/regression.h>
 #include <attnpool/targets.h>
 #include <attnpool/weighted_sum.h>
