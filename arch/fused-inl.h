@@ -183,6 +183,111 @@ HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
   }
 }
 
+// Nadaraya–Watson with a Gaussian (ℓ = c·r² ≤ 0, softmax of the logits) in
+// one pass: no logit exceeds 0, so exp(ℓ) cannot overflow and needs no max
+// first. Each panel of 2N keys is two independent vector chains (distance,
+// exp, Σp, Σp·v), the weights as 2^t with t = ℓ·log2(e) folded into the
+// factor; the running max of t is kept, and at the end Σp and Σp·v are
+// scaled by 2^(−max) into the state's form (relative to the max). When
+// the max is below kOnePassFloor the weights that carry the result may have
+// underflowed: returns false, and the row takes the two-pass route. A NaN
+// logit (a NaN coordinate) makes the state NaN.
+// kDepth: d at compile time (0: plan.queries.cols).
+// In base 2: the largest weight must be at least 2^floor.
+template <typename T>
+constexpr T kOnePassFloor = sizeof(T) == 4 ? T(-100) : T(-940);
+
+template <size_t kDepth, class D, typename T = hn::TFromD<D>>
+HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
+                                   const T* HWY_RESTRICT query,
+                                   size_t panel_begin, size_t panel_end,
+                                   size_t limit, T factor, T* HWY_RESTRICT acc,
+                                   T* max_out, T* sum_out) {
+  const size_t N = hn::Lanes(d);
+  const size_t width = 2 * N;
+  const size_t depth = kDepth != 0 ? kDepth : plan.queries.cols;
+  const size_t columns = plan.values.cols;
+  const T infinity = std::numeric_limits<T>::infinity();
+  // Logits in base 2, t = ℓ·log2(e) = r²·c: weights 2^t.
+  const auto c = hn::Set(d, static_cast<T>(factor * 1.4426950408889634));
+  auto max_lo = hn::Set(d, -infinity), max_hi = max_lo;
+  auto sum_lo = hn::Zero(d), sum_hi = hn::Zero(d);
+  auto nan = hn::FirstN(d, 0);
+  auto a0_lo = hn::Zero(d), a0_hi = hn::Zero(d), a1_lo = hn::Zero(d),
+       a1_hi = hn::Zero(d), a2_lo = hn::Zero(d), a2_hi = hn::Zero(d),
+       a3_lo = hn::Zero(d), a3_hi = hn::Zero(d);
+  for (size_t panel = panel_begin; panel < panel_end; ++panel) {
+    const T* HWY_RESTRICT keys = plan.packed.panels + panel * width * depth;
+    auto r_lo = hn::Zero(d), r_hi = hn::Zero(d);
+    for (size_t p = 0; p < depth; ++p) {
+      const auto q = hn::Set(d, query[p]);
+      const auto diff_lo = hn::Sub(q, hn::Load(d, keys + p * width));
+      const auto diff_hi = hn::Sub(q, hn::Load(d, keys + p * width + N));
+      r_lo = hn::MulAdd(diff_lo, diff_lo, r_lo);
+      r_hi = hn::MulAdd(diff_hi, diff_hi, r_hi);
+    }
+    auto l_lo = hn::Mul(r_lo, c), l_hi = hn::Mul(r_hi, c);
+    const size_t first = panel * width;
+    if (limit < first + width) {  // keys past the visible limit
+      const size_t shown = limit > first ? limit - first : 0;
+      l_lo = hn::IfThenElse(hn::FirstN(d, shown), l_lo, hn::Set(d, -infinity));
+      l_hi = hn::IfThenElse(hn::FirstN(d, shown > N ? shown - N : 0), l_hi,
+                            hn::Set(d, -infinity));
+    }
+    max_lo = hn::Max(max_lo, l_lo);
+    max_hi = hn::Max(max_hi, l_hi);
+    nan = hn::Or(
+        nan, hn::Or(hn::Not(hn::Eq(l_lo, l_lo)), hn::Not(hn::Eq(l_hi, l_hi))));
+    const auto p_lo = attnpool::HWY_NAMESPACE::Exp2OfFinite(d, l_lo);
+    const auto p_hi = attnpool::HWY_NAMESPACE::Exp2OfFinite(d, l_hi);
+    sum_lo = hn::Add(sum_lo, p_lo);
+    sum_hi = hn::Add(sum_hi, p_hi);
+    const T* HWY_RESTRICT v =
+        plan.packed_values.panels + panel * width * columns;
+    a0_lo = hn::MulAdd(p_lo, hn::Load(d, v), a0_lo);
+    a0_hi = hn::MulAdd(p_hi, hn::Load(d, v + N), a0_hi);
+    if (columns > 1) {
+      a1_lo = hn::MulAdd(p_lo, hn::Load(d, v + width), a1_lo);
+      a1_hi = hn::MulAdd(p_hi, hn::Load(d, v + width + N), a1_hi);
+    }
+    if (columns > 2) {
+      a2_lo = hn::MulAdd(p_lo, hn::Load(d, v + 2 * width), a2_lo);
+      a2_hi = hn::MulAdd(p_hi, hn::Load(d, v + 2 * width + N), a2_hi);
+    }
+    if (columns > 3) {
+      a3_lo = hn::MulAdd(p_lo, hn::Load(d, v + 3 * width), a3_lo);
+      a3_hi = hn::MulAdd(p_hi, hn::Load(d, v + 3 * width + N), a3_hi);
+    }
+  }
+  const T sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum_lo, sum_hi)));
+  const auto both = hn::Max(max_lo, max_hi);
+  // EMU128/SCALAR MaxOfLanes cannot return −inf (normalize-inl.h).
+  const T maximum = hn::AllTrue(d, hn::Eq(both, hn::Set(d, -infinity)))
+                        ? -infinity
+                        : hn::GetLane(hn::MaxOfLanes(d, both));
+  if (!hn::AllFalse(d, nan)) {  // a visible NaN
+    *max_out = *sum_out = std::numeric_limits<T>::quiet_NaN();
+    return true;
+  }
+  if (maximum == -infinity) {  // nothing visible
+    *max_out = maximum;
+    *sum_out = 0;
+    return true;
+  }
+  if (!(maximum >= kOnePassFloor<T>)) return false;
+  const T scale = static_cast<T>(std::exp2(-static_cast<double>(maximum)));
+  *max_out = static_cast<T>(maximum * 0.6931471805599453);  // ℓ = t·ln2
+  *sum_out = sum * scale;
+  acc[0] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0_lo, a0_hi))) * scale;
+  if (columns > 1)
+    acc[1] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a1_lo, a1_hi))) * scale;
+  if (columns > 2)
+    acc[2] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a2_lo, a2_hi))) * scale;
+  if (columns > 3)
+    acc[3] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a3_lo, a3_hi))) * scale;
+  return true;
+}
+
 template <class Step, bool kGaussianOfSquares, typename T>
 void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
                           const detail::FusedState<T>& state, size_t row_begin,
@@ -226,6 +331,32 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
     };
     const size_t panel_begin = key_begin / width;
     const size_t panel_end = (limit + width - 1) / width;
+    if (kGaussianOfSquares && mode == RowMode::softmax) {
+      T* HWY_RESTRICT acc = state.accumulator.row(row);
+      std::fill(acc, acc + columns, T(0));
+      bool done = false;
+      switch (depth) {
+        case 1:
+          done = GaussianRowOnePass<1>(d, plan, query, panel_begin, panel_end,
+                                       limit, gaussian_factor, acc,
+                                       state.max + row, state.sum + row);
+          break;
+        case 2:
+          done = GaussianRowOnePass<2>(d, plan, query, panel_begin, panel_end,
+                                       limit, gaussian_factor, acc,
+                                       state.max + row, state.sum + row);
+          break;
+        default:
+          done = GaussianRowOnePass<0>(d, plan, query, panel_begin, panel_end,
+                                       limit, gaussian_factor, acc,
+                                       state.max + row, state.sum + row);
+          break;
+      }
+      if (done) {
+        state.best[row] = 0;
+        continue;
+      }
+    }
     T maximum = -infinity;
     bool nan = false;
     if (mode == RowMode::softmax && panel_begin < panel_end) {

@@ -324,6 +324,45 @@ ATTNPOOL_TEST_EACH_TARGET(NormalizerDouble, "fused.normalizer.double",
   NormalizerCase<double>();
 }
 
+// Nadaraya–Watson queries far from every key (all Gaussian weights below
+// the float range unless taken relative to the largest): the fused kernel's
+// one-pass route hands such rows to the two-pass one; the result is the
+// staged pipeline's (the nearest keys' values), never 0/0.
+template <typename T>
+void FarQueriesCase() {
+  std::mt19937_64 rng(kSeed + 45);
+  for (size_t depth : {size_t{1}, size_t{2}, size_t{5}}) {
+    TestMatrix<T> queries(40, depth), keys(500, depth), values(500, 2);
+    queries.FillRandom(rng, 0);
+    keys.FillRandom(rng, 0);
+    values.FillRandom(rng, 1);
+    for (size_t i = 0; i < 40; i += 2) {
+      for (size_t p = 0; p < depth; ++p) queries(i, p) += T(30 + i);
+    }
+    const PoolSpec spec{
+        Distance::sqeuclidean, {Kernel::gaussian, 0.25}, Normalization::sum};
+    INFO("d " << depth);
+    CheckFused<T>(spec, {}, queries, keys, values);
+    TestMatrix<T> out(40, 2);
+    attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                             out.view());
+    for (size_t i = 0; i < 40; ++i) {
+      REQUIRE(std::isfinite(out(i, 0)));
+      REQUIRE(std::isfinite(out(i, 1)));
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(FarQueriesFloat, "fused.far_queries.float",
+                          "[fused]") {
+  FarQueriesCase<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(FarQueriesDouble, "fused.far_queries.double",
+                          "[fused]") {
+  FarQueriesCase<double>();
+}
+
 // Keys in three shards (not multiples of any panel width): partial states
 // merged in key order and finished equal the pooling over all keys.
 template <typename T>
