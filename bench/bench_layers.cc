@@ -17,11 +17,7 @@
 
 #include "arch/math.h"
 #include "bench/bench_targets.h"
-
-#if ATTNPOOL_BENCH_OPENBLAS
-#include <cblas.h>
-extern "C" void openblas_set_num_threads(int);
-#endif
+#include "bench/unfused_attention.h"
 
 namespace attnpool_bench {
 namespace {
@@ -130,31 +126,14 @@ void MultiHeadOpenblas(benchmark::State& state, int threads) {
                 kModel, 1.0f, x, ld_x, w.data(), kModel, 0.0f, y.data(),
                 kModel);
   };
-  const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
     project(in.w_q, q, in.x.data(), kModel);
     project(in.w_k, k, in.x.data(), kModel);
     project(in.w_v, v, in.x.data(), kModel);
     for (size_t h = 0; h < kHeads; ++h) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kTokens, kTokens,
-                  kHeadDim, scale, q.data() + h * kHeadDim, kModel,
-                  k.data() + h * kHeadDim, kModel, 0.0f, scores.data(),
-                  kTokens);
-      for (size_t i = 0; i < kTokens; ++i) {
-        float* row = scores.data() + i * kTokens;
-        const float largest = *std::max_element(row, row + kTokens);
-        float sum = 0;
-        for (size_t j = 0; j < kTokens; ++j) {
-          row[j] = std::exp(row[j] - largest);
-          sum += row[j];
-        }
-        const float inverse = 1.0f / sum;
-        for (size_t j = 0; j < kTokens; ++j) row[j] *= inverse;
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kTokens, kHeadDim,
-                  kTokens, 1.0f, scores.data(), kTokens,
-                  v.data() + h * kHeadDim, kModel, 0.0f,
-                  concat.data() + h * kHeadDim, kModel);
+      OpenblasHead(q.data() + h * kHeadDim, k.data() + h * kHeadDim,
+                   v.data() + h * kHeadDim, concat.data() + h * kHeadDim,
+                   kTokens, kTokens, kHeadDim, kModel, scores.data());
     }
     project(in.w_o, in.out, concat.data(), kModel);
     benchmark::DoNotOptimize(in.out.data());

@@ -32,17 +32,19 @@
 
 #include "arch/math.h"
 #include "bench/compare_probes.h"
+#include "bench/unfused_attention.h"
 
-#if ATTNPOOL_BENCH_OPENBLAS
-#include <cblas.h>
-extern "C" void openblas_set_num_threads(int);
-#endif
 #if ATTNPOOL_BENCH_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 #include <omp.h>
 
 namespace {
+
+#if ATTNPOOL_BENCH_OPENBLAS
+using attnpool_bench::OpenblasHead;
+#endif
+using attnpool_bench::SoftmaxRows;
 
 // ------------------------------------------------------------ measuring
 
@@ -147,21 +149,6 @@ std::vector<float> Normal(size_t count, float sigma, unsigned seed) {
   return v;
 }
 
-// Row-wise softmax of a rows × cols matrix in place, as numpy users write.
-void SoftmaxRows(float* scores, size_t rows, size_t cols) {
-  for (size_t i = 0; i < rows; ++i) {
-    float* row = scores + i * cols;
-    const float largest = *std::max_element(row, row + cols);
-    float sum = 0;
-    for (size_t j = 0; j < cols; ++j) {
-      row[j] = std::exp(row[j] - largest);
-      sum += row[j];
-    }
-    const float inverse = 1 / sum;
-    for (size_t j = 0; j < cols; ++j) row[j] *= inverse;
-  }
-}
-
 // -------------------------------------------------------------- probes
 
 void Probes(int threads) {
@@ -253,19 +240,6 @@ void W1(int threads) {
 }
 
 // ------------------------------------------------- W2, W4: unfused SDPA
-
-#if ATTNPOOL_BENCH_OPENBLAS
-// softmax(Q·Kᵀ/√d)·V for one head with OpenBLAS: the n×m scores
-// materialized (numpy's way).
-void OpenblasHead(const float* q, const float* k, const float* v, float* out,
-                  size_t n, size_t m, size_t d, size_t ld, float* scores) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, d,
-              1 / std::sqrt(float(d)), q, ld, k, ld, 0.0f, scores, m);
-  SoftmaxRows(scores, n, m);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, m, 1.0f, scores,
-              m, v, ld, 0.0f, out, ld);
-}
-#endif
 
 void W2(int threads) {
   const size_t n = 4096, m = 4096, d = 64;

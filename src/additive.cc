@@ -11,7 +11,7 @@
 #include "arch/additive.h"
 #include "arch/stages.h"
 #include "arch/weighted_sum.h"
-#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
 #include "src/attention_checks.h"
 #include "src/dispatch.h"
 #include "src/pool_plan.h"
@@ -24,20 +24,10 @@ namespace {
 // several thousand keys.
 constexpr size_t kAdditiveBlockRows = 16;
 
-template <typename T>
-using AlignedBuffer = hwy::AlignedFreeUniquePtr<T[]>;
-
-template <typename T>
-AlignedBuffer<T> Allocate(size_t elements) {
-  auto buffer = hwy::AllocateAligned<T>(std::max<size_t>(1, elements));
-  if (!buffer) throw std::bad_alloc();
-  return buffer;
-}
-
 // wᵀ as a dense cols × rows matrix.
 template <typename T>
-AlignedBuffer<T> Transpose(ConstMatrixView<T> w) {
-  auto t = Allocate<T>(w.rows * w.cols);
+detail::AlignedBuffer<T> Transpose(ConstMatrixView<T> w) {
+  auto t = detail::AllocateBuffer<T>(w.rows * w.cols);
   for (size_t r = 0; r < w.rows; ++r) {
     for (size_t c = 0; c < w.cols; ++c) t[c * w.rows + r] = w(r, c);
   }
@@ -78,9 +68,9 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
                           detail::kAdditiveKeyAlignment *
                           detail::kAdditiveKeyAlignment;
   const auto w_q_t = Transpose(w_q), w_k_t = Transpose(w_k);
-  auto projected_q = Allocate<T>(n * hidden);
-  auto projected_k = Allocate<T>(m * hidden);
-  auto keys_t = Allocate<T>(hidden * padded_m);
+  auto projected_q = detail::AllocateBuffer<T>(n * hidden);
+  auto projected_k = detail::AllocateBuffer<T>(m * hidden);
+  auto keys_t = detail::AllocateBuffer<T>(hidden * padded_m);
   std::vector<size_t> lengths;
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {
@@ -106,7 +96,7 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
       const ConstMatrixView<T> head_values = values.matrix(b, h / group);
       const size_t packed_size =
           detail::WeightedSumPackedSize(head_values, kAdditiveBlockRows);
-      auto packed = Allocate<T>(packed_size);
+      auto packed = detail::AllocateBuffer<T>(packed_size);
       if (packed_size != 0) {
         detail::PackWeightedSumValues(head_values, 0, m, packed.get());
       }
@@ -114,7 +104,7 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
       detail::ForEachRowBlock(
           n, kAdditiveBlockRows, threads, [&](size_t begin, size_t end) {
             const size_t rows = end - begin;
-            auto scores = Allocate<T>(rows * padded_m);
+            auto scores = detail::AllocateBuffer<T>(rows * padded_m);
             const MatrixView<T> block(scores.get(), rows, m, padded_m);
             detail::AdditiveScoreRows(
                 ConstMatrixView<T>(projected_q.get() + begin * hidden, rows,

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
 #include "src/attention_checks.h"
 #include "src/dispatch.h"
 #include "src/validate.h"
@@ -174,9 +174,8 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
       __builtin_mul_overflow(batch * n, w_v.cols, &c_elements)) {
     throw Error("queries", "the projections overflow the address space");
   }
-  auto storage = hwy::AllocateAligned<T>(
-      std::max<size_t>(1, q_elements + kv_elements + c_elements));
-  if (!storage) throw std::bad_alloc();
+  auto storage =
+      detail::AllocateBuffer<T>(q_elements + kv_elements + c_elements);
   T* const projected_q = storage.get();
   T* const projected_k = projected_q + q_elements;
   T* const projected_v = projected_k + batch * m * w_q.cols;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "arch/distance.h"
-#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/enum_names.h"
 #include "src/packed_keys.h"
@@ -69,10 +69,8 @@ OwnedPackedKeys<T> PackKeys(Distance distance, ConstMatrixView<T> keys,
   const size_t panel_count =
       (keys.rows + packed.panel_width - 1) / packed.panel_width;
   const size_t padded_count = panel_count * packed.panel_width;
-  owned.panels =
-      hwy::AllocateAligned<T>(std::max<size_t>(1, padded_count * keys.cols));
-  owned.key_factor = hwy::AllocateAligned<T>(std::max<size_t>(1, padded_count));
-  if (!owned.panels || !owned.key_factor) throw std::bad_alloc();
+  owned.panels = AllocateBuffer<T>(padded_count * keys.cols);
+  owned.key_factor = AllocateBuffer<T>(padded_count);
   packed.panels = owned.panels.get();
   packed.key_factor = owned.key_factor.get();
   T* panels = owned.panels.get();

@@ -13,7 +13,7 @@
 
 #include "arch/fused.h"
 #include "arch/visible_limit.h"
-#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/packed_keys.h"
 #include "src/pool_plan.h"
@@ -134,8 +134,7 @@ struct StateStorage {
   }
   StateStorage(size_t rows, size_t columns)
       : StateStorage(rows, MatrixView<T>()) {
-    accumulator = hwy::AllocateAligned<T>(std::max<size_t>(1, rows * columns));
-    if (!accumulator) throw std::bad_alloc();
+    accumulator = detail::AllocateBuffer<T>(rows * columns);
     view.accumulator = MatrixView<T>(accumulator.get(), rows, columns);
   }
 };

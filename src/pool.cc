@@ -8,7 +8,7 @@
 #include <string>
 
 #include "arch/stages.h"
-#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/pool_plan.h"
 #include "src/threads.h"
@@ -84,8 +84,7 @@ void AttentionPoolStagedAllocating(const PoolSpec& spec,
       __builtin_mul_overflow(count, sizeof(T), &bytes)) {
     throw Error("queries", "n × m weights overflow the address space");
   }
-  auto weights = hwy::AllocateAligned<T>(count == 0 ? 1 : count);
-  if (!weights) throw std::bad_alloc();
+  auto weights = detail::AllocateBuffer<T>(count);
   AttentionPoolStaged(spec, queries, keys, values, out,
                       MatrixView<T>(weights.get(), queries.rows, keys.rows),
                       mask, execution);

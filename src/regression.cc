@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "arch/regression.h"
-#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/threads.h"
 #include "src/validate.h"
@@ -322,10 +322,8 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
   // Packed coordinates (scaled) and targets, column-major, zero-padded.
   constexpr size_t kBlock = detail::kCrossValidationKeyBlock;
   const size_t padded = (n + kBlock - 1) / kBlock * kBlock;
-  auto coordinates =
-      hwy::AllocateAligned<T>(std::max<size_t>(1, depth * padded));
-  auto targets = hwy::AllocateAligned<T>(std::max<size_t>(1, outputs * padded));
-  if (!coordinates || !targets) throw std::bad_alloc();
+  auto coordinates = detail::AllocateBuffer<T>(depth * padded);
+  auto targets = detail::AllocateBuffer<T>(outputs * padded);
   std::fill(coordinates.get(), coordinates.get() + depth * padded, T(0));
   std::fill(targets.get(), targets.get() + outputs * padded, T(0));
   double extent = 0;  // Σ_k (max_k − min_k)², the largest r²

@@ -7,7 +7,7 @@
 #include <new>
 
 #include "arch/weighted_sum.h"
-#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/threads.h"
 #include "src/validate.h"
@@ -53,8 +53,7 @@ void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   // Allocation failure throws std::bad_alloc here, before any output write.
   hwy::AlignedFreeUniquePtr<T[]> packed;
   if (packed_size != 0) {
-    packed = hwy::AllocateAligned<T>(packed_size);
-    if (!packed) throw std::bad_alloc();
+    packed = detail::AllocateBuffer<T>(packed_size);
     const size_t pack_calls = (depth + kPackRows - 1) / kPackRows;
     const int pack_threads =
         static_cast<int>(std::min<size_t>(threads, pack_calls));

@@ -83,6 +83,33 @@ size_t PeakResidentBytes() {
   return static_cast<size_t>(usage.ru_maxrss) * 1024;
 }
 
+// Row i of a 1-D Nadaraya–Watson output (Gaussian of bandwidth h) against
+// the formula in double, within the pooling's float bound.
+void RequireGaussianRow(const std::vector<float>& queries,
+                        const std::vector<float>& keys,
+                        const std::vector<float>& values, double h,
+                        const std::vector<float>& out, size_t i) {
+  const size_t m = keys.size();
+  double largest = -std::numeric_limits<double>::infinity();
+  std::vector<double> logits(m);
+  for (size_t j = 0; j < m; ++j) {
+    const double r = double(queries[i]) - double(keys[j]);
+    logits[j] = -r * r / (2 * h * h);
+    largest = std::max(largest, logits[j]);
+  }
+  double sum = 0, weighted = 0, scale = 0;
+  for (size_t j = 0; j < m; ++j) {
+    const double w = std::exp(logits[j] - largest);
+    sum += w;
+    weighted += w * values[j];
+    scale += w * std::fabs(values[j]);
+  }
+  const double u = kUnitRoundoff<float>;
+  const double relative = (2 * m + 16) * u + 6e-7 + u * (8 * 200 + 6);
+  INFO("row " << i << " got " << out[i] << " want " << weighted / sum);
+  REQUIRE(std::fabs(out[i] - weighted / sum) <= relative * scale / sum + 1e-30);
+}
+
 constexpr size_t kSide = 46341;  // 46341² = 2³¹ + 4633
 
 TEST_CASE("huge: staged pipeline over 46341^2 weights in one workspace",
@@ -119,26 +146,8 @@ TEST_CASE("huge: staged pipeline over 46341^2 weights in one workspace",
   CHECK(growth >= workspace - workspace / 100);
   CHECK(growth <= workspace + (size_t{128} << 20));
   // Sample rows against the formula in double.
-  const double u = kUnitRoundoff<float>;
   for (size_t i : {size_t{0}, size_t{1}, n / 3, n / 2, n - 2, n - 1}) {
-    double largest = -std::numeric_limits<double>::infinity();
-    std::vector<double> logits(m);
-    for (size_t j = 0; j < m; ++j) {
-      const double r = double(queries[i]) - double(keys[j]);
-      logits[j] = -r * r / (2 * h * h);
-      largest = std::max(largest, logits[j]);
-    }
-    double sum = 0, weighted = 0, scale = 0;
-    for (size_t j = 0; j < m; ++j) {
-      const double w = std::exp(logits[j] - largest);
-      sum += w;
-      weighted += w * values[j];
-      scale += w * std::fabs(values[j]);
-    }
-    const double relative = (2 * m + 16) * u + 6e-7 + u * (8 * 200 + 6);
-    INFO("row " << i << " got " << out[i] << " want " << weighted / sum);
-    REQUIRE(std::fabs(out[i] - weighted / sum) <=
-            relative * scale / sum + 1e-30);
+    RequireGaussianRow(queries, keys, values, h, out, i);
   }
 }
 
@@ -173,26 +182,8 @@ TEST_CASE("huge: fused pool over 65600^2 pairs in bounded memory", "[.huge]") {
       "memory grew by %.1f MB (the weights would take %.1f GB)\n",
       n, n * m, seconds, growth / 1e6, n * m * sizeof(float) / 1e9);
   CHECK(growth <= (size_t{64} << 20));
-  const double u = kUnitRoundoff<float>;
   for (size_t i : {size_t{0}, n / 2, n - 1}) {
-    double largest = -std::numeric_limits<double>::infinity();
-    std::vector<double> logits(m);
-    for (size_t j = 0; j < m; ++j) {
-      const double r = double(queries[i]) - double(keys[j]);
-      logits[j] = -r * r / (2 * h * h);
-      largest = std::max(largest, logits[j]);
-    }
-    double sum = 0, weighted = 0, scale = 0;
-    for (size_t j = 0; j < m; ++j) {
-      const double w = std::exp(logits[j] - largest);
-      sum += w;
-      weighted += w * values[j];
-      scale += w * std::fabs(values[j]);
-    }
-    const double relative = (2 * m + 16) * u + 6e-7 + u * (8 * 200 + 6);
-    INFO("row " << i << " got " << out[i] << " want " << weighted / sum);
-    REQUIRE(std::fabs(out[i] - weighted / sum) <=
-            relative * scale / sum + 1e-30);
+    RequireGaussianRow(queries, keys, values, h, out, i);
   }
 }
 
