@@ -13,6 +13,7 @@
 #include "src/aligned_buffer.h"
 #include "src/attention_checks.h"
 #include "src/dispatch.h"
+#include "src/fused_batch.h"
 #include "src/validate.h"
 
 namespace attnpool {
@@ -30,15 +31,19 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
                       Normalization::softmax,
                       empty_rows};
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
-  std::vector<size_t> lengths;
+  // Per-batch valid lengths as per-query arrays, one per batch entry.
+  std::vector<std::vector<size_t>> lengths(shape.batch);
+  std::vector<detail::PoolCall<T>> calls;
+  calls.reserve(shape.batch * shape.heads);
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {
-      const Mask<T> head_mask = detail::HeadMask(mask, b, h, shape.n, lengths);
-      attention_pool(spec, queries.matrix(b, h), keys.matrix(b, h / group),
-                     values.matrix(b, h / group), out.matrix(b, h), head_mask,
-                     execution);
+      calls.push_back({queries.matrix(b, h), keys.matrix(b, h / group),
+                       values.matrix(b, h / group), out.matrix(b, h),
+                       detail::HeadMask(mask, b, h, shape.n, lengths[b])});
     }
   }
+  // The heads' query blocks in one parallel loop.
+  detail::AttentionPoolBatch(spec, calls, execution);
 }
 
 template <typename T>

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "arch/visible_limit.h"
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
+#include "src/fused_batch.h"
 #include "src/packed_keys.h"
 #include "src/pool_plan.h"
 #include "src/threads.h"
@@ -179,84 +181,124 @@ void PoisonSkippedKeys(const Mask<T>& mask, ConstMatrixView<T> values,
   }
 }
 
-// Accumulates all queries over all `keys` (a sequence, or a shard starting
-// at key_offset) into `state`, splitting the keys into chunks merged in order
-// when there are few query blocks.
+// One fused pooling of all queries over all `keys` (a sequence, or a shard
+// starting at key_offset) into `state`, prepared to run: keys packed (or
+// not: decode), the plan, and the keys split into chunks when there are few
+// query blocks. Its work items (query block × key chunk) run in any order on
+// any thread; Merge then combines the chunks in key order. The split depends
+// only on the shape, so the result does not depend on the thread count.
+template <typename T>
+class FusedJob {
+ public:
+  FusedJob(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
+           ConstMatrixView<T> queries, ConstMatrixView<T> keys,
+           ConstMatrixView<T> values, size_t key_offset,
+           const detail::FusedState<T>& state, int threads)
+      : state_(state) {
+    const size_t rows = queries.rows, key_count = keys.rows;
+    const auto& mask = plans.normalize.mask;
+    mode_ = detail::FusedModeOf(plans.normalize);
+    // Kernel regression shapes take the small-depth path, which reads the
+    // values packed like keys.
+    const bool small_depth =
+        queries.cols <= detail::kFusedSmallDepth &&
+        values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
+        mode_ != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
+        mask.visible.data == nullptr;
+    // Decode (a few queries of dot-product attention): keys are read in
+    // place once instead of packed (a copy that would double their traffic).
+    const bool decode =
+        rows <= kDecodeRows && spec.distance == Distance::dot && !small_depth;
+    if (decode) {
+      packed_.view = {nullptr, nullptr, key_count, keys.cols,
+                      detail::DistancePanelWidth(T())};
+    } else {
+      packed_ = detail::PackKeys(spec.distance, keys, threads);
+    }
+    plan_.distance = spec.distance;
+    plan_.kernel = plans.kernel;
+    plan_.normalize = plans.normalize;
+    plan_.queries = queries;
+    plan_.keys = keys;
+    plan_.values = values;
+    plan_.packed = packed_.view;
+    plan_.key_offset = key_offset;
+    if (small_depth) {
+      packed_values_ = detail::PackKeys(Distance::dot, values, threads);
+      plan_.packed_values = packed_values_.view;
+    }
+    // Key chunks: one, or for few query blocks up to kMaxChunks of at least
+    // kMinChunkKeys keys, each a multiple of the panel width.
+    row_calls_ = (rows + kFusedRows - 1) / kFusedRows;
+    const size_t width = packed_.view.panel_width;
+    chunk_keys_ = key_count;
+    if (row_calls_ < kSplitBelowRowCalls && key_count >= 2 * kMinChunkKeys) {
+      chunk_keys_ =
+          std::max(kMinChunkKeys, (key_count + kMaxChunks - 1) / kMaxChunks);
+      chunk_keys_ = (chunk_keys_ + width - 1) / width * width;
+    }
+    chunks_ = (key_count + chunk_keys_ - 1) / chunk_keys_;
+    // Chunk 0 accumulates in `state`; the others in their own storage.
+    storage_.reserve(chunks_);
+    for (size_t c = 1; c < chunks_; ++c) {
+      storage_.emplace_back(rows, values.cols);
+    }
+  }
+
+  size_t items() const { return row_calls_ * chunks_; }
+
+  // Work item `item`; returns the target bit it ran on.
+  int64_t Run(size_t item) const {
+    const size_t chunk = item % chunks_;
+    const size_t row_begin = item / chunks_ * kFusedRows;
+    const size_t key_begin = chunk * chunk_keys_;
+    return detail::FusedAccumulate(
+        plan_, chunk == 0 ? state_ : storage_[chunk - 1].view, row_begin,
+        std::min(plan_.queries.rows, row_begin + kFusedRows), key_begin,
+        std::min(plan_.keys.rows, key_begin + chunk_keys_));
+  }
+
+  // After every item: the chunks merged into `state` in key order, and the
+  // values of skipped keys poisoned as W·V would (PoisonSkippedKeys).
+  void Merge() {
+    for (const StateStorage<T>& chunk : storage_) {
+      MergeState(mode_, state_, chunk.view, plan_.queries.rows,
+                 plan_.values.cols);
+    }
+    if (mode_ != detail::FusedRowMode::argmax) {
+      PoisonSkippedKeys(plan_.normalize.mask, plan_.values, plan_.key_offset,
+                        state_);
+    }
+  }
+
+  // Bytes of the packed copies this job holds.
+  size_t packed_bytes() const {
+    const auto bytes = [](const detail::PackedKeys<T>& p) {
+      return p.panels == nullptr ? size_t{0} : p.count * p.depth * sizeof(T);
+    };
+    return bytes(packed_.view) + bytes(packed_values_.view);
+  }
+
+ private:
+  detail::FusedState<T> state_;
+  detail::FusedRowMode mode_;
+  detail::OwnedPackedKeys<T> packed_, packed_values_;
+  detail::FusedPlan<T> plan_;
+  size_t row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
+  std::vector<StateStorage<T>> storage_;
+};
+
+// Accumulates all queries over all keys into `state` (FusedJob).
 template <typename T>
 void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                    ConstMatrixView<T> queries, ConstMatrixView<T> keys,
                    ConstMatrixView<T> values, size_t key_offset,
                    const detail::FusedState<T>& state, int threads) {
-  const size_t rows = queries.rows, key_count = keys.rows;
-  const auto& mask = plans.normalize.mask;
-  const auto mode = detail::FusedModeOf(plans.normalize);
-  // Kernel regression shapes take the small-depth path, which reads the
-  // values packed like keys.
-  const bool small_depth =
-      queries.cols <= detail::kFusedSmallDepth &&
-      values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
-      mode != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
-      mask.visible.data == nullptr;
-  // Decode (a few queries of dot-product attention): keys are read in place
-  // once instead of packed (a copy that would double their traffic).
-  const bool decode =
-      rows <= kDecodeRows && spec.distance == Distance::dot && !small_depth;
-  detail::OwnedPackedKeys<T> packed;
-  if (decode) {
-    packed.view = {nullptr, nullptr, key_count, keys.cols,
-                   detail::DistancePanelWidth(T())};
-  } else {
-    packed = detail::PackKeys(spec.distance, keys, threads);
-  }
-  detail::FusedPlan<T> plan;
-  plan.distance = spec.distance;
-  plan.kernel = plans.kernel;
-  plan.normalize = plans.normalize;
-  plan.queries = queries;
-  plan.keys = keys;
-  plan.values = values;
-  plan.packed = packed.view;
-  plan.key_offset = key_offset;
-  detail::OwnedPackedKeys<T> packed_values;
-  if (small_depth) {
-    packed_values = detail::PackKeys(Distance::dot, values, threads);
-    plan.packed_values = packed_values.view;
-  }
-
-  // Key chunks: one, or for few query blocks up to kMaxChunks of at least
-  // kMinChunkKeys keys, each a multiple of the panel width.
-  const size_t row_calls = (rows + kFusedRows - 1) / kFusedRows;
-  const size_t width = packed.view.panel_width;
-  size_t chunk_keys = key_count;
-  if (row_calls < kSplitBelowRowCalls && key_count >= 2 * kMinChunkKeys) {
-    chunk_keys =
-        std::max(kMinChunkKeys, (key_count + kMaxChunks - 1) / kMaxChunks);
-    chunk_keys = (chunk_keys + width - 1) / width * width;
-  }
-  const size_t chunks = (key_count + chunk_keys - 1) / chunk_keys;
-  // Chunk 0 accumulates in `state`; the others in their own storage.
-  std::vector<StateStorage<T>> storage;
-  storage.reserve(chunks);
-  for (size_t c = 1; c < chunks; ++c) storage.emplace_back(rows, values.cols);
-  const auto state_of = [&](size_t chunk) -> const detail::FusedState<T>& {
-    return chunk == 0 ? state : storage[chunk - 1].view;
-  };
-  detail::ForEachRowBlock(
-      row_calls * chunks, 1, threads, [&](size_t item, size_t) {
-        const size_t chunk = item % chunks,
-                     row_begin = item / chunks * kFusedRows;
-        const size_t key_begin = chunk * chunk_keys;
-        return detail::FusedAccumulate(
-            plan, state_of(chunk), row_begin,
-            std::min(rows, row_begin + kFusedRows), key_begin,
-            std::min(key_count, key_begin + chunk_keys));
-      });
-  for (size_t c = 1; c < chunks; ++c) {
-    MergeState(mode, state, state_of(c), rows, values.cols);
-  }
-  if (mode != detail::FusedRowMode::argmax) {
-    PoisonSkippedKeys(mask, values, key_offset, state);
-  }
+  FusedJob<T> job(spec, plans, queries, keys, values, key_offset, state,
+                  threads);
+  detail::ForEachRowBlock(job.items(), 1, threads,
+                          [&](size_t item, size_t) { return job.Run(item); });
+  job.Merge();
 }
 
 // normalizer[i] from a finished accumulation (pool.h).
@@ -322,6 +364,63 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   if (normalizer != nullptr)
     WriteNormalizer(mode, state.view, rows, normalizer);
   FinishState(mode, spec.normalization, spec.empty_rows, state.view, out);
+}
+
+// Packed bytes a batch group may hold beyond its first call.
+constexpr size_t kBatchPackedBytes = size_t{64} << 20;
+
+template <typename T>
+void RunPoolBatch(const PoolSpec& spec,
+                  const std::vector<detail::PoolCall<T>>& calls,
+                  const Execution& execution) {
+  detail::EnsureDispatchReady();
+  std::vector<detail::PoolPlans<T>> plans;
+  plans.reserve(calls.size());
+  for (const auto& call : calls) {
+    plans.push_back(detail::CheckPool<T>(spec, call.queries, call.keys,
+                                         call.values, call.out, nullptr,
+                                         call.mask, execution));
+  }
+  detail::RecordRunTarget(0);
+  const int threads = detail::ThreadCount(execution);
+  const auto mode = ModeOf(spec);
+  for (size_t first = 0; first < calls.size();) {
+    // A group: calls [first, end) with their states and jobs.
+    std::vector<std::unique_ptr<StateStorage<T>>> states;
+    std::vector<std::unique_ptr<FusedJob<T>>> jobs;
+    std::vector<size_t> owner, offsets = {0};  // job → call; items before it
+    size_t end = first, packed = 0;
+    for (; end < calls.size() && (end == first || packed <= kBatchPackedBytes);
+         ++end) {
+      const auto& call = calls[end];
+      if (call.queries.rows == 0) continue;
+      if (call.keys.rows == 0) {
+        detail::FillEmptyRows(spec.empty_rows, call.out);
+        continue;
+      }
+      states.push_back(
+          std::make_unique<StateStorage<T>>(call.queries.rows, call.out));
+      jobs.push_back(std::make_unique<FusedJob<T>>(
+          spec, plans[end], call.queries, call.keys, call.values, 0,
+          states.back()->view, threads));
+      owner.push_back(end);
+      offsets.push_back(offsets.back() + jobs.back()->items());
+      packed += jobs.back()->packed_bytes();
+    }
+    detail::ForEachRowBlock(
+        offsets.back(), 1, threads, [&](size_t item, size_t) {
+          const size_t job =
+              std::upper_bound(offsets.begin(), offsets.end(), item) -
+              offsets.begin() - 1;
+          return jobs[job]->Run(item - offsets[job]);
+        });
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      jobs[j]->Merge();
+      FinishState(mode, spec.normalization, spec.empty_rows, states[j]->view,
+                  calls[owner[j]].out);
+    }
+    first = end;
+  }
 }
 
 template <typename T>
@@ -411,6 +510,21 @@ void AttentionPoolFinish(const PoolSpec& spec, const PoolPartial<T>& partial,
 ATTNPOOL_DEFINE(float)
 ATTNPOOL_DEFINE(double)
 #undef ATTNPOOL_DEFINE
+
+namespace detail {
+template <typename T>
+void AttentionPoolBatch(const PoolSpec& spec,
+                        const std::vector<PoolCall<T>>& calls,
+                        const Execution& execution) {
+  RunPoolBatch<T>(spec, calls, execution);
+}
+template void AttentionPoolBatch(const PoolSpec&,
+                                 const std::vector<PoolCall<float>>&,
+                                 const Execution&);
+template void AttentionPoolBatch(const PoolSpec&,
+                                 const std::vector<PoolCall<double>>&,
+                                 const Execution&);
+}  // namespace detail
 
 #define ATTNPOOL_FUSED_OVERLOADS(T)                                          \
   void attention_pool(const PoolSpec& spec, ConstMatrixView<T> queries,      \

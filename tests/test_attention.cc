@@ -351,6 +351,48 @@ ATTNPOOL_TEST_EACH_TARGET(GroupedQueryFloat, "attention.grouped_query.float",
   GroupedQuery<float>();
 }
 
+// The heads run as one parallel loop (src/fused_batch.h): each head's output
+// is bitwise what attention_pool gives for it alone.
+ATTNPOOL_TEST_EACH_TARGET(SdpaHeadsAlone, "attention.heads_alone.float",
+                          "[attention]") {
+  std::mt19937_64 rng(kSeed + 65);
+  const size_t batch = 2, heads = 3, n = 130, m = 260, d = 24, dv = 10;
+  Tensor<float> queries(batch, heads, n, d, true), keys(batch, heads, m, d),
+      values(batch, heads, m, dv), out(batch, heads, n, dv);
+  queries.FillNormal(rng, 1);
+  keys.FillNormal(rng, 1);
+  values.FillNormal(rng, 1);
+  std::vector<size_t> lengths = {m, m / 2};
+  AttentionMask<float> mask;
+  mask.valid_lengths = lengths.data();
+  mask.causal = true;
+  mask.causal_offset = 100;
+  attnpool::scaled_dot_product_attention(queries.view(), keys.view(),
+                                         values.view(), out.view(), mask);
+  RequireRanOnTarget();
+  const attnpool::PoolSpec spec{
+      attnpool::Distance::dot, {attnpool::Kernel::exp}, Normalization::softmax};
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t h = 0; h < heads; ++h) {
+      TestMatrix<float> alone(n, dv);
+      std::vector<size_t> head_lengths(n, lengths[b]);
+      Mask<float> head_mask;
+      head_mask.valid_lengths = head_lengths.data();
+      head_mask.causal = true;
+      head_mask.causal_offset = 100;
+      attnpool::attention_pool(
+          spec, queries.view().matrix(b, h), keys.view().matrix(b, h),
+          values.view().matrix(b, h), alone.view(), head_mask);
+      for (size_t i = 0; i < n; ++i)
+        for (size_t c = 0; c < dv; ++c) {
+          INFO("(" << b << ", " << h << ", " << i << ", " << c << ")");
+          const float got = out(b, h, i, c), want = alone(i, c);
+          REQUIRE(std::memcmp(&got, &want, sizeof got) == 0);
+        }
+    }
+  }
+}
+
 // -------------------------------------------------------------- additive
 
 template <typename T>
