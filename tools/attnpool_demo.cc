@@ -7,9 +7,10 @@
 // the four kernels of the seed (Gaussian, boxcar, constant, triangular; width
 // 1) and with Gaussians of width 0.1, 0.2, 0.5, 1, keeping the attention
 // weights; and it scans Gaussian widths by leave-one-out cross-validation
-// (each training point predicted from the others: a `visible` mask hides the
-// query's own key), choosing the width of least LOO error. Calls that keep
-// the weights run the staged pipeline; the others the fused kernel.
+// (attnpool::cross_validate: each training point predicted from the others,
+// every width in one streaming pass), choosing the width of least LOO error.
+// Calls that keep the weights run the staged pipeline; the others the fused
+// kernel.
 //
 // It writes the numbers as .npy files plus summary.json into --out, prints
 // a summary, and runs the plotting script unless --no-plot.
@@ -171,27 +172,18 @@ class Demo {
     return fit;
   }
 
-  // Mean squared error of predicting each training y from the others.
-  double LeaveOneOut(const Data& data, double h,
-                     const std::vector<uint8_t>& visible) {
+  // Leave-one-out mean squared errors of Gaussian widths, all in one
+  // streaming pass of the library's cross-validation (regression.h).
+  attnpool::CrossValidationResult LeaveOneOut(const Data& data,
+                                              const std::vector<double>& h) {
     const size_t m = data.x_train.size();
-    std::vector<float> y_hat(m);
-    attnpool::Mask<float> mask;
-    mask.visible = {visible.data(), m, m};
-    const attnpool::PoolSpec spec{attnpool::Distance::sqeuclidean,
-                                  {Kernel::gaussian, h},
-                                  attnpool::Normalization::sum};
-    Run(m, m, [&] {
-      attnpool::attention_pool(
-          spec, {data.x_train.data(), m, 1}, {data.x_train.data(), m, 1},
-          {data.y_train.data(), m, 1}, {y_hat.data(), m, 1}, mask, execution_);
+    attnpool::CrossValidationResult result;
+    Run(m, m * h.size(), [&] {
+      result = attnpool::cross_validate(
+          Kernel::gaussian, {data.x_train.data(), m, 1},
+          {data.y_train.data(), m, 1}, h, {}, execution_);
     });
-    double sum = 0;
-    for (size_t i = 0; i < m; ++i) {
-      const double error = y_hat[i] - data.y_train[i];
-      sum += error * error;
-    }
-    return sum / m;
+    return result;
   }
 
   const Stopwatch& stopwatch() const { return stopwatch_; }
@@ -321,20 +313,21 @@ std::string RunCase(Demo& demo, const Data& data, bool keep_weights,
   PrintFits(width_fits);
 
   // Leave-one-out over log-spaced widths.
-  std::vector<uint8_t> visible(m * m, 1);
-  for (size_t i = 0; i < m; ++i) visible[i * m + i] = 0;
   constexpr int kWidthCount = 33;
   const double low = 0.02, high = 2.0;
-  std::vector<float> widths, loo_mse, val_rmse;
-  size_t best = 0;
+  std::vector<double> grid;
   for (int i = 0; i < kWidthCount; ++i) {
-    const double h = low * std::pow(high / low, double(i) / (kWidthCount - 1));
-    widths.push_back(static_cast<float>(h));
-    loo_mse.push_back(static_cast<float>(demo.LeaveOneOut(data, h, visible)));
-    val_rmse.push_back(
-        static_cast<float>(demo.Pool(data, Kernel::gaussian, h, false).rmse));
-    if (loo_mse.back() < loo_mse[best]) best = widths.size() - 1;
+    grid.push_back(low * std::pow(high / low, double(i) / (kWidthCount - 1)));
   }
+  const attnpool::CrossValidationResult cv = demo.LeaveOneOut(data, grid);
+  std::vector<float> widths, loo_mse, val_rmse;
+  for (int i = 0; i < kWidthCount; ++i) {
+    widths.push_back(static_cast<float>(grid[i]));
+    loo_mse.push_back(static_cast<float>(cv.scores[i]));
+    val_rmse.push_back(static_cast<float>(
+        demo.Pool(data, Kernel::gaussian, grid[i], false).rmse));
+  }
+  const size_t best = cv.best;
   const Fit chosen = demo.Pool(data, Kernel::gaussian, widths[best], false);
   size_t oracle = 0;
   for (size_t i = 0; i < val_rmse.size(); ++i)
