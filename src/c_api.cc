@@ -4,6 +4,7 @@
 #include <attnpool/attnpool.h>
 #include <attnpool/attnpool_c.h>
 
+#include <algorithm>
 #include <exception>
 #include <new>
 #include <optional>
@@ -210,6 +211,57 @@ void CheckSpecEnums(const attnpool_pool_spec& spec) {
         ATTNPOOL_KERNEL_EXP + 1);
   check("spec.normalization", static_cast<int>(spec.normalization),
         ATTNPOOL_NORMALIZE_ARGMAX + 1);
+}
+
+// The empty-row policy of a call whose C++ API takes it unchecked.
+void CheckEmptyRows(attnpool_empty_rows empty_rows) {
+  if (empty_rows != ATTNPOOL_EMPTY_ROWS_NAN &&
+      empty_rows != ATTNPOOL_EMPTY_ROWS_ZERO) {
+    throw attnpool::Error(
+        "empty_rows",
+        "invalid value " + std::to_string(static_cast<int>(empty_rows)) +
+            " (ATTNPOOL_EMPTY_ROWS_NAN or ATTNPOOL_EMPTY_ROWS_ZERO)");
+  }
+}
+
+// `count` doubles at `data` (NULL only when count is 0), named `argument`.
+std::vector<double> Doubles(const double* data, size_t count,
+                            const char* argument) {
+  if (data == nullptr && count != 0) {
+    throw attnpool::Error(argument, "is a null pointer");
+  }
+  return std::vector<double>(data, data + count);
+}
+
+// A Nadaraya-Watson regressor of the C call: one bandwidth or one per
+// column of x; the C++ errors on "bandwidth" renamed to the C argument.
+template <typename T>
+attnpool::NadarayaWatson<T> FitNadarayaWatson(attnpool_kernel kernel,
+                                              const double* bandwidths,
+                                              size_t bandwidth_count,
+                                              const attnpool_const_matrix& x,
+                                              const attnpool_const_matrix& y) {
+  const auto h = Doubles(bandwidths, bandwidth_count, "bandwidths");
+  if (bandwidth_count != 1 && bandwidth_count != x.cols) {
+    throw attnpool::Error("bandwidth_count",
+                          "is " + std::to_string(bandwidth_count) +
+                              " but must be 1 (one bandwidth) or x.cols (" +
+                              std::to_string(x.cols) + ", one per dimension)");
+  }
+  const auto cpp_kernel = static_cast<attnpool::Kernel>(kernel);
+  try {
+    return bandwidth_count == 1 ? attnpool::NadarayaWatson<T>(
+                                      cpp_kernel, h[0], View<T>(x), View<T>(y))
+                                : attnpool::NadarayaWatson<T>(
+                                      cpp_kernel, h, View<T>(x), View<T>(y));
+  } catch (const attnpool::Error& error) {
+    if (error.argument() != "bandwidth") throw;
+    const std::string what = error.what();
+    const std::string prefix = "attnpool: bandwidth: ";
+    throw attnpool::Error("bandwidths", what.rfind(prefix, 0) == 0
+                                            ? what.substr(prefix.size())
+                                            : what);
+  }
 }
 
 // Calls body.template operator()<T>() with T = float or double.
@@ -558,6 +610,98 @@ attnpool_status attnpool_linear(attnpool_dtype dtype,
     attnpool::linear(View<T>(Required(x, "x")), View<T>(Required(w, "w")),
                      static_cast<const T*>(bias), View<T>(Required(out, "out")),
                      ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_nadaraya_watson_predict(
+    attnpool_dtype dtype, attnpool_kernel kernel, const double* bandwidths,
+    size_t bandwidth_count, const attnpool_const_matrix* x,
+    const attnpool_const_matrix* y, const attnpool_const_matrix* queries,
+    const attnpool_matrix* out, const attnpool_matrix* weights,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto& x_matrix = Required(x, "x");
+    const auto& y_matrix = Required(y, "y");
+    const auto q = View<T>(Required(queries, "queries"));
+    const auto o = View<T>(Required(out, "out"));
+    CheckEmptyRows(empty_rows);
+    auto model = FitNadarayaWatson<T>(kernel, bandwidths, bandwidth_count,
+                                      x_matrix, y_matrix);
+    model.set_empty_rows(static_cast<attnpool::EmptyRows>(empty_rows));
+    if (weights != nullptr && weights->data != nullptr) {
+      model.predict(q, o, View<T>(*weights), ExecutionOf(execution));
+    } else {
+      model.predict(q, o, ExecutionOf(execution));
+    }
+  });
+}
+
+attnpool_status attnpool_rule_of_thumb_bandwidth(attnpool_dtype dtype,
+                                                 attnpool_bandwidth_rule rule,
+                                                 const attnpool_const_matrix* x,
+                                                 double* out) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto view = View<T>(Required(x, "x"));
+    Required(out, "out");
+    std::vector<double> bandwidths;
+    if (rule == ATTNPOOL_BANDWIDTH_RULE_SILVERMAN) {
+      bandwidths = attnpool::silverman_bandwidth(view);
+    } else if (rule == ATTNPOOL_BANDWIDTH_RULE_SCOTT) {
+      bandwidths = attnpool::scott_bandwidth(view);
+    } else {
+      throw attnpool::Error(
+          "rule", "invalid value " + std::to_string(static_cast<int>(rule)) +
+                      " (ATTNPOOL_BANDWIDTH_RULE_SILVERMAN or "
+                      "ATTNPOOL_BANDWIDTH_RULE_SCOTT)");
+    }
+    std::copy(bandwidths.begin(), bandwidths.end(), out);
+  });
+}
+
+attnpool_status attnpool_gaussian_bandwidth_grid(double h_min, double h_max,
+                                                 size_t count, double* out) {
+  return Guard([&] {
+    Required(out, "out");
+    const auto grid = attnpool::gaussian_bandwidth_grid(h_min, h_max, count);
+    std::copy(grid.begin(), grid.end(), out);
+  });
+}
+
+attnpool_status attnpool_cross_validate(
+    attnpool_dtype dtype, attnpool_kernel kernel,
+    const attnpool_const_matrix* x, const attnpool_const_matrix* y,
+    const double* bandwidths, size_t bandwidth_count,
+    const attnpool_cross_validation_options* options, double* scores,
+    size_t* unpredictable, size_t* best, const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto& x_matrix = Required(x, "x");
+    const auto& y_matrix = Required(y, "y");
+    Required(scores, "scores");
+    const auto grid = Doubles(bandwidths, bandwidth_count, "bandwidths");
+    attnpool::CrossValidationOptions cpp_options;
+    if (options != nullptr) {
+      cpp_options.folds = options->folds;
+      if (options->scales != nullptr) {
+        cpp_options.scales =
+            Doubles(options->scales, x_matrix.cols, "options.scales");
+      }
+    }
+    const auto result = attnpool::cross_validate(
+        static_cast<attnpool::Kernel>(kernel), View<T>(x_matrix),
+        View<T>(y_matrix), grid, cpp_options, ExecutionOf(execution));
+    std::copy(result.scores.begin(), result.scores.end(), scores);
+    if (unpredictable != nullptr) {
+      std::copy(result.unpredictable.begin(), result.unpredictable.end(),
+                unpredictable);
+    }
+    if (best != nullptr) {
+      *best = result.best == attnpool::CrossValidationResult::npos
+                  ? ATTNPOOL_NO_BANDWIDTH
+                  : result.best;
+    }
   });
 }
 

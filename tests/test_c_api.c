@@ -749,6 +749,308 @@ static void test_layer_errors(void) {
     CHECK(state_max[i] == -777 && state_sum[i] == -777);
 }
 
+/* ------------------------------------------------------------- regression */
+
+enum { NR = 23, NQ = 7 };
+
+static float r_x[NR], r_y[NR], r_queries[NQ];
+
+/* y = 2 sin x + x + noise on [0, 5), queries past both ends too. */
+static void fill_regression(void) {
+  unsigned state = 4242;
+  fill_uniform(r_x, NR, &state, 0, 5);
+  fill_uniform(r_y, NR, &state, -0.5, 0.5);
+  for (int i = 0; i < NR; ++i) r_y[i] += (float)(2 * sin(r_x[i]) + r_x[i]);
+  for (int i = 0; i < NQ; ++i) r_queries[i] = (float)(-0.5 + 0.9 * i);
+}
+
+/* The kernel of a distance r (not squared) and bandwidth h, in double. */
+static double kernel_weight(attnpool_kernel kernel, double r, double h) {
+  const double u = r / h;
+  switch (kernel) {
+    case ATTNPOOL_KERNEL_GAUSSIAN:
+      return exp(-u * u / 2);
+    case ATTNPOOL_KERNEL_BOXCAR:
+      return u < 1 ? 1 : 0;
+    case ATTNPOOL_KERNEL_TRIANGULAR:
+      return fmax(1 - u, 0);
+    case ATTNPOOL_KERNEL_EPANECHNIKOV:
+      return fmax(1 - u * u, 0);
+    default:
+      return NAN;
+  }
+}
+
+/* Brute-force cross-validation of one bandwidth on 1-D float data (folds
+ * 0: leave-one-out): the score, and the unpredictable count in *missing. */
+static double brute_force_score(attnpool_kernel kernel, const float* x,
+                                const float* y, int n, double h, int folds,
+                                size_t* missing) {
+  double total = 0;
+  int predicted = 0;
+  *missing = 0;
+  for (int i = 0; i < n; ++i) {
+    double sum = 0, weighted = 0;
+    for (int j = 0; j < n; ++j) {
+      const int held_out = folds == 0 ? j == i : j % folds == i % folds;
+      if (held_out) continue;
+      const double w = kernel_weight(kernel, fabs((double)x[i] - x[j]), h);
+      sum += w;
+      weighted += w * y[j];
+    }
+    if (sum > 0) {
+      total += (y[i] - weighted / sum) * (y[i] - weighted / sum);
+      ++predicted;
+    } else {
+      ++*missing;
+    }
+  }
+  return predicted > 0 ? total / predicted : NAN;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  const double left = *(const double*)a, right = *(const double*)b;
+  return (left > right) - (left < right);
+}
+
+/* Silverman's (or Scott's) bandwidth of column k of an n x d double matrix:
+ * sigma = min(sd, IQR / 1.349) with numpy's linear quantiles. */
+static double rule_bandwidth(const double* x, int n, int d, int k,
+                             int silverman) {
+  double column[M], mean = 0, squares = 0, quartile[2];
+  for (int j = 0; j < n; ++j) mean += column[j] = x[j * d + k];
+  mean /= n;
+  for (int j = 0; j < n; ++j)
+    squares += (column[j] - mean) * (column[j] - mean);
+  qsort(column, (size_t)n, sizeof(double), compare_doubles);
+  for (int q = 0; q < 2; ++q) {
+    const double position = (q == 0 ? 0.25 : 0.75) * (n - 1);
+    const int below = (int)floor(position);
+    const int above = below + 1 < n ? below + 1 : n - 1;
+    quartile[q] =
+        column[below] + (position - below) * (column[above] - column[below]);
+  }
+  {
+    const double sd = sqrt(squares / (n - 1)), iqr = quartile[1] - quartile[0];
+    const double sigma = iqr > 0 ? fmin(sd, iqr / 1.349) : sd;
+    const double factor = silverman ? pow(4.0 / (d + 2), 1.0 / (d + 4)) : 1.059;
+    return factor * sigma * pow(n, -1.0 / (d + 4));
+  }
+}
+
+/* Nadaraya-Watson predictions (with weights), the rules of thumb, the grid
+ * and cross-validation, against direct evaluations in double. */
+static void test_regression(void) {
+  /* float32, 1-D, one Gaussian bandwidth, keeping the weights. */
+  {
+    float out[NQ], weights[NQ * NR];
+    const double h = 0.6;
+    const attnpool_const_matrix x = {r_x, NR, 1, 0}, y = {r_y, NR, 1, 0},
+                                q = {r_queries, NQ, 1, 0};
+    const attnpool_matrix o = {out, NQ, 1, 0}, w = {weights, NQ, NR, 0};
+    const attnpool_execution two_threads = {2};
+    for (int with_weights = 0; with_weights < 2; ++with_weights) {
+      CHECK(attnpool_nadaraya_watson_predict(
+                ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN, &h, 1, &x, &y, &q,
+                &o, with_weights ? &w : NULL, ATTNPOOL_EMPTY_ROWS_NAN,
+                &two_threads) == ATTNPOOL_OK);
+      for (int i = 0; i < NQ; ++i) {
+        double total = 0, weighted = 0;
+        for (int j = 0; j < NR; ++j) {
+          const double weight = kernel_weight(
+              ATTNPOOL_KERNEL_GAUSSIAN, fabs((double)r_queries[i] - r_x[j]), h);
+          total += weight;
+          weighted += weight * r_y[j];
+        }
+        CHECK_NEAR(out[i], weighted / total, 1e-5);
+        if (with_weights)
+          for (int j = 0; j < NR; ++j)
+            CHECK_NEAR(weights[i * NR + j],
+                       kernel_weight(ATTNPOOL_KERNEL_GAUSSIAN,
+                                     fabs((double)r_queries[i] - r_x[j]), h) /
+                           total,
+                       1e-5);
+      }
+    }
+  }
+  /* float64, 3-D, per-dimension bandwidths (Gaussian), and an
+   * Epanechnikov kernel whose narrow window leaves rows empty (zero). */
+  {
+    double out[N * DV];
+    const double h[D] = {0.8, 1.3, 2.1}, narrow = 0.5;
+    const attnpool_const_matrix x = {keys64, M, D, 0}, y = {values64, M, DV, 0},
+                                q = {queries64, N, D, 0};
+    const attnpool_matrix o = {out, N, DV, 0};
+    int empty = 0;
+    for (int variant = 0; variant < 2; ++variant) {
+      const attnpool_kernel kernel = variant == 0
+                                         ? ATTNPOOL_KERNEL_GAUSSIAN
+                                         : ATTNPOOL_KERNEL_EPANECHNIKOV;
+      CHECK(attnpool_nadaraya_watson_predict(
+                ATTNPOOL_FLOAT64, kernel, variant == 0 ? h : &narrow,
+                variant == 0 ? D : 1, &x, &y, &q, &o, NULL,
+                ATTNPOOL_EMPTY_ROWS_ZERO, NULL) == ATTNPOOL_OK);
+      for (int i = 0; i < N; ++i) {
+        double total = 0, sums[DV] = {0, 0};
+        for (int j = 0; j < M; ++j) {
+          double r2 = 0, weight;
+          for (int c = 0; c < D; ++c) {
+            const double scaled = (queries64[i * D + c] - keys64[j * D + c]) /
+                                  (variant == 0 ? h[c] : 1.0);
+            r2 += scaled * scaled;
+          }
+          weight = kernel_weight(kernel, sqrt(r2), variant == 0 ? 1.0 : narrow);
+          total += weight;
+          for (int c = 0; c < DV; ++c) sums[c] += weight * values64[j * DV + c];
+        }
+        empty += total == 0;
+        for (int c = 0; c < DV; ++c)
+          CHECK_NEAR(out[i * DV + c], total > 0 ? sums[c] / total : 0.0, 1e-12);
+      }
+    }
+    CHECK(empty > 0); /* the zero rows were exercised */
+  }
+  /* The rules of thumb, per column. */
+  {
+    double bandwidths[D];
+    const attnpool_const_matrix x = {keys64, M, D, 0};
+    for (int silverman = 0; silverman < 2; ++silverman) {
+      CHECK(attnpool_rule_of_thumb_bandwidth(
+                ATTNPOOL_FLOAT64,
+                silverman ? ATTNPOOL_BANDWIDTH_RULE_SILVERMAN
+                          : ATTNPOOL_BANDWIDTH_RULE_SCOTT,
+                &x, bandwidths) == ATTNPOOL_OK);
+      for (int k = 0; k < D; ++k)
+        CHECK_NEAR(bandwidths[k], rule_bandwidth(keys64, M, D, k, silverman),
+                   1e-12);
+    }
+  }
+  /* Leave-one-out on a grid even in 1/h^2 (the Gaussian powers path), at 1
+   * and 2 threads (bitwise equal), and 3-fold with a boxcar on an uneven,
+   * unsorted grid whose narrowest width leaves points unpredictable. */
+  {
+    enum { COUNT = 6 };
+    double grid[COUNT], scores[2][COUNT];
+    size_t unpredictable[COUNT], best = 99, missing;
+    const attnpool_const_matrix x = {r_x, NR, 1, 0}, y = {r_y, NR, 1, 0};
+    const attnpool_execution threads[2] = {{1}, {2}};
+    const double lambda_max = 1 / (0.2 * 0.2), lambda_min = 1 / (2.0 * 2.0);
+    int least = 0;
+    CHECK(attnpool_gaussian_bandwidth_grid(0.2, 2.0, COUNT, grid) ==
+          ATTNPOOL_OK);
+    for (int b = 0; b < COUNT; ++b)
+      CHECK_NEAR(grid[b],
+                 1 / sqrt(lambda_max - b * (lambda_max - lambda_min) / 5),
+                 1e-14);
+    for (int t = 0; t < 2; ++t)
+      CHECK(attnpool_cross_validate(ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN,
+                                    &x, &y, grid, COUNT, NULL, scores[t],
+                                    unpredictable, &best,
+                                    &threads[t]) == ATTNPOOL_OK);
+    for (int b = 0; b < COUNT; ++b) {
+      CHECK(memcmp(&scores[0][b], &scores[1][b], sizeof(double)) == 0);
+      CHECK_NEAR(scores[0][b],
+                 brute_force_score(ATTNPOOL_KERNEL_GAUSSIAN, r_x, r_y, NR,
+                                   grid[b], 0, &missing),
+                 2e-5);
+      CHECK(unpredictable[b] == 0 && missing == 0);
+      if (scores[0][b] < scores[0][least]) least = b;
+    }
+    CHECK(best == (size_t)least);
+  }
+  {
+    enum { COUNT = 3 };
+    const double grid[COUNT] = {3.0011, 0.0213, 1.0007};
+    double scores[COUNT];
+    size_t unpredictable[COUNT], best = 99, missing;
+    const attnpool_const_matrix x = {r_x, NR, 1, 0}, y = {r_y, NR, 1, 0};
+    attnpool_cross_validation_options options;
+    memset(&options, 0, sizeof(options));
+    options.folds = 3;
+    CHECK(attnpool_cross_validate(ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_BOXCAR, &x,
+                                  &y, grid, COUNT, &options, scores,
+                                  unpredictable, &best, NULL) == ATTNPOOL_OK);
+    for (int b = 0; b < COUNT; ++b) {
+      const double expected = brute_force_score(ATTNPOOL_KERNEL_BOXCAR, r_x,
+                                                r_y, NR, grid[b], 3, &missing);
+      CHECK(unpredictable[b] == missing);
+      if (isnan(expected)) {
+        CHECK(isnan(scores[b]));
+      } else {
+        CHECK_NEAR(scores[b], expected, 2e-5);
+      }
+    }
+    CHECK(unpredictable[1] > 0 && unpredictable[0] == 0 &&
+          unpredictable[2] == 0);
+    CHECK(best == (scores[2] < scores[0] ? 2u : 0u));
+    /* Only the narrowest width: no bandwidth predicts every point. */
+    CHECK(attnpool_cross_validate(ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_BOXCAR, &x,
+                                  &y, grid + 1, 1, &options, scores, NULL,
+                                  &best, NULL) == ATTNPOOL_OK);
+    CHECK(best == ATTNPOOL_NO_BANDWIDTH);
+  }
+}
+
+/* One bad argument per regression function: the status, the argument named
+ * in the message, and the outputs untouched. */
+static void test_regression_errors(void) {
+  float out[NQ];
+  double doubles[8], scores[2];
+  size_t unpredictable[2] = {777, 777}, best = 777;
+  const double h = 0.5, bad_h = -1, pair[2] = {0.5, 0.7};
+  const attnpool_const_matrix x = {r_x, NR, 1, 0}, y = {r_y, NR, 1, 0},
+                              q = {r_queries, NQ, 1, 0},
+                              one_row = {r_x, 1, 1, 0};
+  const attnpool_matrix o = {out, NQ, 1, 0};
+  attnpool_cross_validation_options options;
+  for (int i = 0; i < NQ; ++i) out[i] = -777;
+  for (int i = 0; i < 8; ++i) doubles[i] = -777;
+  scores[0] = scores[1] = -777;
+  memset(&options, 0, sizeof(options));
+
+  REJECTED(attnpool_nadaraya_watson_predict(
+               ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN, pair, 2, &x, &y, &q,
+               &o, NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "bandwidth_count");
+  REJECTED(attnpool_nadaraya_watson_predict(
+               ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN, &bad_h, 1, &x, &y,
+               &q, &o, NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "bandwidths");
+  REJECTED(attnpool_nadaraya_watson_predict(
+               ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_EXP, &h, 1, &x, &y, &q, &o,
+               NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "kernel");
+  REJECTED(attnpool_nadaraya_watson_predict(
+               ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN, &h, 1, &x, &y, &q,
+               &o, NULL, (attnpool_empty_rows)5, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "empty_rows");
+  for (int i = 0; i < NQ; ++i) CHECK(out[i] == -777);
+
+  REJECTED(attnpool_rule_of_thumb_bandwidth(ATTNPOOL_FLOAT32,
+                                            ATTNPOOL_BANDWIDTH_RULE_SILVERMAN,
+                                            &one_row, doubles),
+           ATTNPOOL_INVALID_ARGUMENT, "x");
+  REJECTED(attnpool_rule_of_thumb_bandwidth(
+               ATTNPOOL_FLOAT32, (attnpool_bandwidth_rule)2, &x, doubles),
+           ATTNPOOL_INVALID_ARGUMENT, "rule");
+
+  REJECTED(attnpool_gaussian_bandwidth_grid(1.0, 0.5, 8, doubles),
+           ATTNPOOL_INVALID_ARGUMENT, "h_max");
+  for (int i = 0; i < 8; ++i) CHECK(doubles[i] == -777);
+
+  options.folds = 1;
+  REJECTED(attnpool_cross_validate(ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN,
+                                   &x, &y, pair, 2, &options, scores,
+                                   unpredictable, &best, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "options.folds");
+  REJECTED(attnpool_cross_validate(ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN,
+                                   &x, &y, NULL, 2, NULL, scores, unpredictable,
+                                   &best, NULL),
+           ATTNPOOL_INVALID_ARGUMENT, "bandwidths");
+  CHECK(scores[0] == -777 && scores[1] == -777);
+  CHECK(unpredictable[0] == 777 && unpredictable[1] == 777 && best == 777);
+}
+
 static void* fail_in_thread(void* unused) {
   (void)unused;
   attnpool_kernel kernel;
@@ -773,9 +1075,11 @@ int main(void) {
   char targets[256];
   fill();
   fill_layers();
+  fill_regression();
   test_names();
   test_errors();
   test_layer_errors();
+  test_regression_errors();
   test_thread_local_error();
   CHECK(strlen(attnpool_compiled_targets()) > 0);
   CHECK(strlen(attnpool_supported_targets()) > 0);
@@ -797,6 +1101,7 @@ int main(void) {
     test_multi_head();
     test_linear();
     test_shards();
+    test_regression();
     printf("%-8s %s\n", name, failures == before ? "ok" : "FAILED");
   }
   CHECK(attnpool_reset_target() == ATTNPOOL_OK);

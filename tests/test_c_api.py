@@ -18,6 +18,8 @@ KERNELS = {"gaussian": 0, "boxcar": 1, "triangular": 2, "epanechnikov": 3,
            "constant": 4, "exp": 5}
 NORMALIZATIONS = {"none": 0, "sum": 1, "softmax": 2, "argmax": 3}
 OK, INVALID_ARGUMENT, UNSUPPORTED_TARGET = 0, 1, 2
+RULES = {"silverman": 0, "scott": 1}
+NO_BANDWIDTH = ctypes.c_size_t(-1).value
 
 
 class ConstMatrix(ctypes.Structure):
@@ -82,6 +84,10 @@ class MultiHeadWeights(ctypes.Structure):
                 ("b_k", ctypes.c_void_p), ("b_v", ctypes.c_void_p), ("b_o", ctypes.c_void_p)]
 
 
+class CrossValidationOptions(ctypes.Structure):
+    _fields_ = [("folds", ctypes.c_size_t), ("scales", ctypes.POINTER(ctypes.c_double))]
+
+
 def load(path):
     library = ctypes.CDLL(path)
     P = ctypes.POINTER
@@ -130,6 +136,20 @@ def load(path):
         "attnpool_linear": (
             [ctypes.c_int, P(ConstMatrix), P(ConstMatrix), ctypes.c_void_p, P(Matrix),
              P(Execution)], ctypes.c_int),
+        "attnpool_nadaraya_watson_predict": (
+            [ctypes.c_int, ctypes.c_int, P(ctypes.c_double), ctypes.c_size_t,
+             P(ConstMatrix), P(ConstMatrix), P(ConstMatrix), P(Matrix), P(Matrix),
+             ctypes.c_int, P(Execution)], ctypes.c_int),
+        "attnpool_rule_of_thumb_bandwidth": (
+            [ctypes.c_int, ctypes.c_int, P(ConstMatrix), P(ctypes.c_double)], ctypes.c_int),
+        "attnpool_gaussian_bandwidth_grid": (
+            [ctypes.c_double, ctypes.c_double, ctypes.c_size_t, P(ctypes.c_double)],
+            ctypes.c_int),
+        "attnpool_cross_validate": (
+            [ctypes.c_int, ctypes.c_int, P(ConstMatrix), P(ConstMatrix),
+             P(ctypes.c_double), ctypes.c_size_t, P(CrossValidationOptions),
+             P(ctypes.c_double), P(ctypes.c_size_t), P(ctypes.c_size_t), P(Execution)],
+            ctypes.c_int),
         "attnpool_compiled_targets": ([], ctypes.c_char_p),
         "attnpool_supported_targets": ([], ctypes.c_char_p),
         "attnpool_active_target": ([], ctypes.c_char_p),
@@ -229,6 +249,71 @@ def softmax(logits, axis=-1):
     shifted = logits - logits.max(axis=axis, keepdims=True)
     e = np.exp(shifted)
     return e / e.sum(axis=axis, keepdims=True)
+
+
+def doubles(array):
+    """A double* to a float64 NumPy array (kept alive by the caller)."""
+    assert array.dtype == np.float64 and array.flags.c_contiguous
+    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+
+
+def sizes(array):
+    assert array.dtype == np.uintp and array.flags.c_contiguous
+    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_size_t))
+
+
+def nadaraya_watson(x, y, queries, bandwidths, kernel="gaussian", weights=False,
+                    empty_rows=0, threads=0):
+    """attnpool_nadaraya_watson_predict: (status, out, weights or None)."""
+    h = np.ascontiguousarray(np.atleast_1d(bandwidths), np.float64)
+    out = np.full((queries.shape[0], y.shape[1]), -777, queries.dtype)
+    w = np.full((queries.shape[0], x.shape[0]), -777, queries.dtype) if weights else None
+    status = lib.attnpool_nadaraya_watson_predict(
+        dtype_code(x), KERNELS[kernel], doubles(h), h.size, view(x), view(y),
+        view(queries), view(out, True), view(w, True) if weights else None, empty_rows,
+        ctypes.byref(Execution(threads)))
+    return status, out, w
+
+
+def cross_validate(x, y, bandwidths, kernel="gaussian", folds=0, scales=None, threads=0):
+    """attnpool_cross_validate: (status, scores, unpredictable, best)."""
+    grid = np.ascontiguousarray(bandwidths, np.float64)
+    scores = np.full(grid.size, -777.0)
+    unpredictable = np.full(grid.size, 777, np.uintp)
+    best = ctypes.c_size_t(777)
+    scale_array = None if scales is None else np.ascontiguousarray(scales, np.float64)
+    options = CrossValidationOptions(folds, doubles(scale_array) if scales is not None
+                                     else None)
+    status = lib.attnpool_cross_validate(
+        dtype_code(x), KERNELS[kernel], view(x), view(y), doubles(grid), grid.size,
+        ctypes.byref(options), doubles(scores), sizes(unpredictable), ctypes.byref(best),
+        ctypes.byref(Execution(threads)))
+    return status, scores, unpredictable, best.value
+
+
+def numpy_kernel(kernel, u):
+    return {"gaussian": lambda: np.exp(-u ** 2 / 2),
+            "boxcar": lambda: (u < 1).astype(np.float64),
+            "triangular": lambda: np.maximum(1 - u, 0),
+            "epanechnikov": lambda: np.maximum(1 - u ** 2, 0)}[kernel]()
+
+
+def brute_force_cross_validation(x, y, h, kernel="gaussian", folds=0, scales=None):
+    """Refits without each held-out point (or fold), in float64: (score, unpredictable)."""
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    if scales is not None:
+        x = x / np.asarray(scales)
+    n = x.shape[0]
+    errors, missing = [], 0
+    for i in range(n):
+        train = (np.arange(n) != i) if folds == 0 else (np.arange(n) % folds != i % folds)
+        r = np.sqrt(((x[train] - x[i]) ** 2).sum(1))
+        w = numpy_kernel(kernel, r / h)
+        if w.sum() == 0:
+            missing += 1
+            continue
+        errors.append(((y[i] - w @ y[train] / w.sum()) ** 2).sum())
+    return (np.mean(errors) if errors else np.nan), missing
 
 
 class CApiTest(unittest.TestCase):
@@ -499,6 +584,141 @@ class CApiTest(unittest.TestCase):
                                              None), OK, last_error())
         np.testing.assert_allclose(linear_out, x @ w["w_q"] + b["b_q"], rtol=1e-12,
                                    atol=1e-12)
+
+    # ------------------------------------------------------------ regression
+
+    def test_nadaraya_watson_predict(self):
+        for dtype in (np.float32, np.float64):
+            with self.subTest(dtype=dtype.__name__):
+                x = np.sort(self.rng.uniform(0, 5, 40)).astype(dtype)[:, None]
+                y = (2 * np.sin(x) + x + self.rng.standard_normal(x.shape)).astype(dtype)
+                q = np.arange(-1, 6, 0.1).astype(dtype)[:, None]  # past both ends too
+                h = 0.4
+                status, out, weights = nadaraya_watson(x, y, q, h, weights=True, threads=2)
+                self.assertEqual(status, OK, last_error())
+                logits = -((q.astype(np.float64) - x.T) ** 2) / (2 * h * h)
+                expected_weights = softmax(logits)
+                tolerance = self.tolerance(dtype) * 5
+                np.testing.assert_allclose(weights, expected_weights, rtol=tolerance,
+                                           atol=1e-30)
+                np.testing.assert_allclose(out, expected_weights @ y, rtol=tolerance)
+                # Without the weights (the fused kernel): the same.
+                status, fused, _ = nadaraya_watson(x, y, q, h)
+                self.assertEqual(status, OK, last_error())
+                np.testing.assert_allclose(fused, out, rtol=tolerance)
+        # Per-dimension bandwidths on 3-D x with two outputs.
+        x, y = self.rand(60, 3, dtype=np.float64), self.rand(60, 2, dtype=np.float64)
+        q = self.rand(25, 3, dtype=np.float64)
+        h = np.array([0.5, 1.0, 2.0])
+        status, out, _ = nadaraya_watson(x, y, q, h)
+        self.assertEqual(status, OK, last_error())
+        w = np.exp(-((((q[:, None, :] - x[None]) / h) ** 2).sum(-1)) / 2)
+        np.testing.assert_allclose(out, (w / w.sum(1, keepdims=True)) @ y, rtol=1e-12)
+        # A narrow triangular window: empty rows are zero on request.
+        status, out, _ = nadaraya_watson(x, y, q, 0.3, kernel="triangular", empty_rows=1)
+        self.assertEqual(status, OK, last_error())
+        r = np.sqrt(((q[:, None, :] - x[None]) ** 2).sum(-1))
+        w = np.maximum(1 - r / 0.3, 0)
+        sums = w.sum(1, keepdims=True)
+        self.assertTrue((sums == 0).any())
+        expected = np.divide(w @ y, sums, out=np.zeros((25, 2)), where=sums > 0)
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-15)
+
+    def test_bandwidth_rules_and_grid(self):
+        x = self.rand(50, 3, dtype=np.float64) * np.array([1.0, 0.1, 5.0])
+        n, d = x.shape
+        iqr = np.percentile(x, 75, axis=0) - np.percentile(x, 25, axis=0)
+        sigma = np.minimum(x.std(axis=0, ddof=1), iqr / 1.349)
+        expected = {"silverman": (4 / (d + 2)) ** (1 / (d + 4)) * sigma * n ** (-1 / (d + 4)),
+                    "scott": 1.059 * sigma * n ** (-1 / (d + 4))}
+        for rule, code in RULES.items():
+            for dtype in (np.float32, np.float64):
+                with self.subTest(rule=rule, dtype=dtype.__name__):
+                    data = x.astype(dtype)
+                    out = np.full(d, -777.0)
+                    self.assertEqual(lib.attnpool_rule_of_thumb_bandwidth(
+                        dtype_code(data), code, view(data), doubles(out)), OK, last_error())
+                    np.testing.assert_allclose(
+                        out, expected[rule], rtol=1e-5 if dtype == np.float32 else 1e-12)
+        grid = np.full(9, -777.0)
+        self.assertEqual(lib.attnpool_gaussian_bandwidth_grid(0.1, 1.0, 9, doubles(grid)), OK)
+        np.testing.assert_allclose(1 / grid ** 2, np.linspace(100, 1, 9), rtol=1e-13)
+        self.assertEqual((grid[0], grid[-1]), (0.1, 1.0))
+        # Bad arguments: the status, the name, the outputs untouched.
+        out = np.full(3, -777.0)
+        constant = np.ones((10, 3))
+        self.assertEqual(lib.attnpool_rule_of_thumb_bandwidth(
+            FLOAT64, RULES["scott"], view(constant), doubles(out)), INVALID_ARGUMENT)
+        self.assertEqual(last_error()[1], "x")
+        self.assertIn("constant", last_error()[0])
+        self.assertTrue((out == -777).all())
+        self.assertEqual(lib.attnpool_gaussian_bandwidth_grid(0.1, 1.0, 0, doubles(grid)),
+                         INVALID_ARGUMENT)
+        self.assertEqual(last_error()[1], "count")
+
+    def test_cross_validate_leave_one_out_vs_brute_force(self):
+        n = 30
+        x = np.sort(self.rng.uniform(0, 5, n))[:, None]
+        y = 2 * np.sin(x) + x + self.rng.standard_normal((n, 1))
+        grid = np.full(12, -777.0)
+        self.assertEqual(lib.attnpool_gaussian_bandwidth_grid(0.1, 1.5, 12, doubles(grid)), OK)
+        for dtype in (np.float32, np.float64):
+            with self.subTest(dtype=dtype.__name__):
+                xs, ys = x.astype(dtype), y.astype(dtype)
+                status, scores, unpredictable, best = cross_validate(xs, ys, grid, threads=2)
+                self.assertEqual(status, OK, last_error())
+                expected = [brute_force_cross_validation(xs, ys, h)[0] for h in grid]
+                np.testing.assert_allclose(scores, expected,
+                                           rtol=2e-5 if dtype == np.float32 else 1e-12)
+                self.assertTrue((unpredictable == 0).all())
+                self.assertEqual(best, int(np.argmin(scores)))
+                # One thread: bitwise the same.
+                _, single, _, _ = cross_validate(xs, ys, grid, threads=1)
+                np.testing.assert_array_equal(single, scores)
+        # 2-D x with per-dimension scales, two outputs, 4-fold, an unsorted grid.
+        x2 = self.rand(24, 2, dtype=np.float64) * np.array([1.0, 3.0])
+        y2 = np.column_stack([np.sin(x2[:, 0]), np.cos(x2[:, 1])])
+        grid2 = np.array([0.9, 0.3, 0.6, 1.7])
+        status, scores, _, best = cross_validate(x2, y2, grid2, folds=4, scales=[1.0, 3.0])
+        self.assertEqual(status, OK, last_error())
+        expected = [brute_force_cross_validation(x2, y2, h, folds=4, scales=[1.0, 3.0])[0]
+                    for h in grid2]
+        np.testing.assert_allclose(scores, expected, rtol=1e-12)
+        self.assertEqual(best, int(np.argmin(scores)))
+        # Boxcar: a width too narrow leaves points unpredictable and is never best.
+        grid3 = np.array([0.05, 0.8, 2.5])
+        status, scores, unpredictable, best = cross_validate(x, y, grid3, kernel="boxcar")
+        self.assertEqual(status, OK, last_error())
+        reference = [brute_force_cross_validation(x, y, h, kernel="boxcar") for h in grid3]
+        np.testing.assert_allclose(scores, [score for score, _ in reference], rtol=1e-12)
+        np.testing.assert_array_equal(unpredictable, [missing for _, missing in reference])
+        self.assertGreater(unpredictable[0], 0)
+        self.assertEqual(best, 1 + int(np.argmin(scores[1:])))
+        status, _, _, best = cross_validate(x, y, grid3[:1], kernel="boxcar")
+        self.assertEqual((status, best), (OK, NO_BANDWIDTH))
+
+    def test_regression_errors_leave_outputs_untouched(self):
+        x, y, q = self.rand(20, 2), self.rand(20, 1), self.rand(5, 2)
+        status, out, weights = nadaraya_watson(x, y, q, [0.5, 0.5, 0.5], weights=True)
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "bandwidth_count"))
+        self.assertIn("bandwidth_count", last_error()[0])
+        self.assertTrue((out == -777).all() and (weights == -777).all())
+        status, out, _ = nadaraya_watson(x, y, q, [0.5, 0.0])
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "bandwidths"))
+        self.assertTrue((out == -777).all())
+        status, out, _ = nadaraya_watson(x, y, self.rand(5, 3), 0.5)
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "queries.cols"))
+        self.assertTrue((out == -777).all())
+        status, scores, unpredictable, best = cross_validate(x, y, [0.5, 1.0], folds=21)
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "options.folds"))
+        self.assertIn("options.folds", last_error()[0])
+        self.assertTrue((scores == -777).all() and (unpredictable == 777).all())
+        self.assertEqual(best, 777)
+        status, scores, _, _ = cross_validate(x, y, [0.5, 1.0], scales=[1.0, -2.0])
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "options.scales"))
+        self.assertTrue((scores == -777).all())
+        status, scores, _, _ = cross_validate(x, y, [0.5, 1.0], kernel="exp")
+        self.assertEqual((status, last_error()[1]), (INVALID_ARGUMENT, "kernel"))
 
     def test_every_supported_target(self):
         q, k, v = self.rand(17, 3), self.rand(33, 3), self.rand(33, 2)

@@ -36,6 +36,52 @@ def npy_bytes(descr, shape, data=b"", fortran=False, version=(1, 0), header=None
             + data)
 
 
+def nadaraya_watson(x, y, q, h, kernel="gaussian"):
+    """The regression in float64: x (n, d), y (n, dy), q (m, d), h scalar or (d,)."""
+    x, y, q = (np.asarray(a, np.float64).reshape(len(a), -1) for a in (x, y, q))
+    u = np.sqrt((((q[:, None, :] - x[None]) / np.asarray(h)) ** 2).sum(-1))
+    w = kernel_weights(kernel, u)
+    return w / w.sum(1, keepdims=True) @ y, w / w.sum(1, keepdims=True)
+
+
+def kernel_weights(kernel, u):
+    return {"gaussian": lambda: np.exp(-u ** 2 / 2),
+            "boxcar": lambda: (u < 1).astype(np.float64),
+            "triangular": lambda: np.maximum(1 - u, 0),
+            "epanechnikov": lambda: np.maximum(1 - u ** 2, 0)}[kernel]()
+
+
+def brute_force_cross_validation(x, y, h, kernel="gaussian", folds=0):
+    """Refits without each held-out point (or fold): (score, unpredictable)."""
+    x = np.asarray(x, np.float64).reshape(len(x), -1)
+    y = np.asarray(y, np.float64).reshape(len(y), -1)
+    n = len(x)
+    errors, missing = [], 0
+    for i in range(n):
+        train = np.arange(n) != i if folds == 0 else np.arange(n) % folds != i % folds
+        w = kernel_weights(kernel, np.sqrt(((x[train] - x[i]) ** 2).sum(1)) / h)
+        if w.sum() == 0:
+            missing += 1
+        else:
+            errors.append(((y[i] - w @ y[train] / w.sum()) ** 2).sum())
+    return (np.mean(errors) if errors else np.nan), missing
+
+
+def regress_stdout(text):
+    """The printed cross-validation curve (rows of h, score, unpredictable) and
+    the chosen bandwidth(s) of 'attnpool regress'."""
+    curve, chosen = [], None
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        if line.startswith("bandwidth: "):
+            chosen = [float(word) for word in line.split("(")[0].split()[1:]]
+        else:
+            h, score, unpredictable = line.split()
+            curve.append((float(h), float(score), int(unpredictable)))
+    return np.array(curve).reshape(-1, 3), chosen
+
+
 class CliTest(unittest.TestCase):
     def setUp(self):
         self.directory = tempfile.TemporaryDirectory(prefix="attnpool-cli-")
@@ -367,8 +413,8 @@ class CliTest(unittest.TestCase):
 
     def test_help(self):
         usage = self.run_cli("--help").stdout
-        for word in ("pool", "distances", "sdpa", "additive", "mha", "targets", "--help",
-                     "Example"):
+        for word in ("pool", "distances", "regress", "sdpa", "additive", "mha", "targets",
+                     "--help", "Example"):
             self.assertIn(word, usage)
         for command, options in (("sdpa", ("--scale", "--causal-offset", "--valid-lengths",
                                            "--bias")),
@@ -384,6 +430,151 @@ class CliTest(unittest.TestCase):
             self.assertIn(option, pool_help)
         self.assertIn("usage", self.run_cli(expect=2).stderr)
         self.assertIn("attnpool", self.run_cli("--version").stdout)
+
+    # ------------------------------------------------------------ regress
+
+    def regress(self, x, y, q, *extra, expect=0):
+        """Runs 'attnpool regress' on arrays: (result, output, curve, chosen)."""
+        result = self.run_cli("regress", "--x", self.save("rx.npy", x), "--y",
+                              self.save("ry.npy", y), "--queries", self.save("rq.npy", q),
+                              "-o", self.path("out.npy"), *extra, expect=expect)
+        out = np.load(self.path("out.npy")) if expect == 0 else None
+        return (result, out) + regress_stdout(result.stdout)
+
+    def test_regress_fixed_bandwidth_and_weights(self):
+        for dtype in (np.float32, np.float64):
+            with self.subTest(dtype=dtype.__name__):
+                _, _, _, x, y, q = self.nw_inputs(dtype)
+                result, out, curve, chosen = self.regress(
+                    x, y, q, "--bandwidth", "0.4", "--weights", self.path("w.npy"),
+                    "--time", "--threads", "2")
+                self.assertEqual(chosen, [0.4])
+                self.assertEqual(len(curve), 0)
+                self.assertIn("compute", result.stderr)
+                expected, expected_w = nadaraya_watson(x, y, q, 0.4)
+                self.assertEqual((out.dtype, out.shape), (dtype, q.shape))  # 1-D y: 1-D out
+                w = np.load(self.path("w.npy"))
+                self.assertEqual((w.dtype, w.shape), (dtype, (len(q), len(x))))
+                tolerance = 1e-5 if dtype == np.float32 else 1e-12
+                np.testing.assert_allclose(w, expected_w, rtol=tolerance * 10, atol=1e-30)
+                np.testing.assert_allclose(out, expected[:, 0], rtol=tolerance * 10)
+
+    def test_regress_rules_of_thumb(self):
+        n = 60
+        x = self.rng.standard_normal((n, 2)) * np.array([1.0, 4.0])
+        y = np.column_stack([np.sin(x[:, 0]), x[:, 1] / 4])
+        q = self.rng.standard_normal((17, 2))
+        iqr = np.percentile(x, 75, axis=0) - np.percentile(x, 25, axis=0)
+        sigma = np.minimum(x.std(axis=0, ddof=1), iqr / 1.349)
+        factors = {"silverman": (4 / 4) ** (1 / 6), "scott": 1.059}
+        for rule in ("silverman", "scott", None):  # None: the default, Silverman's
+            with self.subTest(rule=rule):
+                extra = ["--bandwidth-rule", rule] if rule else []
+                result, out, _, chosen = self.regress(x, y, q, *extra)
+                h = factors[rule or "silverman"] * sigma * n ** (-1 / 6)
+                np.testing.assert_allclose(chosen, h, rtol=1e-8)  # printed to 9 digits
+                self.assertIn("rule of thumb", result.stdout)
+                self.assertEqual(out.shape, (17, 2))
+                np.testing.assert_allclose(out, nadaraya_watson(x, y, q, h)[0], rtol=1e-7)
+        # Explicit per-dimension bandwidths.
+        _, out, _, chosen = self.regress(x, y, q, "--bandwidth", "0.5,2")
+        self.assertEqual(chosen, [0.5, 2.0])
+        np.testing.assert_allclose(out, nadaraya_watson(x, y, q, [0.5, 2.0])[0], rtol=1e-12)
+
+    def test_regress_cross_validation(self):
+        _, _, _, x, y, q = self.nw_inputs(np.float64, m=40)
+        # Leave-one-out on a grid even in 1/h^2.
+        _, out, curve, chosen = self.regress(x, y, q, "--cv-grid", "0.1,1.5,12")
+        self.assertEqual(curve.shape, (12, 3))
+        np.testing.assert_allclose(1 / curve[:, 0] ** 2, np.linspace(100, 1 / 2.25, 12),
+                                   rtol=1e-8)
+        expected = [brute_force_cross_validation(x, y, h)[0] for h in curve[:, 0]]
+        np.testing.assert_allclose(curve[:, 1], expected, rtol=1e-8)
+        self.assertTrue((curve[:, 2] == 0).all())
+        self.assertEqual(chosen, [curve[np.argmin(curve[:, 1]), 0]])
+        np.testing.assert_allclose(out, nadaraya_watson(x, y, q, chosen[0])[0][:, 0],
+                                   rtol=1e-7)
+        # 4-fold with a triangular kernel: narrow widths leave points unpredictable.
+        _, out, curve, chosen = self.regress(x, y, q, "--cv-grid", "0.05,2,8", "--folds",
+                                             "4", "--kernel", "triangular",
+                                             "--empty-rows", "zero")
+        reference = [brute_force_cross_validation(x, y, h, "triangular", 4)
+                     for h in curve[:, 0]]
+        np.testing.assert_array_equal(curve[:, 2], [missing for _, missing in reference])
+        self.assertGreater(curve[0, 2], 0)
+        np.testing.assert_allclose(curve[:, 1], [score for score, _ in reference],
+                                   rtol=1e-8)
+        complete = curve[curve[:, 2] == 0]
+        self.assertEqual(chosen, [complete[np.argmin(complete[:, 1]), 0]])
+
+    def test_regress_bad_input(self):
+        _, _, _, x, y, q = self.nw_inputs(np.float32)
+        paths = {"x": self.save("x.npy", x), "y": self.save("y.npy", y),
+                 "q": self.save("q.npy", q),
+                 "q2": self.save("q2.npy", np.zeros((5, 2), np.float32)),
+                 "y64": self.save("y64.npy", y.astype(np.float64)),
+                 "y_short": self.save("y_short.npy", y[:-1]),
+                 "x_nan": self.save("x_nan.npy", np.where(np.arange(len(x)) == 3, np.nan, x)),
+                 "x_constant": self.save("x_constant.npy", np.ones_like(x)),
+                 "x_int": self.save("x_int.npy", np.arange(len(x)))}
+
+        def args(x="x", y="y", q="q", *extra):
+            return ["regress", "--x", paths[x], "--y", paths[y], "--queries", paths[q],
+                    "-o", self.path("out.npy"), *extra]
+        cases = [
+            (args("x", "y", "q", "--bandwidth", "0.3", "--cv-grid", "0.1,1,4"),
+             "--bandwidth, --bandwidth-rule and --cv-grid are alternatives: give one", 2),
+            (args("x", "y", "q", "--folds", "3"), "--folds needs --cv-grid", 2),
+            (args("x", "y", "q", "--kernel", "exp"),
+             "--kernel exp: regression takes gaussian, boxcar, triangular or epanechnikov",
+             2),
+            (args("x", "y", "q", "--cv-grid", "0.1,1"),
+             "--cv-grid 0.1,1: expected HMIN,HMAX,COUNT", 2),
+            (args("x", "y", "q", "--cv-grid", "0.1,1,0"), "COUNT must be between 1", 2),
+            (args("x", "y", "q", "--cv-grid", "0.1,1,4", "--folds", "1"),
+             "--folds 1: must be at least 2", 2),
+            (args("x", "y", "q", "--bandwidth-rule", "silvermann"),
+             "--bandwidth-rule silvermann: use silverman or scott", 2),
+            (args("x", "y", "q", "--bandwidth", "0.5,x"), "--bandwidth x: not a number", 2),
+            (["regress", "--y", paths["y"], "--queries", paths["q"], "-o",
+              self.path("out.npy")], "missing --x", 2),
+            (args("x", "y", "q", "--cv-grid", "1,0.5,4"),
+             "h_max: is 0.500000; it must be finite and ≥ h_min (from --cv-grid)", 1),
+            (args("x", "y", "q", "--cv-grid", "0.1,1,4", "--folds", "41"),
+             "options.folds: is 41; use 0 (leave-one-out) or 2 ≤ folds ≤ n = 40 "
+             "(from --folds)", 1),
+            (args("x", "y", "q", "--bandwidth", "0.5,0.2"),
+             "--bandwidth 0.5,0.2: 2 values, expected 1", 1),
+            (args("x", "y", "q", "--bandwidth", "-1"),
+             "bandwidth: is -1.000000; it must be finite, > 0", 1),
+            (args("x", "y_short", "q"),
+             "--y %s (shape (39,)) has 39 rows, expected 40" % paths["y_short"], 1),
+            (args("x", "y", "q2"),
+             "--queries %s (shape (5, 2)) has 2 columns, expected 1" % paths["q2"], 1),
+            (args("x", "y64", "q"), "is float64 but --x %s is float32" % paths["x"], 1),
+            (args("x_int", "y", "q"), "dtype int64 is not supported", 1),
+            (args("x_nan", "y", "q", "--bandwidth", "0.5"),
+             "x: element (3, 0) is not finite (from --x)", 1),
+            (args("x_constant", "y", "q"), "column 0 is constant", 1),
+        ]
+        for arguments, message, code in cases:
+            with self.subTest(message=message):
+                self.expect_error(arguments, message, code)
+        # No width of the grid predicts every point: the curve, then the error.
+        result = self.run_cli(*args("x", "y", "q", "--kernel", "boxcar", "--cv-grid",
+                                    "0.001,0.002,3"), expect=1)
+        self.assertIn("every bandwidth leaves some point with no other training point",
+                      result.stderr)
+        self.assertIn("raise HMAX", result.stderr)
+        curve, chosen = regress_stdout(result.stdout)
+        self.assertEqual((curve.shape, chosen), ((3, 3), None))
+        self.assertFalse(os.path.exists(self.path("out.npy")))
+        # Help.
+        help_text = self.run_cli("regress", "--help").stdout
+        for option in ("--x", "--y", "--queries", "--bandwidth", "--bandwidth-rule",
+                       "--cv-grid", "--folds", "--kernel", "--weights", "--isa",
+                       "--threads", "--time"):
+            self.assertIn(option, help_text)
 
     # ------------------------------------------------------------ bad input
 

@@ -48,6 +48,7 @@ const char kUsage[] =
 usage:
   attnpool pool      --queries Q.npy --keys K.npy --values V.npy -o OUT.npy [options]
   attnpool distances --queries Q.npy --keys K.npy -o OUT.npy [options]
+  attnpool regress   --x X.npy --y Y.npy --queries Q.npy -o OUT.npy [options]
   attnpool sdpa      --queries Q.npy --keys K.npy --values V.npy -o OUT.npy [options]
   attnpool additive  --queries Q.npy --keys K.npy --values V.npy
                      --w-q WQ.npy --w-k WK.npy --w-v WV.npy -o OUT.npy [options]
@@ -61,6 +62,8 @@ usage:
 pool:      out[i] = sum_j w[i,j] * values[j], where w[i,:] normalizes
            kernel(distance(queries[i], keys[j])) over the keys j
 distances: out[i,j] = distance(queries[i], keys[j])
+regress:   Nadaraya-Watson regression of y on x at the queries, the bandwidth
+           fixed, from a rule of thumb or chosen by cross-validation
 sdpa:      scaled dot-product attention per batch entry and head, with masks
 additive:  additive (Bahdanau) attention, w_v . tanh(W_q q + W_k k) scores
 mha:       multi-head attention with its projections (and biases)
@@ -561,6 +564,18 @@ RunSettings ReadSettings(const Arguments& arguments) {
   return settings;
 }
 
+// The option of `argument` in `options`, trying "a.b.c", then "a.b", "a".
+std::string OptionIn(const std::map<std::string, std::string>& options,
+                     const std::string& argument) {
+  for (auto prefix = argument;;) {
+    const auto found = options.find(prefix);
+    if (found != options.end()) return found->second;
+    const auto dot = prefix.rfind('.');
+    if (dot == std::string::npos) return "";
+    prefix = prefix.substr(0, dot);
+  }
+}
+
 // Maps the library's argument names to the options that feed them.
 std::string OptionOf(const std::string& argument) {
   static const std::map<std::string, std::string> options = {
@@ -586,17 +601,14 @@ std::string OptionOf(const std::string& argument) {
       {"weights.b_v", "--b-v"},
       {"weights.b_o", "--b-o"},
   };
-  for (auto prefix = argument;;) {
-    const auto found = options.find(prefix);
-    if (found != options.end()) return found->second;
-    const auto dot = prefix.rfind('.');
-    if (dot == std::string::npos) return "";
-    prefix = prefix.substr(0, dot);
-  }
+  return OptionIn(options, argument);
 }
 
-CliError LibraryError(const attnpool::Error& error) {
-  const std::string option = OptionOf(error.argument());
+// `options`: a command's own names, looked up before the common ones.
+CliError LibraryError(const attnpool::Error& error,
+                      const std::map<std::string, std::string>& options = {}) {
+  std::string option = OptionIn(options, error.argument());
+  if (option.empty()) option = OptionOf(error.argument());
   std::string what = error.what();
   if (!option.empty()) what += " (from " + option + ")";
   return {what.rfind("attnpool: ", 0) == 0 ? what.substr(10) : what};
@@ -927,6 +939,358 @@ int Distances(int argc, char** argv) {
   }
   return RunDistances<double>(distance, queries, keys, out_path, settings,
                               read_time);
+}
+
+// ---------------------------------------------------------------- regress
+
+const std::vector<OptionInfo> kRegressOptions = {
+    {"--x", "X.npy", "training inputs, n x d (required)"},
+    {"--y", "Y.npy", "training targets, n x dy, or n entries (required)"},
+    {"--queries", "Q.npy", "where to predict, m x d (required)"},
+    kOut,
+    {"--weights", "W.npy",
+     "also write the m x n weights of the training points for each query"},
+    {"--kernel", "NAME",
+     "gaussian (default), boxcar, triangular, epanechnikov"},
+    {"--bandwidth", "H",
+     "a fixed bandwidth h > 0, or one per column of x: H1,H2,..."},
+    {"--bandwidth-rule", "silverman|scott",
+     "a normal-reference rule of thumb, one bandwidth per column of x (the "
+     "default: silverman)"},
+    {"--cv-grid", "HMIN,HMAX,COUNT",
+     "choose h by cross-validation among COUNT bandwidths from HMIN to HMAX "
+     "(evenly spaced in 1/h^2), printing the score of each"},
+    {"--folds", "K",
+     "with --cv-grid: K-fold (point i in fold i mod K) instead of "
+     "leave-one-out"},
+    {"--empty-rows", "nan|zero",
+     "output of a query with no training point in its kernel window: NaN "
+     "(default) or 0"},
+};
+
+Command RegressCommand() {
+  Command command{
+      "regress",
+      "attnpool regress --x X.npy --y Y.npy --queries Q.npy -o OUT.npy "
+      "[options]\n\n"
+      "Nadaraya-Watson kernel regression: OUT[i] = sum_j K(|q_i - x_j| / h) "
+      "y_j /\nsum_j K(|q_i - x_j| / h). The bandwidth h is fixed "
+      "(--bandwidth), from a rule of\nthumb (--bandwidth-rule, the default) "
+      "or the least cross-validation score on a\ngrid (--cv-grid); it is "
+      "printed on stdout as 'bandwidth: H', after the grid's\n'h score "
+      "unpredictable' lines with --cv-grid.",
+      kRegressOptions};
+  command.options.insert(command.options.end(), kRunOptions.begin(),
+                         kRunOptions.end());
+  return command;
+}
+
+// How the bandwidth is chosen.
+struct BandwidthChoice {
+  enum class How { fixed, rule, cross_validation } how = How::rule;
+  std::string option = "--bandwidth-rule";  // the option that chose it
+  std::vector<double> fixed;                // --bandwidth
+  std::string fixed_text;                   // as given
+  bool silverman = true;                    // --bandwidth-rule
+  double h_min = 0, h_max = 0;              // --cv-grid
+  size_t count = 0;
+  size_t folds = 0;  // --folds; 0: leave-one-out
+};
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = text.find(separator, start);
+    parts.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+BandwidthChoice ParseBandwidthChoice(const Arguments& arguments) {
+  BandwidthChoice choice;
+  const int given = arguments.Has("--bandwidth") +
+                    arguments.Has("--bandwidth-rule") +
+                    arguments.Has("--cv-grid");
+  if (given > 1) {
+    UsageError(
+        "--bandwidth, --bandwidth-rule and --cv-grid are alternatives: give "
+        "one");
+  }
+  if (arguments.Has("--folds") && !arguments.Has("--cv-grid")) {
+    UsageError("--folds needs --cv-grid");
+  }
+  if (const auto text = arguments.Get("--bandwidth")) {
+    choice.how = BandwidthChoice::How::fixed;
+    choice.option = "--bandwidth";
+    choice.fixed_text = *text;
+    for (const auto& part : Split(*text, ',')) {
+      choice.fixed.push_back(ParseDouble("--bandwidth", part));
+    }
+  } else if (const auto grid = arguments.Get("--cv-grid")) {
+    choice.how = BandwidthChoice::How::cross_validation;
+    choice.option = "--cv-grid";
+    const auto parts = Split(*grid, ',');
+    if (parts.size() != 3) {
+      UsageError("--cv-grid " + *grid +
+                 ": expected HMIN,HMAX,COUNT (e.g. 0.05,2,32)");
+    }
+    choice.h_min = ParseDouble("--cv-grid", parts[0]);
+    choice.h_max = ParseDouble("--cv-grid", parts[1]);
+    const long long count = ParseInteger("--cv-grid", parts[2]);
+    if (count < 1 || count > 100000) {
+      UsageError("--cv-grid " + *grid + ": COUNT must be between 1 and 100000");
+    }
+    choice.count = static_cast<size_t>(count);
+    if (const auto folds = arguments.Get("--folds")) {
+      const long long k = ParseInteger("--folds", *folds);
+      if (k < 2) {
+        UsageError("--folds " + *folds +
+                   ": must be at least 2 (without --folds: leave-one-out)");
+      }
+      choice.folds = static_cast<size_t>(k);
+    }
+  } else {
+    const std::string rule =
+        arguments.Get("--bandwidth-rule").value_or("silverman");
+    if (rule != "silverman" && rule != "scott") {
+      UsageError("--bandwidth-rule " + rule + ": use silverman or scott");
+    }
+    choice.silverman = rule == "silverman";
+  }
+  return choice;
+}
+
+// "0.5", "0.31 0.52": bandwidths as printed.
+std::string BandwidthText(const std::vector<double>& bandwidths) {
+  std::string text;
+  char number[32];
+  for (double h : bandwidths) {
+    std::snprintf(number, sizeof(number), "%.9g", h);
+    text += (text.empty() ? "" : " ") + std::string(number);
+  }
+  return text;
+}
+
+// The bandwidth(s) of `choice` on x and y, and how they were found: given,
+// from a rule, or the minimizer of the cross-validation scores (whose curve
+// is printed here, before anything else can fail).
+struct ChosenBandwidth {
+  std::vector<double> bandwidths;
+  std::string how;
+};
+
+template <typename T>
+ChosenBandwidth ChooseBandwidth(const BandwidthChoice& choice,
+                                attnpool::Kernel kernel,
+                                attnpool::ConstMatrixView<T> x,
+                                attnpool::ConstMatrixView<T> y,
+                                const RunSettings& settings) {
+  switch (choice.how) {
+    case BandwidthChoice::How::fixed:
+      return {choice.fixed, "--bandwidth"};
+    case BandwidthChoice::How::rule: {
+      auto bandwidths = choice.silverman ? attnpool::silverman_bandwidth(x)
+                                         : attnpool::scott_bandwidth(x);
+      const bool several = bandwidths.size() > 1;
+      return {std::move(bandwidths),
+              std::string(choice.silverman ? "Silverman" : "Scott") +
+                  "'s rule of thumb" +
+                  (several ? ", one per column of --x" : "")};
+    }
+    case BandwidthChoice::How::cross_validation:
+      break;
+  }
+  const auto grid = attnpool::gaussian_bandwidth_grid(
+      choice.h_min, choice.h_max, choice.count);
+  attnpool::CrossValidationOptions options;
+  options.folds = choice.folds;
+  const auto result =
+      attnpool::cross_validate(kernel, x, y, grid, options, settings.execution);
+  const std::string method = choice.folds == 0
+                                 ? "leave-one-out"
+                                 : std::to_string(choice.folds) + "-fold";
+  std::printf(
+      "# %s cross-validation, %s kernel, %zu points: h, score (mean held-out "
+      "squared error), unpredictable points\n",
+      method.c_str(), attnpool::kernel_name(kernel), x.rows);
+  for (size_t b = 0; b < grid.size(); ++b) {
+    std::printf("%.9g %.9g %zu\n", grid[b], result.scores[b],
+                result.unpredictable[b]);
+  }
+  std::fflush(stdout);
+  if (result.best == attnpool::CrossValidationResult::npos) {
+    throw CliError{
+        "--cv-grid: every bandwidth leaves some point with no other "
+        "training point in its kernel window (h = " +
+        BandwidthText({grid.back()}) + " leaves " +
+        std::to_string(result.unpredictable.back()) +
+        "): raise HMAX, or use --kernel gaussian"};
+  }
+  char score[64];
+  std::snprintf(score, sizeof(score), "%.9g", result.scores[result.best]);
+  return {{result.best_bandwidth},
+          "least " + method + " score, " + std::string(score)};
+}
+
+// A --bandwidth list fits x: 1 value, or one per column.
+void CheckBandwidthCount(const BandwidthChoice& choice, const InputMatrix& x) {
+  const size_t count = choice.fixed.size();
+  if (choice.how != BandwidthChoice::How::fixed || count == 1 ||
+      count == x.cols) {
+    return;
+  }
+  throw CliError{"--bandwidth " + choice.fixed_text + ": " +
+                 std::to_string(count) + " values, expected 1" +
+                 (x.cols > 1 ? " or " + std::to_string(x.cols) +
+                                   " (one per column of " + x.Describe() + ")"
+                             : " (" + x.Describe() + " has one column)")};
+}
+
+struct RegressInputs {
+  InputMatrix x, y, queries;
+  attnpool::Kernel kernel = attnpool::Kernel::gaussian;
+  attnpool::EmptyRows empty_rows = attnpool::EmptyRows::nan;
+  BandwidthChoice bandwidth;
+};
+
+template <typename T>
+int RunRegress(const RegressInputs& inputs, const std::string& out_path,
+               const std::optional<std::string>& weights_path,
+               const RunSettings& settings, Clock::duration read_time) {
+  const size_t rows = inputs.queries.rows, size = inputs.x.rows,
+               outputs = inputs.y.cols;
+  const NpyType type = inputs.x.array.type;
+  // The library's argument names of this command, before the common ones.
+  const std::map<std::string, std::string> options = {
+      {"x", "--x"},
+      {"y", "--y"},
+      {"queries", "--queries"},
+      {"out", "-o"},
+      {"weights", "--weights"},
+      {"kernel", "--kernel"},
+      {"bandwidth", inputs.bandwidth.option},
+      {"bandwidths", "--cv-grid"},
+      {"h_min", "--cv-grid"},
+      {"h_max", "--cv-grid"},
+      {"count", "--cv-grid"},
+      {"options.folds", "--folds"},
+  };
+  NpyArray out = attnpool_tools::MakeNpyArray(
+      type, inputs.y.one_dimensional ? std::vector<size_t>{rows}
+                                     : std::vector<size_t>{rows, outputs});
+  NpyArray weights = attnpool_tools::MakeNpyArray(
+      type, weights_path ? std::vector<size_t>{rows, size}
+                         : std::vector<size_t>{0, size});
+  const auto x = View<T>(inputs.x);
+  const auto y = View<T>(inputs.y);
+  const auto queries = View<T>(inputs.queries);
+  const attnpool::MatrixView<T> out_view(out.mutable_data<T>(), rows, outputs);
+  const attnpool::MatrixView<T> weights_view(
+      weights_path ? weights.mutable_data<T>() : nullptr, weights.shape[0],
+      size);
+
+  const auto start = Clock::now();
+  const size_t chunk = RowsPerChunk(size, settings);
+  Progress progress("regress", rows, settings);
+  std::vector<double> bandwidths;
+  try {
+    const auto chosen =
+        ChooseBandwidth(inputs.bandwidth, inputs.kernel, x, y, settings);
+    bandwidths = chosen.bandwidths;
+    auto model =
+        bandwidths.size() == 1
+            ? attnpool::NadarayaWatson<T>(inputs.kernel, bandwidths[0], x, y)
+            : attnpool::NadarayaWatson<T>(inputs.kernel, bandwidths, x, y);
+    model.set_empty_rows(inputs.empty_rows);
+    std::printf("bandwidth: %s (%s)\n", BandwidthText(bandwidths).c_str(),
+                chosen.how.c_str());
+    std::fflush(stdout);
+    const auto predict = [&](attnpool::ConstMatrixView<T> block,
+                             attnpool::MatrixView<T> block_out,
+                             attnpool::MatrixView<T> block_weights) {
+      if (weights_path) {
+        model.predict(block, block_out, block_weights, settings.execution);
+      } else {
+        model.predict(block, block_out, settings.execution);
+      }
+    };
+    if (rows == 0) predict(queries, out_view, weights_view);
+    for (size_t begin = 0; begin < rows; begin += chunk) {
+      const size_t count = std::min(chunk, rows - begin);
+      predict(Rows(queries, begin, count), Rows(out_view, begin, count),
+              weights_path ? Rows(weights_view, begin, count)
+                           : attnpool::MatrixView<T>());
+      progress.Update(begin + count);
+    }
+  } catch (const attnpool::Error& error) {
+    progress.Finish();
+    throw LibraryError(error, options);
+  }
+  progress.Finish();
+  const auto compute_time = Clock::now() - start;
+
+  const auto write_start = Clock::now();
+  Save(out_path, out);
+  if (weights_path) Save(*weights_path, weights);
+  if (settings.time) {
+    const std::string shape =
+        "n=" + std::to_string(size) + " m=" + std::to_string(rows) +
+        " d=" + std::to_string(inputs.x.cols) +
+        " dy=" + std::to_string(outputs) + " h=" + BandwidthText(bandwidths);
+    PrintTiming("regress", shape, NpyTypeName(type), read_time, compute_time,
+                Clock::now() - write_start, settings);
+  }
+  return 0;
+}
+
+int Regress(int argc, char** argv) {
+  const Command command = RegressCommand();
+  const Arguments arguments(command, argc, argv);
+  if (arguments.help()) {
+    PrintHelp(command);
+    return 0;
+  }
+  const std::string x_path = arguments.Required("--x");
+  const std::string y_path = arguments.Required("--y");
+  const std::string queries_path = arguments.Required("--queries");
+  const std::string out_path = arguments.Required("-o");
+  const auto weights_path = arguments.Get("--weights");
+  const RunSettings settings = ReadSettings(arguments);
+
+  RegressInputs inputs{};
+  const std::string kernel = arguments.Get("--kernel").value_or("gaussian");
+  inputs.kernel = ParseName("--kernel", kernel, &attnpool::kernel_from_name);
+  if (inputs.kernel == attnpool::Kernel::constant ||
+      inputs.kernel == attnpool::Kernel::exp) {
+    UsageError("--kernel " + kernel +
+               ": regression takes gaussian, boxcar, triangular or "
+               "epanechnikov");
+  }
+  inputs.empty_rows = ParseEmptyRows(arguments);
+  inputs.bandwidth = ParseBandwidthChoice(arguments);
+  ApplyIsa(arguments);
+
+  const auto read_start = Clock::now();
+  inputs.x = LoadMatrix("--x", x_path);
+  inputs.y = LoadMatrix("--y", y_path);
+  inputs.queries = LoadMatrix("--queries", queries_path);
+  RequireSameType(inputs.x, inputs.y);
+  RequireSameType(inputs.x, inputs.queries);
+  RequireExtent(
+      inputs.y, "rows", inputs.y.rows, inputs.x.rows,
+      "(one per training point: the rows of " + inputs.x.Describe() + ")");
+  RequireExtent(inputs.queries, "columns", inputs.queries.cols, inputs.x.cols,
+                "(the columns of " + inputs.x.Describe() + ")");
+  CheckBandwidthCount(inputs.bandwidth, inputs.x);
+  const auto read_time = Clock::now() - read_start;
+  if (inputs.x.array.type == NpyType::float32) {
+    return RunRegress<float>(inputs, out_path, weights_path, settings,
+                             read_time);
+  }
+  return RunRegress<double>(inputs, out_path, weights_path, settings,
+                            read_time);
 }
 
 // ---------------------------------------------------------------- layers
@@ -1482,14 +1846,14 @@ int main(int argc, char** argv) {
     }
     if (command == "pool") return Pool(argc, argv);
     if (command == "distances") return Distances(argc, argv);
+    if (command == "regress") return Regress(argc, argv);
     if (command == "sdpa") return Sdpa(argc, argv);
     if (command == "additive") return Additive(argc, argv);
     if (command == "mha") return Mha(argc, argv);
     if (command == "targets") return Targets();
-    UsageError(
-        "unknown command '" + command +
-        "' (commands: pool, distances, sdpa, additive, mha, targets; see "
-        "attnpool --help)");
+    UsageError("unknown command '" + command +
+               "' (commands: pool, distances, regress, sdpa, additive, mha, "
+               "targets; see attnpool --help)");
   } catch (const CliError& error) {
     std::fprintf(stderr, "attnpool: error: %s\n", error.message.c_str());
     return error.exit_code;

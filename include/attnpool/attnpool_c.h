@@ -1,8 +1,8 @@
 /* attnpool C API: the stages, the pooling (whole or sharded), the attention
- * layers and the targets from C (C99) and from any language with a C
- * foreign-function interface (Python ctypes, ...). It wraps the C++ API of
- * <attnpool/attnpool.h>, whose headers state the formulas and the accuracy;
- * the behaviour is the same.
+ * layers, kernel regression and the targets from C (C99) and from any language
+ * with a C foreign-function interface (Python ctypes, ...). It wraps the C++
+ * API of <attnpool/attnpool.h>, whose headers state the formulas and the
+ * accuracy; the behaviour is the same.
  *
  * Errors: every function that can fail returns an attnpool_status. On
  * failure nothing has been written to any output, and
@@ -398,6 +398,92 @@ attnpool_status attnpool_linear(attnpool_dtype dtype,
                                 const attnpool_const_matrix* w,
                                 const void* bias, const attnpool_matrix* out,
                                 const attnpool_execution* execution);
+
+/* ------------------------------------------------------------- regression */
+
+/* Nadaraya-Watson kernel regression (regression.h) of y (n x dy) on x
+ * (n x d):
+ *   y_hat(q) = sum_j K(|q - x_j| / h) y_j / sum_j K(|q - x_j| / h)
+ * with the kernels gaussian, boxcar, triangular and epanechnikov. With
+ * per-dimension bandwidths (h_1, ..., h_d), coordinate k is divided by h_k
+ * and h = 1. */
+
+/* out (m x dy) = y_hat of each row of queries (m x d). `bandwidths` holds
+ * bandwidth_count entries: 1 (one h for every dimension) or d (one per
+ * dimension), each finite, > 0 and a normal number of the dtype. x and y
+ * are finite, n >= 1. Runs the fused pooling; with `weights` (m x n; NULL or
+ * data NULL: none) the staged pipeline, which also writes the normalized
+ * weight of each training point for each query. The Gaussian is normalized
+ * in the stable form (a query far from every point gets the mean of its
+ * nearest points' y); a query whose kernel window holds no training point
+ * gets empty_rows. Bitwise the same for every thread count. Errors name
+ * "bandwidths", "bandwidth_count", "kernel", "x", "y", "queries.cols",
+ * "out.rows", "weights.cols", "empty_rows", ... */
+attnpool_status attnpool_nadaraya_watson_predict(
+    attnpool_dtype dtype, attnpool_kernel kernel, const double* bandwidths,
+    size_t bandwidth_count, const attnpool_const_matrix* x,
+    const attnpool_const_matrix* y, const attnpool_const_matrix* queries,
+    const attnpool_matrix* out, const attnpool_matrix* weights,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution);
+
+/* Normal-reference rules of thumb, per column k of x, with
+ * sigma_k = min(sd_k, IQR_k / 1.349) (sd with the n - 1 denominator, IQR
+ * between linearly interpolated quartiles, numpy's default), or sd_k when
+ * IQR_k = 0. */
+typedef enum attnpool_bandwidth_rule ATTNPOOL_C_ENUM_BASE {
+  /* (4 / (d + 2))^(1/(d+4)) sigma_k n^(-1/(d+4)); d = 1: 1.06 sigma n^-1/5 */
+  ATTNPOOL_BANDWIDTH_RULE_SILVERMAN = 0,
+  /* 1.059 sigma_k n^(-1/(d+4)) (statsmodels' bw_scott for d = 1) */
+  ATTNPOOL_BANDWIDTH_RULE_SCOTT = 1
+} attnpool_bandwidth_rule;
+
+/* out (x.cols entries) = the rule's bandwidth of each column of x (n x d,
+ * n >= 2, finite, no constant column), computed in double. */
+attnpool_status attnpool_rule_of_thumb_bandwidth(attnpool_dtype dtype,
+                                                 attnpool_bandwidth_rule rule,
+                                                 const attnpool_const_matrix* x,
+                                                 double* out);
+
+/* out (count entries) = count bandwidths ascending from h_min to h_max
+ * whose 1/h^2 are evenly spaced (count 1: h_min): on such a grid the
+ * Gaussian cross-validation takes two exps per pair for all the bandwidths
+ * together. 0 < h_min <= h_max, both finite; count >= 1. */
+attnpool_status attnpool_gaussian_bandwidth_grid(double h_min, double h_max,
+                                                 size_t count, double* out);
+
+/* Settings of attnpool_cross_validate; all-zero (or NULL) is leave-one-out
+ * with every scale 1. */
+typedef struct attnpool_cross_validation_options {
+  /* 0: leave-one-out; k >= 2 (and <= n): k-fold, point i in fold i mod k,
+   * each fold predicted from the other k - 1. */
+  size_t folds;
+  /* NULL: all 1; else d entries s_k > 0: the distance uses x_k / s_k, so
+   * the bandwidth h means (h s_1, ..., h s_d). */
+  const double* scales;
+} attnpool_cross_validation_options;
+
+/* The `best` of attnpool_cross_validate when every bandwidth leaves some
+ * point unpredictable. */
+#define ATTNPOOL_NO_BANDWIDTH ((size_t)-1)
+
+/* Scores each of the bandwidth_count `bandwidths` (any order, each finite
+ * and > 0) by leave-one-out or k-fold cross-validation of the regression of
+ * y (n x dy) on x (n x d, n >= 2), in one streaming pass over the pairs
+ * (never an n x n matrix): scores[b] = the mean, over the points whose
+ * held-out kernel window is not empty, of the held-out squared error
+ * sum_c (y(i, c) - y_hat_-i(c))^2 (NaN when no point is predictable);
+ * unpredictable[b] (NULL: not written) = the number of points left out
+ * of scores[b] (never any for the Gaussian); *best (NULL: not written) = the
+ * index of the least score among the bandwidths with no unpredictable point
+ * (the first on ties), or ATTNPOOL_NO_BANDWIDTH. `options` may be NULL. Bitwise
+ * the same for every thread count. Errors name "bandwidths", "kernel",
+ * "x", "y", "x.rows", "options.folds", "options.scales", "scores", ... */
+attnpool_status attnpool_cross_validate(
+    attnpool_dtype dtype, attnpool_kernel kernel,
+    const attnpool_const_matrix* x, const attnpool_const_matrix* y,
+    const double* bandwidths, size_t bandwidth_count,
+    const attnpool_cross_validation_options* options, double* scores,
+    size_t* unpredictable, size_t* best, const attnpool_execution* execution);
 
 /* ---------------------------------------------------------------- targets */
 
