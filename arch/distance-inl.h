@@ -231,7 +231,7 @@ struct SquaredDistanceFromDots {
   }
 };
 
-// q·k over `depth` coordinates, read in place: one vector chain, then the
+// q·k over `depth` coordinates, read in place: two vector chains, then the
 // lanes summed (a fixed order for given data and target). The decode path's
 // score: each key row is read once, no packing.
 template <class D, typename T = hn::TFromD<D>>

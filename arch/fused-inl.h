@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "arch/distance-inl.h"
@@ -189,13 +190,15 @@ HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
 // exp, Σp, Σp·v), the weights as 2^t with t = ℓ·log2(e) folded into the
 // factor; the running max of t is kept, and at the end Σp and Σp·v are
 // scaled by 2^(−max) into the state's form (relative to the max). When
-// the max is below kOnePassFloor the weights that carry the result may have
-// underflowed: returns false, and the row takes the two-pass route. A NaN
-// logit (a NaN coordinate) makes the state NaN.
+// the max is below kOnePassFloor (a query far from every key) the weights
+// and products p·v that carry the result could leave the normal range:
+// returns false, and the row takes the two-pass route, relative to its max.
+// Above the floor, weights within 2^-24 (2^-53) of the largest stay normal,
+// and so do their products with any |v| ≥ 2^-82 (2^-769). A NaN logit (a
+// NaN coordinate) makes the state NaN.
 // kDepth: d at compile time (0: plan.queries.cols).
-// In base 2: the largest weight must be at least 2^floor.
 template <typename T>
-constexpr T kOnePassFloor = sizeof(T) == 4 ? T(-100) : T(-940);
+constexpr T kOnePassFloor = sizeof(T) == 4 ? T(-20) : T(-200);
 
 template <size_t kDepth, class D, typename T = hn::TFromD<D>>
 HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
@@ -209,7 +212,9 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
   const size_t columns = plan.values.cols;
   const T infinity = std::numeric_limits<T>::infinity();
   // Logits in base 2, t = ℓ·log2(e) = r²·c: weights 2^t.
-  const auto c = hn::Set(d, static_cast<T>(factor * 1.4426950408889634));
+  const auto c = hn::Set(
+      d, static_cast<T>(std::max<double>(factor * 1.4426950408889634,
+                                         std::numeric_limits<T>::lowest())));
   auto max_lo = hn::Set(d, -infinity), max_hi = max_lo;
   auto sum_lo = hn::Zero(d), sum_hi = hn::Zero(d);
   auto nan = hn::FirstN(d, 0);
@@ -260,6 +265,15 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     }
   }
   const T sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum_lo, sum_hi)));
+  const auto write_acc = [&](T scale) HWY_ATTR {
+    acc[0] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0_lo, a0_hi))) * scale;
+    if (columns > 1)
+      acc[1] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a1_lo, a1_hi))) * scale;
+    if (columns > 2)
+      acc[2] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a2_lo, a2_hi))) * scale;
+    if (columns > 3)
+      acc[3] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a3_lo, a3_hi))) * scale;
+  };
   const auto both = hn::Max(max_lo, max_hi);
   // EMU128/SCALAR MaxOfLanes cannot return −inf (normalize-inl.h).
   const T maximum = hn::AllTrue(d, hn::Eq(both, hn::Set(d, -infinity)))
@@ -269,22 +283,17 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     *max_out = *sum_out = std::numeric_limits<T>::quiet_NaN();
     return true;
   }
-  if (maximum == -infinity) {  // nothing visible
+  if (maximum == -infinity) {  // no weight: Σ 0·v (0, or NaN as in W·V)
     *max_out = maximum;
     *sum_out = 0;
+    write_acc(T(1));
     return true;
   }
   if (!(maximum >= kOnePassFloor<T>)) return false;
   const T scale = static_cast<T>(std::exp2(-static_cast<double>(maximum)));
   *max_out = static_cast<T>(maximum * 0.6931471805599453);  // ℓ = t·ln2
   *sum_out = sum * scale;
-  acc[0] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0_lo, a0_hi))) * scale;
-  if (columns > 1)
-    acc[1] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a1_lo, a1_hi))) * scale;
-  if (columns > 2)
-    acc[2] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a2_lo, a2_hi))) * scale;
-  if (columns > 3)
-    acc[3] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a3_lo, a3_hi))) * scale;
+  write_acc(scale);
   return true;
 }
 
@@ -315,9 +324,13 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
     // The kernel value of keys [panel·width + half·N, +N), −inf (softmax) or
     // 0 (weights) past the visible limit.
     // Gaussian of squared distances (Nadaraya–Watson): ℓ = c·r² with
-    // c = −1/(2h²), one multiply instead of the general kernel.
-    const T gaussian_factor =
-        T(-0.5) * plan.kernel.inverse_bandwidth * plan.kernel.inverse_bandwidth;
+    // c = −1/(2h²), one multiply instead of the general kernel. For tiny h
+    // c is the lowest finite value, not −inf, so that an exact match (r² = 0)
+    // keeps logit 0 rather than 0·(−inf) = NaN.
+    const T gaussian_factor = static_cast<T>(
+        std::max<double>(-0.5 * double(plan.kernel.inverse_bandwidth) *
+                             double(plan.kernel.inverse_bandwidth),
+                         std::numeric_limits<T>::lowest()));
     const auto kernel_of = [&](size_t panel, size_t half, T hidden) HWY_ATTR {
       const size_t first = panel * width + half * N;
       const auto distance =
@@ -486,6 +499,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const size_t value_elements = pad_values ? key_block * padded_columns : 0;
   auto buffer = hwy::AllocateAligned<T>(
       score_elements + 2 * accumulator_elements + value_elements + rows);
+  // Caught by src/threads.h's ForEachRowBlock and rethrown after the loop.
+  if (!buffer) throw std::bad_alloc();
   T* HWY_RESTRICT scores = buffer.get();
   T* HWY_RESTRICT accumulator = scores + score_elements;
   T* HWY_RESTRICT block_sum = accumulator + accumulator_elements;

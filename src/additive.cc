@@ -5,11 +5,14 @@
 #include <attnpool/error.h>
 #include <attnpool/weighted_sum.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
 #include "arch/additive.h"
 #include "arch/stages.h"
+#include "arch/visible_limit.h"
 #include "arch/weighted_sum.h"
 #include "src/aligned_buffer.h"
 #include "src/attention_checks.h"
@@ -71,6 +74,9 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
   auto projected_q = detail::AllocateBuffer<T>(n * hidden);
   auto projected_k = detail::AllocateBuffer<T>(m * hidden);
   auto keys_t = detail::AllocateBuffer<T>(hidden * padded_m);
+  // Each thread's block of scores (omp_get_thread_num() < threads).
+  auto block_scores =
+      detail::AllocateBuffer<T>(threads * kAdditiveBlockRows * padded_m);
   std::vector<size_t> lengths;
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {
@@ -104,8 +110,9 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
       detail::ForEachRowBlock(
           n, kAdditiveBlockRows, threads, [&](size_t begin, size_t end) {
             const size_t rows = end - begin;
-            auto scores = detail::AllocateBuffer<T>(rows * padded_m);
-            const MatrixView<T> block(scores.get(), rows, m, padded_m);
+            T* scores = block_scores.get() +
+                        omp_get_thread_num() * kAdditiveBlockRows * padded_m;
+            const MatrixView<T> block(scores, rows, m, padded_m);
             detail::AdditiveScoreRows(
                 ConstMatrixView<T>(projected_q.get() + begin * hidden, rows,
                                    hidden),
@@ -119,8 +126,8 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
             if (head_mask.valid_lengths != nullptr) {
               plan.mask.valid_lengths = head_mask.valid_lengths + begin;
             }
-            plan.mask.causal_offset =
-                head_mask.causal_offset + static_cast<std::ptrdiff_t>(begin);
+            plan.mask.causal_offset = detail::SaturatingAdd(
+                head_mask.causal_offset, static_cast<std::ptrdiff_t>(begin));
             if (head_mask.bias.data != nullptr) {
               plan.mask.bias = {head_mask.bias.row(begin), rows, m,
                                 head_mask.bias.stride};

@@ -7,6 +7,7 @@
 #include <attnpool/weighted_sum.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ void ScaledDotProductAttention(TensorView<const T> queries,
   detail::CheckEmptyRows(empty_rows);
   const detail::SdpaShape shape =
       detail::CheckSdpa(queries, keys, values, out, mask, execution);
+  if (!scale && queries.cols == 0) {
+    throw Error("queries.cols",
+                "is 0: the default scale 1/√d needs d ≥ 1 (give a scale)");
+  }
   RunSdpa(shape, queries, keys, values, out, mask, scale, empty_rows,
           execution);
 }
@@ -145,6 +150,10 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
                                         ", not a multiple of the " +
                                         std::to_string(heads) + " heads");
   }
+  if (w_q.cols == 0) {
+    throw Error("weights.w_q.cols",
+                "is 0: each head needs at least one query/key column");
+  }
   const size_t dh = w_q.cols / heads, dv = w_v.cols / heads;
   CheckSize("weights.w_q.rows", w_q.rows, queries.cols, "queries.cols");
   CheckSize("weights.w_k.rows", w_k.rows, keys.cols, "keys.cols");
@@ -173,14 +182,20 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
 
   // Projections, row-major (batch·rows) × (heads·columns): head h of entry
   // b is a strided view of them.
-  size_t q_elements = 0, kv_elements = 0, c_elements = 0;
-  if (__builtin_mul_overflow(batch * n, w_q.cols, &q_elements) ||
-      __builtin_mul_overflow(batch * m, w_q.cols + w_v.cols, &kv_elements) ||
-      __builtin_mul_overflow(batch * n, w_v.cols, &c_elements)) {
+  size_t batch_n = 0, batch_m = 0, kv_cols = 0, q_elements = 0, kv_elements = 0,
+         c_elements = 0, elements = 0;
+  if (__builtin_mul_overflow(batch, n, &batch_n) ||
+      __builtin_mul_overflow(batch, m, &batch_m) ||
+      __builtin_add_overflow(w_q.cols, w_v.cols, &kv_cols) ||
+      __builtin_mul_overflow(batch_n, w_q.cols, &q_elements) ||
+      __builtin_mul_overflow(batch_m, kv_cols, &kv_elements) ||
+      __builtin_mul_overflow(batch_n, w_v.cols, &c_elements) ||
+      __builtin_add_overflow(q_elements, kv_elements, &elements) ||
+      __builtin_add_overflow(elements, c_elements, &elements) ||
+      elements > std::numeric_limits<size_t>::max() / sizeof(T)) {
     throw Error("queries", "the projections overflow the address space");
   }
-  auto storage =
-      detail::AllocateBuffer<T>(q_elements + kv_elements + c_elements);
+  auto storage = detail::AllocateBuffer<T>(elements);
   T* const projected_q = storage.get();
   T* const projected_k = projected_q + q_elements;
   T* const projected_v = projected_k + batch * m * w_q.cols;

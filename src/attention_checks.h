@@ -68,13 +68,13 @@ MaskRanges CheckAttentionMask(const AttentionMask<T>& mask, size_t batch,
   return ranges;
 }
 
-// Checks that `out` overlaps none of the mask's arrays.
 inline void CheckEmptyRows(EmptyRows empty_rows) {
   if (static_cast<int>(empty_rows) < 0 || static_cast<int>(empty_rows) > 1) {
     throw Error("empty_rows", "invalid value");
   }
 }
 
+// Checks that `out` overlaps none of the mask's arrays.
 inline void CheckMaskOverlap(const std::string& out_name, ByteRange out,
                              const MaskRanges& ranges) {
   CheckNoOverlap(out_name, out, "mask.valid_lengths", ranges.valid_lengths);

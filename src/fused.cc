@@ -67,7 +67,12 @@ void MergeState(detail::FusedRowMode mode, const detail::FusedState<T>& into,
     } else {
       const T old_max = into.max[i], other = part.max[i];
       const T new_max = std::max(old_max, other);
-      if (new_max == -infinity) continue;
+      if (new_max == -infinity) {
+        // Neither part saw a visible key; what `later` read is still 0·V
+        // (0, or NaN from a non-finite value), as in the staged W·V.
+        for (size_t c = 0; c < columns; ++c) acc[c] += add[c];
+        continue;
+      }
       // Weights relative to the new max; +inf maxima share equally.
       const auto factor = [&](T m) {
         if (new_max == infinity) return m == infinity ? T(1) : T(0);
@@ -324,18 +329,33 @@ void WriteNormalizer(detail::FusedRowMode mode,
   }
 }
 
+// attention_pool, and with `with_normalizer` attention_pool_with_normalizer.
 template <typename T>
 void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                    ConstMatrixView<T> keys, ConstMatrixView<T> values,
-                   MatrixView<T> out, T* normalizer, const Mask<T>& mask,
-                   const Execution& execution) {
+                   MatrixView<T> out, bool with_normalizer, T* normalizer,
+                   const Mask<T>& mask, const Execution& execution) {
   detail::EnsureDispatchReady();
   const auto plans = detail::CheckPool<T>(spec, queries, keys, values, out,
                                           nullptr, mask, execution);
   const size_t rows = queries.rows;
+  if (normalizer == nullptr && with_normalizer && rows != 0) {
+    throw Error("normalizer",
+                "is null but there are " + std::to_string(rows) + " queries");
+  }
   if (normalizer != nullptr) {
+    // rows × sizeof(T) fits: CheckPool checked the queries' extent.
     const auto begin = reinterpret_cast<uintptr_t>(normalizer);
     const detail::ByteRange range{begin, begin + rows * sizeof(T)};
+    if (mask.valid_lengths != nullptr) {
+      const auto lengths = reinterpret_cast<uintptr_t>(mask.valid_lengths);
+      detail::CheckNoOverlap("normalizer", range, "mask.valid_lengths",
+                             {lengths, lengths + rows * sizeof(size_t)});
+    }
+    detail::CheckNoOverlap("normalizer", range, "mask.bias",
+                           detail::CheckView("mask.bias", mask.bias));
+    detail::CheckNoOverlap("normalizer", range, "mask.visible",
+                           detail::CheckView("mask.visible", mask.visible));
     detail::CheckNoOverlap("normalizer", range, "out",
                            detail::CheckView("out", out));
     detail::CheckNoOverlap("normalizer", range, "queries",
@@ -526,20 +546,20 @@ template void AttentionPoolBatch(const PoolSpec&,
                                  const Execution&);
 }  // namespace detail
 
-#define ATTNPOOL_FUSED_OVERLOADS(T)                                          \
-  void attention_pool(const PoolSpec& spec, ConstMatrixView<T> queries,      \
-                      ConstMatrixView<T> keys, ConstMatrixView<T> values,    \
-                      MatrixView<T> out, const Mask<T>& mask,                \
-                      const Execution& execution) {                          \
-    AttentionPool<T>(spec, queries, keys, values, out, nullptr, mask,        \
-                     execution);                                             \
-  }                                                                          \
-  void attention_pool_with_normalizer(                                       \
-      const PoolSpec& spec, ConstMatrixView<T> queries,                      \
-      ConstMatrixView<T> keys, ConstMatrixView<T> values, MatrixView<T> out, \
-      T* normalizer, const Mask<T>& mask, const Execution& execution) {      \
-    AttentionPool<T>(spec, queries, keys, values, out, normalizer, mask,     \
-                     execution);                                             \
+#define ATTNPOOL_FUSED_OVERLOADS(T)                                            \
+  void attention_pool(const PoolSpec& spec, ConstMatrixView<T> queries,        \
+                      ConstMatrixView<T> keys, ConstMatrixView<T> values,      \
+                      MatrixView<T> out, const Mask<T>& mask,                  \
+                      const Execution& execution) {                            \
+    AttentionPool<T>(spec, queries, keys, values, out, false, nullptr, mask,   \
+                     execution);                                               \
+  }                                                                            \
+  void attention_pool_with_normalizer(                                         \
+      const PoolSpec& spec, ConstMatrixView<T> queries,                        \
+      ConstMatrixView<T> keys, ConstMatrixView<T> values, MatrixView<T> out,   \
+      T* normalizer, const Mask<T>& mask, const Execution& execution) {        \
+    AttentionPool<T>(spec, queries, keys, values, out, true, normalizer, mask, \
+                     execution);                                               \
   }
 ATTNPOOL_FUSED_OVERLOADS(float)
 ATTNPOOL_FUSED_OVERLOADS(double)

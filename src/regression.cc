@@ -301,6 +301,7 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
   CheckKernel(kernel);
   CheckData(x, y, 2);
   const size_t n = x.rows, depth = x.cols, outputs = y.cols;
+  if (outputs == 0) throw Error("y.cols", "is 0: nothing to score");
   const size_t bandwidths = grid.size();
   if (bandwidths == 0) throw Error("bandwidths", "is empty");
   // λ = 1/h² (and 1/h) must be finite normal numbers of T too.
@@ -373,7 +374,9 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
     const double first = lambda[order.front()], last = lambda[order.back()];
     const double step =
         bandwidths > 1 ? (last - first) / double(bandwidths - 1) : 0;
-    powers = true;
+    // A step of 0 (equal bandwidths) would make q = exp(−t·0) NaN for the
+    // held-out pairs' t = +inf: one exp per bandwidth then.
+    powers = bandwidths == 1 || static_cast<T>(step / 2) > 0;
     for (size_t b = 0; b < bandwidths; ++b) {
       powers &= std::fabs(lambda[order[b]] - (first + double(b) * step)) <=
                 1e-9 * last;

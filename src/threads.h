@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 
 #include "src/dispatch.h"
 
@@ -19,17 +20,29 @@ int ThreadCount(const Execution& execution);
 // `threads` OpenMP threads. Blocks do not depend on the thread count, so
 // neither do results. `block` returns the target bit it ran on, which is
 // recorded for last_run_target().
+// An exception thrown by a block (std::bad_alloc of its scratch) must not
+// leave the OpenMP region (that terminates the process): the first one is
+// kept, the remaining blocks are skipped, and it is rethrown after the loop.
 template <class Block>
 void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
                      const Block& block) {
   std::atomic<int64_t> ran{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr failure;
   const long blocks = static_cast<long>((rows + block_rows - 1) / block_rows);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (long index = 0; index < blocks; ++index) {
+    if (failed.load(std::memory_order_relaxed)) continue;
     const size_t begin = static_cast<size_t>(index) * block_rows;
     const size_t end = rows - begin < block_rows ? rows : begin + block_rows;
-    ran.store(block(begin, end), std::memory_order_relaxed);
+    try {
+      ran.store(block(begin, end), std::memory_order_relaxed);
+    } catch (...) {
+#pragma omp critical(attnpool_block_failure)
+      if (!failed.exchange(true)) failure = std::current_exception();
+    }
   }
+  if (failure) std::rethrow_exception(failure);
   RecordRunTarget(ran.load());
 }
 

@@ -67,6 +67,10 @@ ByteRange CheckTensor(const std::string& name, const TensorView<T>& view,
   const size_t counts[3] = {view.batch, view.heads, view.rows};
   const size_t strides[3] = {view.batch_stride, view.head_stride,
                              view.row_stride};
+  // No element: nothing is read or written, whatever the other sizes.
+  if (view.cols == 0 || counts[0] == 0 || counts[1] == 0 || counts[2] == 0) {
+    return {};
+  }
   size_t elements = view.cols, extent = view.cols, bytes = 0;
   bool overflow = false;
   for (int k = 0; k < 3; ++k) {

@@ -401,14 +401,19 @@ void AdditiveSweep() {
   INFO("seed " << kSeed + 62);
   struct Shape {
     size_t batch, heads, n, m, dq, dk, hidden, dv;
+    size_t kv_heads = 0;  // 0: heads
   };
   const Shape shapes[] = {{2, 2, 19, 45, 6, 9, 11, 3},
                           {1, 1, 40, 300, 16, 8, 32, 17},
                           {1, 1, 3, 0, 2, 2, 4, 2},
-                          {1, 2, 5, 7, 3, 3, 0, 2}};
+                          {1, 2, 5, 7, 3, 3, 0, 2},
+                          {2, 4, 9, 30, 5, 7, 6, 4, 2}};
   for (const Shape& s : shapes) {
+    const size_t kv_heads = s.kv_heads ? s.kv_heads : s.heads;
+    const size_t group = s.heads / kv_heads;
     Tensor<T> queries(s.batch, s.heads, s.n, s.dq, true),
-        keys(s.batch, s.heads, s.m, s.dk), values(s.batch, s.heads, s.m, s.dv);
+        keys(s.batch, kv_heads, s.m, s.dk),
+        values(s.batch, kv_heads, s.m, s.dv);
     queries.FillNormal(rng, 1.0);
     keys.FillNormal(rng, 1.0);
     values.FillNormal(rng, 1.0);
@@ -435,8 +440,8 @@ void AdditiveSweep() {
       const double u = kUnitRoundoff<T>;
       for (size_t b = 0; b < s.batch; ++b) {
         for (size_t h = 0; h < s.heads; ++h) {
-          const auto q = queries.Matrix(b, h), k = keys.Matrix(b, h),
-                     v = values.Matrix(b, h);
+          const auto q = queries.Matrix(b, h), k = keys.Matrix(b, h / group),
+                     v = values.Matrix(b, h / group);
           std::vector<double> scores(s.n * s.m);
           // Score error: per hidden unit the projections' rounding (d+1)·u
           // of Σ|w·x| through tanh (slope ≤ 1), tanh's own error, and the
@@ -670,6 +675,11 @@ TEST_CASE("attention: bad input names the argument, writes nothing",
         attnpool::dense_tensor(const_cast<float*>(data.data()), 2, 4, 3, 4);
     attnpool::scaled_dot_product_attention(q, k, v, alias);
   });
+  RequireRejected("queries.cols", outputs, [&] {
+    auto empty_depth = q, empty_keys = k;
+    empty_depth.cols = empty_keys.cols = 0;
+    attnpool::scaled_dot_product_attention(empty_depth, empty_keys, v, out);
+  });
   RequireRejected("queries.data", outputs, [&] {
     auto bad = q;
     bad.data = nullptr;
@@ -702,6 +712,11 @@ TEST_CASE("attention: bad input names the argument, writes nothing",
   RequireRejected("weights.w_q.cols", outputs, [&] {
     auto bad = mh;
     bad.heads = 3;
+    attnpool::multi_head_attention(bad, x, x, x, mh_out);
+  });
+  RequireRejected("weights.w_q.cols", outputs, [&] {
+    auto bad = mh;
+    bad.w_q.cols = bad.w_k.cols = 0;
     attnpool::multi_head_attention(bad, x, x, x, mh_out);
   });
   RequireRejected("queries.heads", outputs,

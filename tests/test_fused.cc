@@ -243,7 +243,7 @@ void NormalizerCase() {
     for (size_t j = 0; j < m; ++j) bias(i, j) = T(bias_value(rng));
   std::vector<size_t> lengths(n);
   for (size_t& length : lengths) length = rng() % (m + 1);
-  TestMatrix<T> distances(n, m);
+  TestMatrix<T> distances(n, m), out_for_errors(n, dv);
   const double u = kUnitRoundoff<T>;
   for (const PoolSpec& spec : kPoolSpecs) {
     INFO(attnpool::distance_name(spec.distance)
@@ -304,7 +304,11 @@ void NormalizerCase() {
       REQUIRE(std::fabs(got - want) <= bound);
     }
   }
-  // The normalizer is an output: it may not overlap an input.
+  // The normalizer is required, and an output: it may not overlap an input.
+  REQUIRE_THROWS_AS(attnpool::attention_pool_with_normalizer(
+                        kPoolSpecs[0], queries.view(), keys.view(),
+                        values.view(), out_for_errors.view(), nullptr),
+                    attnpool::Error);
   std::vector<T> canary(n * dv, T(3));
   REQUIRE_THROWS_AS(
       attnpool::attention_pool_with_normalizer(
@@ -339,6 +343,16 @@ void FarQueriesCase() {
     for (size_t i = 0; i < 40; i += 2) {
       for (size_t p = 0; p < depth; ++p) queries(i, p) += T(30 + i);
     }
+    // Rows 1, 5, …: a few bandwidths from every key (largest weight between
+    // 2^-100 and 2^-20), with tiny values: products p·v must stay normal.
+    for (size_t i = 1; i < 40; i += 4) {
+      for (size_t p = 0; p < depth; ++p) queries(i, p) += T(2.5);
+    }
+    if (depth == 2) {
+      for (size_t j = 0; j < 500; ++j) {
+        for (size_t c = 0; c < 2; ++c) values(j, c) *= T(1e-20);
+      }
+    }
     const PoolSpec spec{
         Distance::sqeuclidean, {Kernel::gaussian, 0.25}, Normalization::sum};
     INFO("d " << depth);
@@ -350,6 +364,49 @@ void FarQueriesCase() {
       REQUIRE(std::isfinite(out(i, 0)));
       REQUIRE(std::isfinite(out(i, 1)));
     }
+  }
+}
+
+// Extremes of valid arguments: a causal offset at the end of its range
+// (no limit, no overflow), and a bandwidth so small that 1/(2h²) overflows:
+// exact matches keep weight 1, every other key 0.
+ATTNPOOL_TEST_EACH_TARGET(FusedExtremes, "fused.extremes.float", "[fused]") {
+  std::mt19937_64 rng(kSeed + 46);
+  TestMatrix<float> queries(20, 1), keys(300, 1), values(300, 2);
+  queries.FillRandom(rng, 0);
+  keys.FillRandom(rng, 0);
+  values.FillRandom(rng, 1);
+  for (size_t i = 0; i < 20; ++i) keys(7 * i, 0) = queries(i, 0);
+  const PoolSpec wide{
+      Distance::sqeuclidean, {Kernel::gaussian, 0.5}, Normalization::sum};
+  Mask<float> mask;
+  mask.causal = true;
+  mask.causal_offset = std::numeric_limits<std::ptrdiff_t>::max();
+  TestMatrix<float> limited(20, 2), unlimited(20, 2);
+  attnpool::attention_pool(wide, queries.view(), keys.view(), values.view(),
+                           limited.view(), mask);
+  attnpool::attention_pool(wide, queries.view(), keys.view(), values.view(),
+                           unlimited.view());
+  REQUIRE(std::memcmp(limited.data(), unlimited.data(),
+                      limited.storage().size() * sizeof(float)) == 0);
+  mask.causal_offset = std::numeric_limits<std::ptrdiff_t>::min();
+  attnpool::attention_pool(wide, queries.view(), keys.view(), values.view(),
+                           limited.view(), mask);
+  REQUIRE(std::isnan(limited(0, 0)));  // no key visible: the NaN row
+  const PoolSpec narrow{
+      Distance::sqeuclidean, {Kernel::gaussian, 1e-30}, Normalization::sum};
+  TestMatrix<float> exact(20, 2);
+  attnpool::attention_pool(narrow, queries.view(), keys.view(), values.view(),
+                           exact.view());
+  RequireRanOnTarget();
+  for (size_t i = 0; i < 20; ++i) {
+    // Only the planted copy (and any exact duplicate) carries weight.
+    float sum = 0, weighted = 0;
+    for (size_t j = 0; j < 300; ++j) {
+      if (keys(j, 0) == queries(i, 0)) sum += 1, weighted += values(j, 0);
+    }
+    INFO("row " << i);
+    REQUIRE(exact(i, 0) == Approx(weighted / sum).epsilon(1e-6));
   }
 }
 

@@ -538,6 +538,26 @@ TEST_CASE("regression.empty_support", "[regression]") {
   REQUIRE(std::isnan(none.best_bandwidth));
 }
 
+// A grid of equal bandwidths (gaussian_bandwidth_grid(h, h, k)): every
+// score equals the one-bandwidth score, none NaN (the powers path would need
+// a step of 0).
+TEST_CASE("regression.equal_bandwidths", "[regression]") {
+  std::vector<float> x(50), y(50);
+  for (size_t i = 0; i < 50; ++i) {
+    x[i] = 0.1f * float(i);
+    y[i] = std::sin(x[i]);
+  }
+  const auto grid = attnpool::gaussian_bandwidth_grid(0.3, 0.3, 4);
+  const auto result = attnpool::cross_validate(
+      Kernel::gaussian, {x.data(), 50, 1}, {y.data(), 50, 1}, grid);
+  const auto one = attnpool::cross_validate(Kernel::gaussian, {x.data(), 50, 1},
+                                            {y.data(), 50, 1}, {0.3});
+  for (double score : result.scores) {
+    REQUIRE(std::isfinite(score));
+    REQUIRE(score == Approx(one.scores[0]).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("regression.errors", "[regression]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -558,6 +578,7 @@ TEST_CASE("regression.errors", "[regression]") {
   cv("x.data", Kernel::gaussian, {nullptr, 6, 1}, yv, grid);
   cv("x.stride", Kernel::gaussian, {x.data(), 3, 2, 1}, yv, grid);
   cv("y.rows", Kernel::gaussian, xv, {y.data(), 5, 1}, grid);
+  cv("y.cols", Kernel::gaussian, xv, {y.data(), 6, 0}, grid);
   cv("x.rows", Kernel::gaussian, {x.data(), 1, 1}, {y.data(), 1, 1}, grid);
   cv("kernel", Kernel::exp, xv, yv, grid);
   cv("kernel", Kernel::constant, xv, yv, grid);

@@ -94,12 +94,17 @@ struct AdditiveWeights {
   const T* w_v = nullptr;
 };
 
-// queries (B, H, n, dq), keys (B, H, m, dk), values (B, H, m, dv), out
-// (B, H, n, dv); the same weights serve every head. Queries and keys are
-// projected once (n·h and m·h); the n·m·h tanh-and-sum is the hot loop, one
-// block of queries at a time: extra memory is the projections plus a block
-// of scores per thread (16 rows × m). Accuracy: each score has absolute
-// error ≤ Σ|w_v|·(tanh's error + 4·u·|W_q q + W_k k|), then softmax's.
+// queries (B, Hq, n, dq), keys (B, Hkv, m, dk), values (B, Hkv, m, dv), out
+// (B, Hq, n, dv), Hkv dividing Hq (grouped heads as in
+// scaled_dot_product_attention); the same weights serve every head. Queries
+// and keys are projected once per head (n·h and m·h); the n·m·h
+// tanh-and-sum is the hot loop, one block of queries at a time. Extra
+// memory: the transposed weights, the projections (n·h, and m·h twice: the
+// keys' also transposed and padded to 128 keys), the packed values of one
+// head, and a block of scores per thread (16 rows × m). Accuracy: with
+// a = W_q q + W_k k, each score has absolute error
+// ≤ Σᵤ |w_v[u]|·((dq + dk + 4)·u·(Σ|W_q q| + Σ|W_k k|)ᵤ + tanh's error
+// + (h + 2)·u), then softmax's.
 // Throws attnpool::Error naming the argument on invalid input, before
 // writing anything.
 void additive_attention(const AdditiveWeights<float>& weights,
@@ -141,7 +146,7 @@ struct MultiHeadWeights {
 // out (B, 1, n, d_out). Projections run on the library's packed,
 // register-blocked GEMM (weighted_sum.h); heads are strided views of the
 // projections, never copied. Extra memory: the projections and the
-// concatenated heads, (B·n + 2·B·m)·H·dh + B·n·H·dv elements.
+// concatenated heads, B·n·H·dh + B·m·H·(dh + dv) + B·n·H·dv elements.
 // Throws attnpool::Error naming the argument on invalid input, before
 // writing anything.
 void multi_head_attention(const MultiHeadWeights<float>& weights,
