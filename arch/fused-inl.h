@@ -297,6 +297,57 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
   return true;
 }
 
+// Sorted 1-D keys under a compact kernel (FusedPlan::sorted_keys): narrows
+// the panels [*panel_begin, *panel_end) over keys [key_begin, limit) to
+// those holding keys within h of `query` (a relative margin of 1e-5 covers
+// the rounding of r). The other panels' weights are all 0, and skipping
+// them changes no bit (every accumulator lane sees the same keys; FMA with a
+// 0 weight returns its addend) — unless one of their values is not finite,
+// or the query is NaN: then nothing is skipped.
+template <typename T>
+void SortedKeyWindow(const detail::FusedPlan<T>& plan, T query,
+                     size_t key_begin, size_t limit, size_t* panel_begin,
+                     size_t* panel_end) {
+  if (!(query == query)) return;
+  const size_t width = plan.packed.panel_width;
+  const double h = 1.0 / double(plan.kernel.inverse_bandwidth);
+  const double reach = h * (1 + 1e-5);
+  const double low = double(query) - reach, high = double(query) + reach;
+  // First key ≥ low, first key > high, in [key_begin, limit).
+  size_t lo = key_begin, hi = limit;
+  for (size_t count = limit - key_begin; count > 0;) {
+    const size_t half = count / 2;
+    if (double(plan.keys(lo + half, 0)) < low) {
+      lo += half + 1;
+      count -= half + 1;
+    } else {
+      count = half;
+    }
+  }
+  size_t first = lo;
+  for (size_t count = limit - lo; count > 0;) {
+    const size_t half = count / 2;
+    if (!(double(plan.keys(first + half, 0)) > high)) {
+      first += half + 1;
+      count -= half + 1;
+    } else {
+      count = half;
+    }
+  }
+  hi = first;
+  const size_t begin = std::max(*panel_begin, lo / width);
+  const size_t end = std::min(*panel_end, (hi + width - 1) / width);
+  const size_t* nonfinite = plan.nonfinite_prefix;
+  const size_t kept_begin = std::min(begin * width, limit);
+  const size_t kept_end = std::max(kept_begin, std::min(end * width, limit));
+  if (nonfinite[kept_begin] != nonfinite[key_begin] ||
+      nonfinite[limit] != nonfinite[kept_end]) {
+    return;  // a skipped value is not finite
+  }
+  *panel_begin = begin;
+  *panel_end = std::max(begin, end);
+}
+
 template <class Step, bool kGaussianOfSquares, typename T>
 void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
                           const detail::FusedState<T>& state, size_t row_begin,
@@ -342,8 +393,12 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
       const size_t shown = limit > first ? limit - first : 0;
       return hn::IfThenElse(hn::FirstN(d, shown), v, hn::Set(d, hidden));
     };
-    const size_t panel_begin = key_begin / width;
-    const size_t panel_end = (limit + width - 1) / width;
+    size_t panel_begin = key_begin / width;
+    size_t panel_end = (limit + width - 1) / width;
+    if (plan.sorted_keys && panel_begin < panel_end) {
+      SortedKeyWindow(plan, query[0], key_begin, limit, &panel_begin,
+                      &panel_end);
+    }
     if (kGaussianOfSquares && mode == RowMode::softmax) {
       T* HWY_RESTRICT acc = state.accumulator.row(row);
       std::fill(acc, acc + columns, T(0));
@@ -550,7 +605,16 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           limits[r] > key ? std::min(count, limits[r] - key) : 0;
       rescale[r] = ProcessRow(d, plan, mode, scores + r * key_block, count,
                               visible, row_begin + r, key, states[r]);
-      any_weight |= visible != 0;
+      // Compact kernels: a row whose weights here are all 0 adds nothing.
+      any_weight |= visible != 0 && (plan.nonfinite_prefix == nullptr ||
+                                     WeightsAsIs(d, scores + r * key_block,
+                                                 visible) != RowResult::empty);
+    }
+    // An all-zero block adds 0·V = 0 (acc·1 + 0: the same bits) unless one
+    // of its values is not finite.
+    if (!any_weight && plan.nonfinite_prefix != nullptr &&
+        plan.nonfinite_prefix[key + count] != plan.nonfinite_prefix[key]) {
+      any_weight = true;
     }
     if (mode == RowMode::argmax || !any_weight) continue;
     // block_sum = p · V[key, key + count); acc = acc·rescale + block_sum.

@@ -232,6 +232,7 @@ class FusedJob {
       packed_values_ = detail::PackKeys(Distance::dot, values, threads);
       plan_.packed_values = packed_values_.view;
     }
+    SetUpCompactSkips(spec, keys, values);
     // Key chunks: one, or for few query blocks up to kMaxChunks of at least
     // kMinChunkKeys keys, each a multiple of the panel width.
     row_calls_ = (rows + kFusedRows - 1) / kFusedRows;
@@ -276,6 +277,37 @@ class FusedJob {
     }
   }
 
+  // Compact kernels under none or sum: all-zero key blocks are skipped
+  // (arch/fused.h), which needs to know where values are not finite; with
+  // sorted 1-D keys and r = |q − k|, a query visits only its window.
+  void SetUpCompactSkips(const PoolSpec& spec, ConstMatrixView<T> keys,
+                         ConstMatrixView<T> values) {
+    const Kernel kernel = spec.kernel.kernel;
+    const bool compact = kernel == Kernel::boxcar ||
+                         kernel == Kernel::triangular ||
+                         kernel == Kernel::epanechnikov;
+    if (!compact || mode_ != detail::FusedRowMode::weights) return;
+    nonfinite_prefix_.assign(values.rows + 1, 0);
+    for (size_t j = 0; j < values.rows; ++j) {
+      const T* row = values.row(j);
+      bool finite = true;
+      for (size_t c = 0; c < values.cols; ++c) finite &= std::isfinite(row[c]);
+      nonfinite_prefix_[j + 1] = nonfinite_prefix_[j] + (finite ? 0 : 1);
+    }
+    plan_.nonfinite_prefix = nonfinite_prefix_.data();
+    if (keys.cols != 1 || spec.distance == Distance::dot ||
+        spec.distance == Distance::cosine ||
+        plan_.packed_values.panels == nullptr) {
+      return;
+    }
+    bool sorted = true;
+    for (size_t j = 0; j < keys.rows && sorted; ++j) {
+      sorted =
+          keys(j, 0) == keys(j, 0) && (j == 0 || keys(j - 1, 0) <= keys(j, 0));
+    }
+    plan_.sorted_keys = sorted;
+  }
+
   // Bytes of the packed copies this job holds.
   size_t packed_bytes() const {
     const auto bytes = [](const detail::PackedKeys<T>& p) {
@@ -291,6 +323,7 @@ class FusedJob {
   detail::FusedPlan<T> plan_;
   size_t row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
   std::vector<StateStorage<T>> storage_;
+  std::vector<size_t> nonfinite_prefix_;
 };
 
 // Accumulates all queries over all keys into `state` (FusedJob).

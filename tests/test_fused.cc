@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -365,6 +366,81 @@ void FarQueriesCase() {
       REQUIRE(std::isfinite(out(i, 1)));
     }
   }
+}
+
+// Compact kernels skip what they make all-zero: key blocks (any d) and, for
+// sorted 1-D keys, every panel outside a query's window. Skipping changes
+// no bit: the same keys with one far key appended out of order (which turns
+// the window off) give the same outputs. A non-finite value in a skipped
+// block still makes its column NaN, as in W·V.
+template <typename T>
+void CompactSkipCase() {
+  std::mt19937_64 rng(kSeed + 47);
+  const size_t n = 60, m = 3000;
+  std::uniform_real_distribution<double> unit(0, 10);
+  for (const PoolSpec& spec :
+       {PoolSpec{
+            Distance::sqeuclidean, {Kernel::boxcar, 0.3}, Normalization::sum},
+        PoolSpec{Distance::euclidean,
+                 {Kernel::triangular, 0.2},
+                 Normalization::none,
+                 EmptyRows::zero},
+        PoolSpec{Distance::manhattan,
+                 {Kernel::epanechnikov, 0.5},
+                 Normalization::sum,
+                 EmptyRows::zero}}) {
+    INFO(attnpool::kernel_name(spec.kernel.kernel));
+    // 1-D, sorted keys.
+    TestMatrix<T> queries(n, 1), keys(m, 1), values(m, 2);
+    std::vector<double> sorted(m);
+    for (double& k : sorted) k = unit(rng);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t j = 0; j < m; ++j) keys(j, 0) = T(sorted[j]);
+    for (size_t i = 0; i < n; ++i) queries(i, 0) = T(unit(rng));
+    values.FillRandom(rng, 1);
+    CheckFused<T>(spec, {}, queries, keys, values);
+    TestMatrix<T> windowed(n, 2), everything(n, 2);
+    attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                             windowed.view());
+    RequireRanOnTarget();
+    TestMatrix<T> keys_plus(m + 1, 1), values_plus(m + 1, 2);
+    for (size_t j = 0; j < m; ++j) {
+      keys_plus(j, 0) = keys(j, 0);
+      values_plus(j, 0) = values(j, 0);
+      values_plus(j, 1) = values(j, 1);
+    }
+    keys_plus(m, 0) = T(-1000);  // far from every query, out of order
+    values_plus(m, 0) = values_plus(m, 1) = T(1);
+    attnpool::attention_pool(spec, queries.view(), keys_plus.view(),
+                             values_plus.view(), everything.view());
+    REQUIRE(std::memcmp(windowed.data(), everything.data(),
+                        windowed.storage().size() * sizeof(T)) == 0);
+    // A NaN value far from every query still reaches its column.
+    values(m - 1, 1) = std::numeric_limits<T>::quiet_NaN();
+    CheckFused<T>(spec, {}, queries, keys, values);
+    attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                             windowed.view());
+    for (size_t i = 0; i < n; ++i) REQUIRE(std::isnan(windowed(i, 1)));
+    // d = 16 in clusters: whole key blocks have no weight for a query block.
+    TestMatrix<T> wide_queries(n, 16), wide_keys(m, 16), wide_values(m, 5);
+    wide_queries.FillRandom(rng, 0);
+    wide_keys.FillRandom(rng, 0);
+    wide_values.FillRandom(rng, 1);
+    for (size_t j = 0; j < m; ++j) wide_keys(j, 0) += T(j % 300 < 150 ? 0 : 50);
+    CheckFused<T>(spec, {}, wide_queries, wide_keys, wide_values);
+    wide_values(m - 2, 3) = std::numeric_limits<T>::infinity();
+    CheckFused<T>(spec, {}, wide_queries, wide_keys, wide_values);
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(CompactSkipFloat, "fused.compact_skip.float",
+                          "[fused]") {
+  CompactSkipCase<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(CompactSkipDouble, "fused.compact_skip.double",
+                          "[fused]") {
+  CompactSkipCase<double>();
 }
 
 // Extremes of valid arguments: a causal offset at the end of its range
