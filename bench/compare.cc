@@ -581,6 +581,8 @@ int main(int argc, char** argv) {
   std::printf("# attnpool bench/compare: %d repetitions, threads", g_reps);
   for (int t : thread_counts) std::printf(" %d", t);
   std::printf("\n");
+  // First, while the process's peak resident set is still its inputs'.
+  if (memory && !g_quick) M1(thread_counts.back());
   for (int threads : thread_counts) {
     Probes(threads);
     W1(threads);
@@ -589,7 +591,6 @@ int main(int argc, char** argv) {
     W4(threads);
     W5(threads);
   }
-  if (memory && !g_quick) M1(thread_counts.back());
   Summary(thread_counts);
   return 0;
 }
