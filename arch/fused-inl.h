@@ -55,7 +55,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Keys per block, in bytes of one score row: a block's scores for the
 // query block (≤ kFusedRows rows) stay in L2 between the passes over them.
-constexpr size_t kKeyBlockBytes = 1024;
+constexpr size_t kKeyBlockBytes = 2048;
 
 using RowMode = detail::FusedRowMode;
 
@@ -67,6 +67,53 @@ struct RowState {
   size_t best = 0;                              // argmax: first index
   bool nan = false;                             // a visible NaN was seen
 };
+
+// ProcessRow's softmax of exp(scale·s) scores without bias or visible
+// matrix (scaled dot-product attention), scale > 0: two passes instead of
+// four — the max of the raw scores (scale·max s = max scale·s), then
+// p = exp(s·scale − m) by one multiply-add, stored and summed on the way.
+// A NaN score makes the sum NaN (exp(NaN) = NaN), which marks the row. A
+// block whose max logit is not finite returns false: the general path.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
+                                 size_t count, size_t visible,
+                                 RowState<T>& state, T* rescale_out) {
+  const size_t N = hn::Lanes(d);
+  const T infinity = std::numeric_limits<T>::infinity();
+  auto maximum = hn::Set(d, -infinity);
+  for (size_t j = 0; j < visible; j += N) {
+    maximum = hn::Max(maximum, LoadPadded(d, row, j, visible, -infinity));
+  }
+  // EMU128/SCALAR MaxOfLanes cannot return −inf (normalize-inl.h).
+  if (visible == 0 || hn::AllTrue(d, hn::Eq(maximum, hn::Set(d, -infinity)))) {
+    return false;
+  }
+  const T block_max = hn::GetLane(hn::MaxOfLanes(d, maximum)) * scale;
+  if (!(std::abs(block_max) < infinity)) return false;  // ±inf or NaN
+  const T old_max = state.max;
+  const T new_max = std::max(old_max, block_max);
+  const T rescale = old_max == -infinity ? T(0) : std::exp(old_max - new_max);
+  const auto factor = hn::Set(d, scale), shift = hn::Set(d, -new_max);
+  auto sum = hn::Zero(d);
+  for (size_t j = 0; j < count; j += N) {
+    auto p = attnpool::HWY_NAMESPACE::Exp(
+        d, hn::MulAdd(LoadPadded(d, row, j, count, T(0)), factor, shift));
+    const size_t shown = visible > j ? visible - j : 0;
+    p = hn::IfThenElseZero(hn::FirstN(d, shown), p);
+    sum = hn::Add(sum, p);
+    if (count - j >= N) {
+      hn::StoreU(p, d, row + j);
+    } else {
+      StorePrefix(d, p, row + j, count - j);
+    }
+  }
+  const T block_sum = hn::GetLane(hn::SumOfLanes(d, sum));
+  state.nan |= block_sum != block_sum;
+  state.max = new_max;
+  state.sum = state.sum * rescale + block_sum;
+  *rescale_out = rescale;
+  return true;
+}
 
 // Turns a row of `count` scores (keys [key, key + count) of query `row`)
 // into the block's weights p in place, updates the state and returns the
@@ -81,6 +128,15 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   const T hidden = mode == RowMode::weights ? T(0) : -infinity;
   // Kernel, bias; keys past the visible prefix are hidden.
   const T* bias = mask.bias.data ? mask.bias.row(query) + key : nullptr;
+  if (mode == RowMode::softmax && plan.kernel.kernel == Kernel::exp &&
+      bias == nullptr && mask.visible.data == nullptr &&
+      plan.kernel.scale > T(0)) {
+    T rescale;
+    if (ScaledSoftmaxRow(d, plan.kernel.scale, row, count, visible, state,
+                         &rescale)) {
+      return rescale;
+    }
+  }
   for (size_t j = 0; j < count; j += N) {
     auto v = KernelWeights(d, plan.kernel, LoadPadded(d, row, j, count, T(0)));
     if (bias != nullptr) v = hn::Add(v, LoadPadded(d, bias, j, count, T(0)));
