@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "arch/additive.h"
@@ -70,6 +71,17 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
   const size_t padded_m = (m + detail::kAdditiveKeyAlignment - 1) /
                           detail::kAdditiveKeyAlignment *
                           detail::kAdditiveKeyAlignment;
+  size_t q_elements = 0, k_elements = 0, t_elements = 0, s_elements = 0;
+  if (__builtin_mul_overflow(n, hidden, &q_elements) ||
+      __builtin_mul_overflow(m, hidden, &k_elements) ||
+      __builtin_mul_overflow(hidden, padded_m, &t_elements) ||
+      __builtin_mul_overflow(size_t(threads) * kAdditiveBlockRows, padded_m,
+                             &s_elements) ||
+      std::max({q_elements, k_elements, t_elements, s_elements}) >
+          std::numeric_limits<size_t>::max() / sizeof(T)) {
+    throw Error("weights.w_q.rows",
+                "the projections overflow the address space");
+  }
   const auto w_q_t = Transpose(w_q), w_k_t = Transpose(w_k);
   auto projected_q = detail::AllocateBuffer<T>(n * hidden);
   auto projected_k = detail::AllocateBuffer<T>(m * hidden);
