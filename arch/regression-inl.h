@@ -143,14 +143,20 @@ HWY_INLINE void PowersChunk(D d, T* first, const T* HWY_RESTRICT ratio,
   // w ≤ 1 and q ≤ 1 here; w·q + ε ≥ ε is normal, so no step ever forms a
   // subnormal number (which costs ~100 cycles per instruction on x86
   // without flush-to-zero).
-#define ATTNPOOL_CV_STEP(k)              \
-  if (kWithSum) s##k = hn::Add(s##k, w); \
-  p##k = hn::MulAdd(w, y, p##k);         \
-  w = hn::MulAdd(w, q, epsilon);
-  for (size_t j = 0; j < kBlock; j += N) {
-    auto w = hn::Load(d, first + j);
-    const auto q = hn::Load(d, ratio + j);
-    const auto y = hn::Load(d, target + j);
+  // Two key vectors per step: their power chains w ← w·q + ε are
+  // independent, so one's multiply-add latency hides behind the other's.
+  // (kBlock is a multiple of 2N on every target.)
+#define ATTNPOOL_CV_STEP(k)                            \
+  if (kWithSum) s##k = hn::Add(s##k, hn::Add(wa, wb)); \
+  p##k = hn::MulAdd(wb, yb, hn::MulAdd(wa, ya, p##k)); \
+  wa = hn::MulAdd(wa, qa, epsilon);                    \
+  wb = hn::MulAdd(wb, qb, epsilon);
+  static_assert(kBlock % (2 * (HWY_MAX_BYTES / sizeof(T))) == 0,
+                "key blocks hold whole pairs of vectors");
+  for (size_t j = 0; j < kBlock; j += 2 * N) {
+    auto wa = hn::Load(d, first + j), wb = hn::Load(d, first + j + N);
+    const auto qa = hn::Load(d, ratio + j), qb = hn::Load(d, ratio + j + N);
+    const auto ya = hn::Load(d, target + j), yb = hn::Load(d, target + j + N);
     ATTNPOOL_CV_STEP(0)
     ATTNPOOL_CV_STEP(1)
     ATTNPOOL_CV_STEP(2)
@@ -161,7 +167,10 @@ HWY_INLINE void PowersChunk(D d, T* first, const T* HWY_RESTRICT ratio,
       ATTNPOOL_CV_STEP(6)
       ATTNPOOL_CV_STEP(7)
     }
-    if (kStoreNext) hn::Store(w, d, first + j);
+    if (kStoreNext) {
+      hn::Store(wa, d, first + j);
+      hn::Store(wb, d, first + j + N);
+    }
   }
 #undef ATTNPOOL_CV_STEP
   if (kWithSum) {
@@ -198,7 +207,7 @@ HWY_INLINE V Weights(D d, CrossValidationWeights kind, V value, T parameter) {
   switch (kind) {
     case CrossValidationWeights::gaussian_each:
       // t ≥ 0 and parameter < 0: the argument is ≤ 0, the weight ≤ 1.
-      return attnpool::HWY_NAMESPACE::Exp(d, hn::Mul(value, scale));
+      return attnpool::HWY_NAMESPACE::ExpOfFinite(d, hn::Mul(value, scale));
     case CrossValidationWeights::boxcar:
       return hn::IfThenElseZero(hn::Lt(hn::Mul(value, scale), one), one);
     case CrossValidationWeights::triangular:
@@ -247,10 +256,14 @@ void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
         for (size_t j = 0; j < kBlock; j += N) {
           // t ≥ 0 (+inf for held-out points: both weights 0).
           const auto t = hn::Sub(hn::Load(d, distances + j), shift);
-          hn::Store(attnpool::HWY_NAMESPACE::Exp(d, hn::Mul(t, first_factor)),
-                    d, first + j);
-          hn::Store(attnpool::HWY_NAMESPACE::Exp(d, hn::Mul(t, ratio_factor)),
-                    d, ratio + j);
+          // Arguments ≤ 0 or −inf (never NaN: the data are finite), often
+          // below exp's range in unpredictable lanes: the branch-free exp.
+          hn::Store(
+              attnpool::HWY_NAMESPACE::ExpOfFinite(d, hn::Mul(t, first_factor)),
+              d, first + j);
+          hn::Store(
+              attnpool::HWY_NAMESPACE::ExpOfFinite(d, hn::Mul(t, ratio_factor)),
+              d, ratio + j);
         }
         for (size_t b = 0; b < padded_bandwidths; b += kChunk) {
           for (size_t c = 0; c < outputs; ++c) {
