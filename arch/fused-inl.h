@@ -91,6 +91,7 @@ HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
   const T block_max = hn::GetLane(hn::MaxOfLanes(d, maximum)) * scale;
   if (!(std::abs(block_max) < infinity)) return false;  // ±inf or NaN
   const T old_max = state.max;
+  if (old_max == infinity) return false;  // earlier +inf scores take all
   const T new_max = std::max(old_max, block_max);
   const T rescale = old_max == -infinity ? T(0) : std::exp(old_max - new_max);
   const auto factor = hn::Set(d, scale), shift = hn::Set(d, -new_max);

@@ -469,6 +469,24 @@ ATTNPOOL_TEST_EACH_TARGET(FusedExtremes, "fused.extremes.float", "[fused]") {
   attnpool::attention_pool(wide, queries.view(), keys.view(), values.view(),
                            limited.view(), mask);
   REQUIRE(std::isnan(limited(0, 0)));  // no key visible: the NaN row
+  // A +inf score in the first key block takes all the weight; later blocks
+  // of finite scores must not disturb it (the two-pass softmax shortcut of
+  // the large-d path: d > 8; 3 queries: the decode path, and 100: tiles).
+  for (size_t rows : {size_t{3}, size_t{100}}) {
+    TestMatrix<float> q(rows, 12), k(1500, 12), v(1500, 3);
+    q.FillRandom(rng, 0);
+    k.FillRandom(rng, 0);
+    v.FillRandom(rng, 1);
+    for (size_t i = 0; i < rows; ++i) q(i, 0) = 1.0f;
+    k(5, 0) = std::numeric_limits<float>::infinity();
+    const PoolSpec sdpa{Distance::dot, {Kernel::exp}, Normalization::softmax};
+    CheckFused<float>(sdpa, {}, q, k, v);
+    TestMatrix<float> o(rows, 3);
+    attnpool::attention_pool(sdpa, q.view(), k.view(), v.view(), o.view());
+    for (size_t i = 0; i < rows; ++i) {
+      for (size_t c = 0; c < 3; ++c) REQUIRE(o(i, c) == v(5, c));
+    }
+  }
   const PoolSpec narrow{
       Distance::sqeuclidean, {Kernel::gaussian, 1e-30}, Normalization::sum};
   TestMatrix<float> exact(20, 2);
