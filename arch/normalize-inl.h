@@ -189,11 +189,18 @@ HWY_INLINE RowResult SumRow(D d, T* HWY_RESTRICT row, size_t count) {
     return WeightsAsIs(d, row, count) == RowResult::empty ? RowResult::empty
                                                           : RowResult::nan;
   }
-  if (std::abs(sum) == std::numeric_limits<T>::infinity() &&
-      ShareAmongInfinities(row, count, sum)) {
-    return RowResult::normalized;
+  T scale = T(1) / sum;
+  if (std::abs(sum) == std::numeric_limits<T>::infinity()) {
+    if (ShareAmongInfinities(row, count, sum)) return RowResult::normalized;
+    // Finite weights whose sum overflows: summed again scaled by 2^-64 (an
+    // exact power of two; weights that become subnormal are far below the
+    // result's precision), then divided by that sum.
+    const T shrink = T(1.0 / 18446744073709551616.0);
+    TransformRow(d, row, count, T(0), [d, shrink](hn::Vec<D> v) HWY_ATTR {
+      return hn::Mul(v, hn::Set(d, shrink));
+    });
+    scale = T(1) / RowSum(d, row, count);
   }
-  const T scale = T(1) / sum;
   TransformRow(d, row, count, T(0), [d, scale](hn::Vec<D> v) HWY_ATTR {
     return hn::Mul(v, hn::Set(d, scale));
   });

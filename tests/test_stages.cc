@@ -293,6 +293,24 @@ ATTNPOOL_TEST_EACH_TARGET(NormalizeExtremes, "normalize.extremes",
   }
 }
 
+// `sum` of finite weights whose float sum overflows: the weights are shared
+// as in exact arithmetic, not divided by +inf into a row of zeros.
+ATTNPOOL_TEST_EACH_TARGET(NormalizeSumOverflow, "normalize.sum_overflow",
+                          "[normalize]") {
+  TestMatrix<float> values(1, 21);
+  for (size_t j = 0; j < 21; ++j) values(0, j) = j < 4 ? 3e38f : 1.0f;
+  attnpool::normalize(Normalization::sum, values.view());
+  RequireRanOnTarget();
+  for (size_t j = 0; j < 21; ++j) {
+    INFO("column " << j);
+    if (j < 4) {
+      REQUIRE(values(0, j) == Approx(0.25).epsilon(1e-6));
+    } else {
+      REQUIRE(values(0, j) == Approx(1.0 / 1.2e39).epsilon(1e-3));
+    }
+  }
+}
+
 // The d2l masked_softmax example: 2 batches × 2 queries × 4 keys, with valid
 // lengths per batch [2, 3] and per query [[1, 3], [2, 4]], against the
 // formula written out by hand.
