@@ -73,9 +73,10 @@ constexpr size_t kMaxVectorBytes = HWY_MAX_BYTES;
 #define ATTNPOOL_WSUM_FOR_CELLS(X)                                            \
   X(0, 0)                                                                     \
   X(0, 1)                                                                     \
-  X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2)     \
-      X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3) X(4, 0) X(4, 1) X(4, 2) X(4, 3) \
-          X(5, 0) X(5, 1) X(5, 2) X(5, 3)
+  X(0, 2)                                                                     \
+  X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2) X(2, 3)     \
+      X(3, 0) X(3, 1) X(3, 2) X(3, 3) X(4, 0) X(4, 1) X(4, 2) X(4, 3) X(5, 0) \
+          X(5, 1) X(5, 2) X(5, 3)
 static_assert(kTileRows == 6, "ATTNPOOL_WSUM_FOR_ROWS covers 6 rows");
 static_assert(kPanelVectors <= 4, "ATTNPOOL_WSUM_FOR_CELLS covers 4 vectors");
 
@@ -220,7 +221,7 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   const size_t width = kPanelVectors * N;
   const size_t depth = weights.cols;
   if (column_begin >= column_end) return;  // no output columns
-  if (depth == 0) {  // empty sums
+  if (depth == 0) {                        // empty sums
     for (size_t i = row_begin; i < row_end; ++i) {
       std::fill(out.row(i) + column_begin, out.row(i) + column_end, T(0));
     }

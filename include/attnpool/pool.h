@@ -54,16 +54,20 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
 // and shard merges use; for none and for sum of other kernels (and none of
 // exponential ones) Σⱼ wᵢⱼ; for argmax the best score. NaN where the row
 // met a visible NaN. normalizer may not overlap the other arguments.
-void attention_pool_with_normalizer(
-    const PoolSpec& spec, ConstMatrixView<float> queries,
-    ConstMatrixView<float> keys, ConstMatrixView<float> values,
-    MatrixView<float> out, float* normalizer, const Mask<float>& mask = {},
-    const Execution& execution = {});
-void attention_pool_with_normalizer(
-    const PoolSpec& spec, ConstMatrixView<double> queries,
-    ConstMatrixView<double> keys, ConstMatrixView<double> values,
-    MatrixView<double> out, double* normalizer, const Mask<double>& mask = {},
-    const Execution& execution = {});
+void attention_pool_with_normalizer(const PoolSpec& spec,
+                                    ConstMatrixView<float> queries,
+                                    ConstMatrixView<float> keys,
+                                    ConstMatrixView<float> values,
+                                    MatrixView<float> out, float* normalizer,
+                                    const Mask<float>& mask = {},
+                                    const Execution& execution = {});
+void attention_pool_with_normalizer(const PoolSpec& spec,
+                                    ConstMatrixView<double> queries,
+                                    ConstMatrixView<double> keys,
+                                    ConstMatrixView<double> values,
+                                    MatrixView<double> out, double* normalizer,
+                                    const Mask<double>& mask = {},
+                                    const Execution& execution = {});
 
 // Sharding the keys: attention pooling of n queries over a shard of the
 // keys, as a state that merges with the states of other shards (in key

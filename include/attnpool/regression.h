@@ -184,8 +184,8 @@ struct CrossValidationResult {
 // (tests/test_regression.cc); measured ≤ 5.3e-7 and 1.5e-15.
 //
 // Throws attnpool::Error, before any work: "x", "y" (views, non-finite
-// elements), "x.rows" (n < 2), "y.rows", "y.cols" (0), "kernel", "bandwidths" (empty, or
-// an entry not finite and > 0), "options.folds" (1, or more than n),
+// elements), "x.rows" (n < 2), "y.rows", "y.cols" (0), "kernel", "bandwidths"
+// (empty, or an entry not finite and > 0), "options.folds" (1, or more than n),
 // "options.scales" (not d entries, or an entry not finite and > 0),
 // "execution.threads".
 CrossValidationResult cross_validate(Kernel kernel, ConstMatrixView<float> x,
