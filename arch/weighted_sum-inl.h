@@ -70,13 +70,12 @@ constexpr size_t kMinRowsToPack = 2 * kTileRows;
 constexpr size_t kMaxVectorBytes = HWY_MAX_BYTES;
 
 #define ATTNPOOL_WSUM_FOR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define ATTNPOOL_WSUM_FOR_CELLS(X)                                            \
-  X(0, 0)                                                                     \
-  X(0, 1)                                                                     \
-  X(0, 2)                                                                     \
-  X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) X(2, 0) X(2, 1) X(2, 2) X(2, 3)     \
-      X(3, 0) X(3, 1) X(3, 2) X(3, 3) X(4, 0) X(4, 1) X(4, 2) X(4, 3) X(5, 0) \
-          X(5, 1) X(5, 2) X(5, 3)
+// clang-format off
+#define ATTNPOOL_WSUM_FOR_CELLS(X)                                     \
+  X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3)      \
+  X(2, 0) X(2, 1) X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3)      \
+  X(4, 0) X(4, 1) X(4, 2) X(4, 3) X(5, 0) X(5, 1) X(5, 2) X(5, 3)
+// clang-format on
 static_assert(kTileRows == 6, "ATTNPOOL_WSUM_FOR_ROWS covers 6 rows");
 static_assert(kPanelVectors <= 4, "ATTNPOOL_WSUM_FOR_CELLS covers 4 vectors");
 
