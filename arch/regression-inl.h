@@ -2,21 +2,26 @@
 // include/attnpool/regression.h, cross_validate): for one query (a training
 // point) at a time, every bandwidth's held-out sums
 //   S_b = Σⱼ w_b(i, j),   P_b,c = Σⱼ w_b(i, j)·y(j, c)
-// over the training points j not held out, streaming over blocks of
+// over the training points j not held out and inside the query's key window
+// (arch/regression.h, KeyWindow: the points sorted along one coordinate, a
+// contiguous run of them around the query), streaming over blocks of
 // kCrossValidationKeyBlock points:
 //   1. the block's squared distances r² into an L1 scratch, +inf for the
 //      held-out points and the padding (so every kernel weighs them 0);
-//   2. Gaussian: t = r² − r²ₘᵢₙ ≥ 0 (r²ₘᵢₙ from a first pass over all
-//      blocks), so that every weight is ≤ 1 and the nearest point's is 1;
-//   3. powers path: w₀ = exp(−t·λ₀/2) and q = exp(−t·Δ/2) into scratch, then
-//      per chunk of kChunk bandwidths (their 2·kChunk accumulators in
-//      registers) w ← w·q + ε along the chunk, the chunk's last w stored
-//      back as the next chunk's start;
-//      other paths: per bandwidth, the block's weights into scratch, then
-//      the sums.
-// Accumulators are vectors summed over the points in index order, reduced
-// across lanes at the end of the query: the result depends only on the
-// query, never on how queries are grouped into calls or threads.
+//   2. Gaussian: t = r² − r²ₘᵢₙ ≥ 0 (r²ₘᵢₙ from an outward search that
+//      stops where the sorted coordinate alone exceeds it), so that every
+//      weight is ≤ 1 and the nearest point's is 1;
+//   3. powers path: w₀ = 2^(−t·λ₀·log₂e/2) into scratch, and q = 2^(−t·Δ·
+//      log₂e/2) where the second chunk's window reaches; then per chunk of
+//      1, 1, 2, 4, then kChunk bandwidths (their accumulators in
+//      registers), over the window of the chunk's first bandwidth, w ← w·q +
+//      ε along the chunk, the chunk's last w stored back as the next
+//      chunk's start;
+//      other paths: per bandwidth, over its window, the weights into
+//      scratch, then the sums.
+// Accumulators are vectors summed over the points in packed (sorted) order,
+// reduced across lanes at the end of the query: the result depends only on
+// the query, never on how queries are grouped into calls or threads.
 //
 // Contract: lane types float and double; inputs validated by src/ (finite
 // coordinates whose squared distances are finite, parameters > 0). Weights
@@ -36,6 +41,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <vector>
 
 #include "arch/math-inl.h"
 #include "arch/regression.h"
@@ -65,136 +71,227 @@ static_assert(detail::kCrossValidationChunk % kChunk == 0,
 using detail::CrossValidationPlan;
 using detail::CrossValidationWeights;
 
-// distances[j − key_begin] = r²(query, j) for the block's points j; +inf for
-// the points held out from the query's fit (j ≡ query mod folds) and the
-// padding (j ≥ count). Identical points get exactly 0.
+// distances[j − begin] = r²(query, j) for the points j in [begin, end)
+// (multiples of N, end − begin ≤ kBlock); +inf for the points held out from
+// the query's fit and the padding (j ≥ count). Identical points get
+// exactly 0.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void BlockDistances(D d, const CrossValidationPlan<T>& plan,
-                               size_t query, size_t key_begin,
+                               size_t query, size_t begin, size_t end,
                                T* HWY_RESTRICT distances) {
   const size_t N = hn::Lanes(d);
-  for (size_t j = 0; j < kBlock; j += N) {
+  const auto infinity = hn::Set(d, std::numeric_limits<T>::infinity());
+  const hn::RebindToUnsigned<D> du;
+  using Fold = detail::FoldId<T>;
+  const Fold* HWY_RESTRICT fold_ids = plan.fold_ids;
+  const Fold query_fold = fold_ids ? fold_ids[query] : Fold(0);
+  for (size_t j = begin; j < end; j += N) {
     auto sum = hn::Zero(d);
     for (size_t k = 0; k < plan.depth; ++k) {
       const T* HWY_RESTRICT row = plan.coordinates + k * plan.padded_count;
       const auto difference =
-          hn::Sub(hn::Load(d, row + key_begin + j), hn::Set(d, row[query]));
+          hn::Sub(hn::Load(d, row + j), hn::Set(d, row[query]));
       sum = hn::MulAdd(difference, difference, sum);
     }
-    hn::Store(sum, d, distances + j);
+    if (fold_ids) {
+      const auto held_out =
+          hn::Eq(hn::Load(du, fold_ids + j), hn::Set(du, query_fold));
+      sum = hn::IfThenElse(hn::RebindMask(d, held_out), infinity, sum);
+    }
+    hn::Store(sum, d, distances + (j - begin));
   }
-  const T infinity = std::numeric_limits<T>::infinity();
-  const size_t end = std::min(kBlock, plan.count - key_begin);
-  for (size_t j = end; j < kBlock; ++j) distances[j] = infinity;
-  const size_t folds = plan.folds;
-  const size_t first_held_out =
-      key_begin + (query % folds + folds - key_begin % folds) % folds;
-  for (size_t j = first_held_out; j < key_begin + end; j += folds) {
-    distances[j - key_begin] = infinity;
+  if (query >= begin && query < end) {
+    distances[query - begin] = std::numeric_limits<T>::infinity();
+  }
+  for (size_t j = std::max(begin, plan.count); j < end; ++j) {
+    distances[j - begin] = std::numeric_limits<T>::infinity();
   }
 }
 
-// The least r² from the query to a point it is fitted on.
+// The least r² from the query to a point it is fitted on: blocks scanned
+// outwards from the query, doubling up to kBlock points, until the sorted
+// coordinate's squared difference (a lower bound of r², see KeyWindow)
+// reaches the least r² found on both sides. Exact: the skipped points
+// cannot be nearer.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T NearestSquaredDistance(D d, const CrossValidationPlan<T>& plan,
                                     size_t query, T* HWY_RESTRICT distances) {
   const size_t N = hn::Lanes(d);
-  auto nearest = hn::Set(d, std::numeric_limits<T>::infinity());
-  for (size_t key_begin = 0; key_begin < plan.count; key_begin += kBlock) {
-    BlockDistances(d, plan, query, key_begin, distances);
-    for (size_t j = 0; j < kBlock; j += N) {
+  const T infinity = std::numeric_limits<T>::infinity();
+  const T* x = plan.depth != 0
+                   ? plan.coordinates + plan.sort_dimension * plan.padded_count
+                   : nullptr;
+  // Whether point j is at least `best` away along the sorted coordinate.
+  const auto beyond = [&](size_t j, T best) {
+    if (x == nullptr) return false;
+    const T difference = x[j] - x[query];
+    const T square = difference * difference;
+    return square >= best;
+  };
+  auto nearest = hn::Set(d, infinity);
+  const auto scan = [&](size_t begin, size_t end) {
+    BlockDistances(d, plan, query, begin, end, distances);
+    for (size_t j = 0; j < end - begin; j += N) {
       nearest = hn::Min(nearest, hn::Load(d, distances + j));
     }
+  };
+  // Visited: [low, high), multiples of 2N.
+  size_t low = query / (2 * N) * (2 * N), high = low;
+  size_t step = 2 * N;
+  T best = infinity;
+  bool left = true, right = true;
+  while (left || right) {
+    if (right) {
+      const size_t end = std::min(high + step, plan.padded_count);
+      scan(high, end);
+      high = end;
+    }
+    if (left && low > 0) {
+      const size_t begin = low > step ? low - step : 0;
+      scan(begin, low);
+      low = begin;
+    }
+    // (MinOfLanes of all-+inf lanes is not +inf on every target.)
+    if (!hn::AllTrue(d, hn::Eq(nearest, hn::Set(d, infinity)))) {
+      best = hn::GetLane(hn::MinOfLanes(d, nearest));
+    }
+    right = high < plan.count && !beyond(high, best);
+    left = low > 0 && !beyond(low - 1, best);
+    step = std::min(2 * step, kBlock);
   }
-  return hn::GetLane(hn::MinOfLanes(d, nearest));
+  return best;
 }
 
-// One chunk of kChunk consecutive bandwidths of the powers path over a
-// block: w starts at first[j] (the weight of the chunk's first bandwidth),
-// each step adds w to the sums (kWithSum: only for the first output column)
-// and w·y to the products, then w ← w·q + ε. With kStoreNext the w after the
-// chunk (the next chunk's first weight) is stored back into first[j].
-// Accumulators are named variables, never an array of vectors (sizeless SVE
-// vectors cannot live in arrays).
-template <bool kWithSum, bool kStoreNext, class D, typename T = hn::TFromD<D>>
+// One chunk of kWidth consecutive bandwidths of the powers path over
+// `count` points (a multiple of 2N): w starts at first[j] (the weight of the
+// chunk's first bandwidth), each step adds w to the sums (kWithSum: only for
+// the first output column) and w·y to the products, then w ← w·q + ε. With
+// kStoreNext the w after the chunk (the next chunk's first weight) is stored
+// back into first[j]; without it, q is not read. Accumulators are named
+// variables, never an array of vectors (sizeless SVE vectors cannot live in
+// arrays).
+template <size_t kWidth, bool kWithSum, bool kStoreNext, class D,
+          typename T = hn::TFromD<D>>
 HWY_INLINE void PowersChunk(D d, T* first, const T* HWY_RESTRICT ratio,
-                            const T* HWY_RESTRICT target, T* HWY_RESTRICT sums,
-                            T* HWY_RESTRICT products, T floor) {
+                            const T* HWY_RESTRICT target, size_t count,
+                            T* HWY_RESTRICT sums, T* HWY_RESTRICT products,
+                            T floor) {
+  static_assert(kWidth == 1 || kWidth == 2 || kWidth == 4 || kWidth == 8,
+                "chunks of 1, 2, 4 or 8 bandwidths");
   const size_t N = hn::Lanes(d);
-  constexpr bool kWide = kChunk == 8;
   const auto zero = hn::Zero(d);
-  auto s0 = kWithSum ? hn::Load(d, sums + 0 * N) : zero;
-  auto s1 = kWithSum ? hn::Load(d, sums + 1 * N) : zero;
-  auto s2 = kWithSum ? hn::Load(d, sums + 2 * N) : zero;
-  auto s3 = kWithSum ? hn::Load(d, sums + 3 * N) : zero;
-  auto s4 = kWithSum && kWide ? hn::Load(d, sums + 4 * N) : zero;
-  auto s5 = kWithSum && kWide ? hn::Load(d, sums + 5 * N) : zero;
-  auto s6 = kWithSum && kWide ? hn::Load(d, sums + 6 * N) : zero;
-  auto s7 = kWithSum && kWide ? hn::Load(d, sums + 7 * N) : zero;
-  auto p0 = hn::Load(d, products + 0 * N);
-  auto p1 = hn::Load(d, products + 1 * N);
-  auto p2 = hn::Load(d, products + 2 * N);
-  auto p3 = hn::Load(d, products + 3 * N);
-  auto p4 = kWide ? hn::Load(d, products + 4 * N) : zero;
-  auto p5 = kWide ? hn::Load(d, products + 5 * N) : zero;
-  auto p6 = kWide ? hn::Load(d, products + 6 * N) : zero;
-  auto p7 = kWide ? hn::Load(d, products + 7 * N) : zero;
+#define ATTNPOOL_CV_LOAD(k)                                              \
+  auto s##k = kWithSum && kWidth > k ? hn::Load(d, sums + k * N) : zero; \
+  auto p##k = kWidth > k ? hn::Load(d, products + k * N) : zero;
+  ATTNPOOL_CV_LOAD(0)
+  ATTNPOOL_CV_LOAD(1)
+  ATTNPOOL_CV_LOAD(2)
+  ATTNPOOL_CV_LOAD(3)
+  ATTNPOOL_CV_LOAD(4)
+  ATTNPOOL_CV_LOAD(5)
+  ATTNPOOL_CV_LOAD(6)
+  ATTNPOOL_CV_LOAD(7)
+#undef ATTNPOOL_CV_LOAD
   const auto epsilon = hn::Set(d, floor);
   // w ≤ 1 and q ≤ 1 here; w·q + ε ≥ ε is normal, so no step ever forms a
   // subnormal number (which costs ~100 cycles per instruction on x86
   // without flush-to-zero).
   // Two key vectors per step: their power chains w ← w·q + ε are
   // independent, so one's multiply-add latency hides behind the other's.
-  // (kBlock is a multiple of 2N on every target.)
-#define ATTNPOOL_CV_STEP(k)                            \
-  if (kWithSum) s##k = hn::Add(s##k, hn::Add(wa, wb)); \
-  p##k = hn::MulAdd(wb, yb, hn::MulAdd(wa, ya, p##k)); \
-  wa = hn::MulAdd(wa, qa, epsilon);                    \
-  wb = hn::MulAdd(wb, qb, epsilon);
-  static_assert(kBlock % (2 * (HWY_MAX_BYTES / sizeof(T))) == 0,
-                "key blocks hold whole pairs of vectors");
-  for (size_t j = 0; j < kBlock; j += 2 * N) {
+  constexpr bool kAdvance = kStoreNext || kWidth > 1;
+#define ATTNPOOL_CV_STEP(k)                              \
+  if (kWidth > k) {                                      \
+    if (kWithSum) s##k = hn::Add(s##k, hn::Add(wa, wb)); \
+    p##k = hn::MulAdd(wb, yb, hn::MulAdd(wa, ya, p##k)); \
+    if (kStoreNext || kWidth > k + 1) {                  \
+      wa = hn::MulAdd(wa, qa, epsilon);                  \
+      wb = hn::MulAdd(wb, qb, epsilon);                  \
+    }                                                    \
+  }
+  for (size_t j = 0; j < count; j += 2 * N) {
     auto wa = hn::Load(d, first + j), wb = hn::Load(d, first + j + N);
-    const auto qa = hn::Load(d, ratio + j), qb = hn::Load(d, ratio + j + N);
+    const auto qa = kAdvance ? hn::Load(d, ratio + j) : zero;
+    const auto qb = kAdvance ? hn::Load(d, ratio + j + N) : zero;
     const auto ya = hn::Load(d, target + j), yb = hn::Load(d, target + j + N);
     ATTNPOOL_CV_STEP(0)
     ATTNPOOL_CV_STEP(1)
     ATTNPOOL_CV_STEP(2)
     ATTNPOOL_CV_STEP(3)
-    if (kWide) {
-      ATTNPOOL_CV_STEP(4)
-      ATTNPOOL_CV_STEP(5)
-      ATTNPOOL_CV_STEP(6)
-      ATTNPOOL_CV_STEP(7)
-    }
+    ATTNPOOL_CV_STEP(4)
+    ATTNPOOL_CV_STEP(5)
+    ATTNPOOL_CV_STEP(6)
+    ATTNPOOL_CV_STEP(7)
     if (kStoreNext) {
       hn::Store(wa, d, first + j);
       hn::Store(wb, d, first + j + N);
     }
   }
 #undef ATTNPOOL_CV_STEP
-  if (kWithSum) {
-    hn::Store(s0, d, sums + 0 * N);
-    hn::Store(s1, d, sums + 1 * N);
-    hn::Store(s2, d, sums + 2 * N);
-    hn::Store(s3, d, sums + 3 * N);
-    if (kWide) {
-      hn::Store(s4, d, sums + 4 * N);
-      hn::Store(s5, d, sums + 5 * N);
-      hn::Store(s6, d, sums + 6 * N);
-      hn::Store(s7, d, sums + 7 * N);
-    }
+#define ATTNPOOL_CV_SAVE(k)                                     \
+  if (kWithSum && kWidth > k) hn::Store(s##k, d, sums + k * N); \
+  if (kWidth > k) hn::Store(p##k, d, products + k * N);
+  ATTNPOOL_CV_SAVE(0)
+  ATTNPOOL_CV_SAVE(1)
+  ATTNPOOL_CV_SAVE(2)
+  ATTNPOOL_CV_SAVE(3)
+  ATTNPOOL_CV_SAVE(4)
+  ATTNPOOL_CV_SAVE(5)
+  ATTNPOOL_CV_SAVE(6)
+  ATTNPOOL_CV_SAVE(7)
+#undef ATTNPOOL_CV_SAVE
+}
+
+// PowersChunk for a run-time width (1, 2, 4 or 8) and flags.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void RunPowersChunk(D d, size_t width, bool with_sum,
+                               bool store_next, T* first,
+                               const T* HWY_RESTRICT ratio,
+                               const T* HWY_RESTRICT target, size_t count,
+                               T* HWY_RESTRICT sums, T* HWY_RESTRICT products,
+                               T floor) {
+#define ATTNPOOL_CV_WIDTH(w)                                               \
+  if constexpr (w <= kChunk) {                                             \
+    if (width == w) {                                                      \
+      if (with_sum && store_next) {                                        \
+        PowersChunk<w, true, true>(d, first, ratio, target, count, sums,   \
+                                   products, floor);                       \
+      } else if (with_sum) {                                               \
+        PowersChunk<w, true, false>(d, first, ratio, target, count, sums,  \
+                                    products, floor);                      \
+      } else if (store_next) {                                             \
+        PowersChunk<w, false, true>(d, first, ratio, target, count, sums,  \
+                                    products, floor);                      \
+      } else {                                                             \
+        PowersChunk<w, false, false>(d, first, ratio, target, count, sums, \
+                                     products, floor);                     \
+      }                                                                    \
+      return;                                                              \
+    }                                                                      \
   }
-  hn::Store(p0, d, products + 0 * N);
-  hn::Store(p1, d, products + 1 * N);
-  hn::Store(p2, d, products + 2 * N);
-  hn::Store(p3, d, products + 3 * N);
-  if (kWide) {
-    hn::Store(p4, d, products + 4 * N);
-    hn::Store(p5, d, products + 5 * N);
-    hn::Store(p6, d, products + 6 * N);
-    hn::Store(p7, d, products + 7 * N);
+  ATTNPOOL_CV_WIDTH(1)
+  ATTNPOOL_CV_WIDTH(2)
+  ATTNPOOL_CV_WIDTH(4)
+  ATTNPOOL_CV_WIDTH(8)
+#undef ATTNPOOL_CV_WIDTH
+}
+
+// The powers path's chunks: chunk c covers bandwidths [start, start +
+// width), width the largest power of 2 ≤ min(start (1 for the first),
+// kChunk, the bandwidths left): 1, 1, 2, 4, 8, 8, … Narrow chunks first
+// because the first bandwidths (the widest) have the widest key windows, and
+// a chunk runs over the window of its first bandwidth.
+inline std::vector<size_t> PowersChunkStarts(size_t bandwidths) {
+  std::vector<size_t> starts;
+  for (size_t b = 0; b < bandwidths;) {
+    starts.push_back(b);
+    const size_t limit =
+        std::min(std::min(std::max<size_t>(b, 1), kChunk), bandwidths - b);
+    size_t width = 1;
+    while (2 * width <= limit) width *= 2;
+    b += width;
   }
+  starts.push_back(bandwidths);
+  return starts;
 }
 
 // The weights of one bandwidth (parameter p, see CrossValidationWeights)
@@ -218,6 +315,140 @@ HWY_INLINE V Weights(D d, CrossValidationWeights kind, V value, T parameter) {
   return hn::Max(hn::NegMulAdd(value, scale, one), hn::Zero(d));
 }
 
+// Scratch and accumulators of one CrossValidationRows call.
+template <typename T>
+struct Workspace {
+  T* distances;  // kBlock: r², then t or r
+  T* first;      // kBlock: weights (powers: the current chunk's first)
+  T* ratio;      // kBlock: q (powers)
+  T* sums;       // padded bandwidths × N
+  T* products;   // outputs × padded bandwidths × N
+  size_t padded_bandwidths;
+};
+
+// The powers path for one query over its key window (see the top of this
+// file): chunk c runs over the window of its first bandwidth, windows[c] =
+// [begin, end), nested (later chunks have larger λ).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
+                            size_t query, T nearest,
+                            const std::vector<size_t>& starts,
+                            const size_t* windows, const Workspace<T>& work) {
+  const size_t N = hn::Lanes(d);
+  const size_t chunks = starts.size() - 1, outputs = plan.outputs;
+  const auto shift = hn::Set(d, nearest);
+  const auto first_factor = hn::Set(d, -plan.half_lambda_first);
+  const auto ratio_factor = hn::Set(d, -plan.half_lambda_step);
+  // One run of chunk c over the block's points [begin, end) (block offset
+  // `offset`), every output column.
+  const auto run = [&](size_t c, size_t begin, size_t end, size_t offset,
+                       bool store_next) {
+    if (begin >= end) return;
+    const size_t b = starts[c], width = starts[c + 1] - b;
+    for (size_t column = 0; column < outputs; ++column) {
+      RunPowersChunk(d, width, column == 0, store_next && column + 1 == outputs,
+                     work.first + (begin - offset),
+                     work.ratio + (begin - offset),
+                     plan.targets + column * plan.padded_count + begin,
+                     end - begin, work.sums + b * N,
+                     work.products + (column * work.padded_bandwidths + b) * N,
+                     plan.floor);
+    }
+  };
+  const size_t window_end = windows[1];
+  for (size_t block = windows[0]; block < window_end; block += kBlock) {
+    const size_t end = std::min(block + kBlock, window_end);
+    BlockDistances(d, plan, query, block, end, work.distances);
+    for (size_t j = 0; j < end - block; j += N) {
+      // t ≥ 0 (+inf for held-out points: weight 0). Arguments ≤ 0 or −inf
+      // (never NaN: the data are finite), often below exp's range in
+      // unpredictable lanes: the branch-free exp.
+      const auto t = hn::Sub(hn::Load(d, work.distances + j), shift);
+      hn::Store(
+          attnpool::HWY_NAMESPACE::Exp2OfFinite(d, hn::Mul(t, first_factor)), d,
+          work.first + j);
+    }
+    // q only where the second chunk runs.
+    size_t next_begin = end, next_end = end;
+    if (chunks > 1) {
+      next_begin = std::min(end, std::max(block, windows[2]));
+      next_end = std::max(next_begin, std::min(end, windows[3]));
+      for (size_t j = next_begin - block; j < next_end - block; j += N) {
+        const auto t = hn::Sub(hn::Load(d, work.distances + j), shift);
+        hn::Store(
+            attnpool::HWY_NAMESPACE::Exp2OfFinite(d, hn::Mul(t, ratio_factor)),
+            d, work.ratio + j);
+      }
+    }
+    run(0, block, next_begin, block, false);
+    run(0, next_begin, next_end, block, true);
+    run(0, next_end, end, block, false);
+    for (size_t c = 1; c < chunks; ++c) {
+      const size_t begin = std::max(block, windows[2 * c]);
+      const size_t stop = std::min(end, windows[2 * c + 1]);
+      if (begin >= stop) break;  // (later windows are inside this one)
+      run(c, begin, stop, block, c + 1 < chunks);
+    }
+  }
+}
+
+// The other paths for one query: per block of its key window, the
+// distances transformed once, then per bandwidth over that bandwidth's
+// window windows[2b], windows[2b + 1].
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void EachQuery(D d, const CrossValidationPlan<T>& plan, size_t query,
+                          T nearest, const size_t* windows,
+                          const Workspace<T>& work) {
+  const size_t N = hn::Lanes(d);
+  const size_t bandwidths = plan.bandwidth_count;
+  const CrossValidationWeights kind = plan.weights;
+  size_t window_begin = plan.padded_count, window_end = 0;
+  for (size_t b = 0; b < bandwidths; ++b) {
+    window_begin = std::min(window_begin, windows[2 * b]);
+    window_end = std::max(window_end, windows[2 * b + 1]);
+  }
+  const auto shift = hn::Set(d, nearest);
+  for (size_t block = window_begin; block < window_end; block += kBlock) {
+    const size_t end = std::min(block + kBlock, window_end);
+    BlockDistances(d, plan, query, block, end, work.distances);
+    // distances → t (Gaussian) or r (triangular).
+    for (size_t j = 0; j < end - block; j += N) {
+      const auto r2 = hn::Load(d, work.distances + j);
+      if (kind == CrossValidationWeights::gaussian_each) {
+        hn::Store(hn::Sub(r2, shift), d, work.distances + j);
+      } else if (kind == CrossValidationWeights::triangular) {
+        hn::Store(hn::Sqrt(r2), d, work.distances + j);
+      }
+    }
+    for (size_t b = 0; b < bandwidths; ++b) {
+      const size_t begin = std::max(block, windows[2 * b]);
+      const size_t stop = std::min(end, windows[2 * b + 1]);
+      if (begin >= stop) continue;
+      const T parameter = plan.parameters[b];
+      T* HWY_RESTRICT weights = work.first + (begin - block);
+      const T* HWY_RESTRICT values = work.distances + (begin - block);
+      auto sum = hn::Load(d, work.sums + b * N);
+      for (size_t j = 0; j < stop - begin; j += N) {
+        const auto w = Weights(d, kind, hn::Load(d, values + j), parameter);
+        sum = hn::Add(sum, w);
+        hn::Store(w, d, weights + j);
+      }
+      hn::Store(sum, d, work.sums + b * N);
+      for (size_t c = 0; c < plan.outputs; ++c) {
+        const T* HWY_RESTRICT target =
+            plan.targets + c * plan.padded_count + begin;
+        T* product_row = work.products + (c * work.padded_bandwidths + b) * N;
+        auto product = hn::Load(d, product_row);
+        for (size_t j = 0; j < stop - begin; j += N) {
+          product = hn::MulAdd(hn::Load(d, weights + j),
+                               hn::Load(d, target + j), product);
+        }
+        hn::Store(product, d, product_row);
+      }
+    }
+  }
+}
+
 // The held-out squared errors of queries [row_begin, row_end); see
 // arch/regression.h.
 template <typename T>
@@ -226,111 +457,56 @@ void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
   const size_t bandwidths = plan.bandwidth_count, outputs = plan.outputs;
-  const size_t padded_bandwidths =
-      (bandwidths + detail::kCrossValidationChunk - 1) /
-      detail::kCrossValidationChunk * detail::kCrossValidationChunk;
-  const size_t sums_size = padded_bandwidths * N;
-  const size_t products_size = padded_bandwidths * outputs * N;
+  Workspace<T> work;
+  work.padded_bandwidths = (bandwidths + detail::kCrossValidationChunk - 1) /
+                           detail::kCrossValidationChunk *
+                           detail::kCrossValidationChunk;
+  const size_t sums_size = work.padded_bandwidths * N;
+  const size_t products_size = work.padded_bandwidths * outputs * N;
   auto scratch =
       hwy::AllocateAligned<T>(3 * kBlock + sums_size + products_size);
   if (!scratch) throw std::bad_alloc();
-  T* HWY_RESTRICT distances = scratch.get();
-  T* HWY_RESTRICT first = distances + kBlock;
-  T* HWY_RESTRICT ratio = first + kBlock;
-  T* HWY_RESTRICT sums = ratio + kBlock;
-  T* HWY_RESTRICT products = sums + sums_size;
+  work.distances = scratch.get();
+  work.first = work.distances + kBlock;
+  work.ratio = work.first + kBlock;
+  work.sums = work.ratio + kBlock;
+  work.products = work.sums + sums_size;
   const CrossValidationWeights kind = plan.weights;
-  const bool gaussian = kind == CrossValidationWeights::gaussian_powers ||
-                        kind == CrossValidationWeights::gaussian_each;
+  const bool powers = kind == CrossValidationWeights::gaussian_powers;
+  const bool gaussian = powers || kind == CrossValidationWeights::gaussian_each;
+  // The powers path's chunks, or one window per bandwidth.
+  const std::vector<size_t> starts =
+      powers ? PowersChunkStarts(bandwidths) : std::vector<size_t>();
+  const size_t window_count = powers ? starts.size() - 1 : bandwidths;
+  std::vector<size_t> windows(2 * window_count);
 
   for (size_t query = row_begin; query < row_end; ++query) {
     const T nearest =
-        gaussian ? NearestSquaredDistance(d, plan, query, distances) : T(0);
-    std::fill(sums, sums + sums_size + products_size, T(0));
-    for (size_t key_begin = 0; key_begin < plan.count; key_begin += kBlock) {
-      BlockDistances(d, plan, query, key_begin, distances);
-      const auto shift = hn::Set(d, nearest);
-      if (kind == CrossValidationWeights::gaussian_powers) {
-        const auto first_factor = hn::Set(d, -plan.half_lambda_first);
-        const auto ratio_factor = hn::Set(d, -plan.half_lambda_step);
-        for (size_t j = 0; j < kBlock; j += N) {
-          // t ≥ 0 (+inf for held-out points: both weights 0).
-          const auto t = hn::Sub(hn::Load(d, distances + j), shift);
-          // Arguments ≤ 0 or −inf (never NaN: the data are finite), often
-          // below exp's range in unpredictable lanes: the branch-free exp.
-          hn::Store(
-              attnpool::HWY_NAMESPACE::ExpOfFinite(d, hn::Mul(t, first_factor)),
-              d, first + j);
-          hn::Store(
-              attnpool::HWY_NAMESPACE::ExpOfFinite(d, hn::Mul(t, ratio_factor)),
-              d, ratio + j);
-        }
-        for (size_t b = 0; b < padded_bandwidths; b += kChunk) {
-          for (size_t c = 0; c < outputs; ++c) {
-            const T* target = plan.targets + c * plan.padded_count + key_begin;
-            T* chunk_products = products + (c * padded_bandwidths + b) * N;
-            const bool last = c + 1 == outputs;
-            if (c == 0 && last) {
-              PowersChunk<true, true>(d, first, ratio, target, sums + b * N,
-                                      chunk_products, plan.floor);
-            } else if (c == 0) {
-              PowersChunk<true, false>(d, first, ratio, target, sums + b * N,
-                                       chunk_products, plan.floor);
-            } else if (last) {
-              PowersChunk<false, true>(d, first, ratio, target, sums + b * N,
-                                       chunk_products, plan.floor);
-            } else {
-              PowersChunk<false, false>(d, first, ratio, target, sums + b * N,
-                                        chunk_products, plan.floor);
-            }
-          }
-        }
-        continue;
-      }
-      // One bandwidth at a time: distances → t (Gaussian) or r
-      // (triangular), then per bandwidth the weights into `first`.
-      if (kind == CrossValidationWeights::gaussian_each) {
-        for (size_t j = 0; j < kBlock; j += N) {
-          hn::Store(hn::Sub(hn::Load(d, distances + j), shift), d,
-                    distances + j);
-        }
-      } else if (kind == CrossValidationWeights::triangular) {
-        for (size_t j = 0; j < kBlock; j += N) {
-          hn::Store(hn::Sqrt(hn::Load(d, distances + j)), d, distances + j);
-        }
-      }
-      for (size_t b = 0; b < bandwidths; ++b) {
-        const T parameter = plan.parameters[b];
-        auto sum = hn::Load(d, sums + b * N);
-        for (size_t j = 0; j < kBlock; j += N) {
-          const auto w =
-              Weights(d, kind, hn::Load(d, distances + j), parameter);
-          sum = hn::Add(sum, w);
-          hn::Store(w, d, first + j);
-        }
-        hn::Store(sum, d, sums + b * N);
-        for (size_t c = 0; c < outputs; ++c) {
-          const T* target = plan.targets + c * plan.padded_count + key_begin;
-          T* product_row = products + (c * padded_bandwidths + b) * N;
-          auto product = hn::Load(d, product_row);
-          for (size_t j = 0; j < kBlock; j += N) {
-            product = hn::MulAdd(hn::Load(d, first + j),
-                                 hn::Load(d, target + j), product);
-          }
-          hn::Store(product, d, product_row);
-        }
-      }
+        gaussian ? NearestSquaredDistance(d, plan, query, work.distances)
+                 : T(0);
+    for (size_t w = 0; w < window_count; ++w) {
+      const size_t b = powers ? starts[w] : w;
+      KeyWindow(plan, query, T(nearest + plan.window_extents[b]), 2 * N,
+                windows[2 * w], windows[2 * w + 1]);
+    }
+    std::fill(work.sums, work.sums + sums_size + products_size, T(0));
+    if (powers) {
+      PowersQuery(d, plan, query, nearest, starts, windows.data(), work);
+    } else {
+      EachQuery(d, plan, query, nearest, windows.data(), work);
     }
     // ŷ_b(c) = P_b,c / S_b; the error in double from there.
     for (size_t b = 0; b < bandwidths; ++b) {
-      const T sum = hn::GetLane(hn::SumOfLanes(d, hn::Load(d, sums + b * N)));
+      const T sum =
+          hn::GetLane(hn::SumOfLanes(d, hn::Load(d, work.sums + b * N)));
       double error = 0;
       if (!(sum > T(0))) {
         error = std::numeric_limits<double>::quiet_NaN();
       } else {
         for (size_t c = 0; c < outputs; ++c) {
           const T product = hn::GetLane(hn::SumOfLanes(
-              d, hn::Load(d, products + (c * padded_bandwidths + b) * N)));
+              d, hn::Load(
+                     d, work.products + (c * work.padded_bandwidths + b) * N)));
           const double difference =
               double(plan.targets[c * plan.padded_count + query]) -
               double(product) / double(sum);

@@ -28,6 +28,9 @@ namespace {
 constexpr size_t kCrossValidationRows = 16;
 // Below this many pair-operations a cross-validation runs on one thread.
 constexpr double kMinParallelWork = 1 << 20;
+// Cross-validation skips the Gaussian pairs whose weight is below 2^−bits / n
+// of the query's largest (CrossValidationOptions::skip_distant).
+constexpr double kSkipBitsFloat = 32, kSkipBitsDouble = 61;
 
 void CheckKernel(Kernel kernel) {
   switch (kernel) {
@@ -315,40 +318,83 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
         "is " + std::to_string(options.folds) +
             "; use 0 (leave-one-out) or 2 ≤ folds ≤ n = " + std::to_string(n));
   }
+  if (options.folds > size_t(std::numeric_limits<detail::FoldId<T>>::max())) {
+    throw Error("options.folds", "is " + std::to_string(options.folds) +
+                                     "; at most 2^32 − 1 folds with float");
+  }
   if (!options.scales.empty()) {
     detail::CheckSize("options.scales", options.scales.size(), depth, "x.cols");
     for (double s : options.scales) CheckPositive<T>("options.scales", s);
   }
 
-  // Packed coordinates (scaled) and targets, column-major, zero-padded.
+  // Scaled coordinates (T), checked finite.
+  std::vector<T> scaled(n * depth);
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t k = 0; k < depth; ++k) {
+      const T value = options.scales.empty()
+                          ? x(j, k)
+                          : static_cast<T>(double(x(j, k)) / options.scales[k]);
+      if (!std::isfinite(value)) {
+        throw Error("options.scales", "x(" + std::to_string(j) + ", " +
+                                          std::to_string(k) +
+                                          ") / scales[k] overflows");
+      }
+      scaled[j * depth + k] = value;
+    }
+  }
+  // Σ_k (max_k − min_k)², the largest r²; the widest coordinate sorts.
+  double extent = 0, widest = -1;
+  size_t sort_dimension = 0;
+  for (size_t k = 0; k < depth; ++k) {
+    T low = scaled[k], high = scaled[k];
+    for (size_t j = 1; j < n; ++j) {
+      low = std::min(low, scaled[j * depth + k]);
+      high = std::max(high, scaled[j * depth + k]);
+    }
+    const double width = double(high) - double(low);
+    extent += width * width;
+    if (width > widest) widest = width, sort_dimension = k;
+  }
+  if (!(extent <= 0.25 * double(std::numeric_limits<T>::max()))) {
+    throw Error("x", "its squared distances overflow the element type");
+  }
+  // Packed position p holds point order[p]: ascending along the sorted
+  // coordinate, ties by index (deterministic).
+  std::vector<size_t> point(n);
+  std::iota(point.begin(), point.end(), size_t(0));
+  if (depth != 0) {
+    std::sort(point.begin(), point.end(), [&](size_t a, size_t b) {
+      const T xa = scaled[a * depth + sort_dimension];
+      const T xb = scaled[b * depth + sort_dimension];
+      return xa < xb || (xa == xb && a < b);
+    });
+  }
+
+  // Packed coordinates and targets, column-major, zero-padded.
   constexpr size_t kBlock = detail::kCrossValidationKeyBlock;
   const size_t padded = (n + kBlock - 1) / kBlock * kBlock;
   auto coordinates = detail::AllocateBuffer<T>(depth * padded);
   auto targets = detail::AllocateBuffer<T>(outputs * padded);
   std::fill(coordinates.get(), coordinates.get() + depth * padded, T(0));
   std::fill(targets.get(), targets.get() + outputs * padded, T(0));
-  double extent = 0;  // Σ_k (max_k − min_k)², the largest r²
-  for (size_t k = 0; k < depth; ++k) {
-    T* row = coordinates.get() + k * padded;
-    for (size_t j = 0; j < n; ++j) {
-      row[j] = options.scales.empty()
-                   ? x(j, k)
-                   : static_cast<T>(double(x(j, k)) / options.scales[k]);
-      if (!std::isfinite(row[j])) {
-        throw Error("options.scales", "x(" + std::to_string(j) + ", " +
-                                          std::to_string(k) +
-                                          ") / scales[k] overflows");
-      }
+  for (size_t p = 0; p < n; ++p) {
+    for (size_t k = 0; k < depth; ++k) {
+      coordinates[k * padded + p] = scaled[point[p] * depth + k];
     }
-    const auto range = std::minmax_element(row, row + n);
-    const double width = double(*range.second) - double(*range.first);
-    extent += width * width;
+    for (size_t c = 0; c < outputs; ++c) {
+      targets[c * padded + p] = y(point[p], c);
+    }
   }
-  if (!(extent <= 0.25 * double(std::numeric_limits<T>::max()))) {
-    throw Error("x", "its squared distances overflow the element type");
-  }
-  for (size_t c = 0; c < outputs; ++c) {
-    for (size_t j = 0; j < n; ++j) targets[c * padded + j] = y(j, c);
+  scaled = std::vector<T>();
+  // k-fold: the fold of each packed point (padding: fold 0, never read).
+  using Fold = detail::FoldId<T>;
+  detail::AlignedBuffer<Fold> fold_ids;
+  if (options.folds != 0) {
+    fold_ids = detail::AllocateBuffer<Fold>(padded);
+    std::fill(fold_ids.get(), fold_ids.get() + padded, Fold(0));
+    for (size_t p = 0; p < n; ++p) {
+      fold_ids[p] = static_cast<Fold>(point[p] % options.folds);
+    }
   }
 
   detail::CrossValidationPlan<T> plan;
@@ -358,7 +404,8 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
   plan.padded_count = padded;
   plan.depth = depth;
   plan.outputs = outputs;
-  plan.folds = options.folds == 0 ? n : options.folds;
+  plan.sort_dimension = sort_dimension;
+  plan.fold_ids = fold_ids.get();
   plan.bandwidth_count = bandwidths;
 
   // The kernel's bandwidth order: by ascending λ on the powers path (so
@@ -383,8 +430,10 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
     }
     if (powers) {
       plan.weights = detail::CrossValidationWeights::gaussian_powers;
-      plan.half_lambda_first = static_cast<T>(first / 2);
-      plan.half_lambda_step = static_cast<T>(step / 2);
+      // (The kernel's exps are powers of 2.)
+      constexpr double kLog2e = 1.4426950408889634;
+      plan.half_lambda_first = static_cast<T>(first / 2 * kLog2e);
+      plan.half_lambda_step = static_cast<T>(step / 2 * kLog2e);
       plan.floor = static_cast<T>(std::ldexp(1.0, sizeof(T) == 4 ? -64 : -600));
     } else {
       std::iota(order.begin(), order.end(), size_t(0));
@@ -417,6 +466,27 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
     }
   }
   plan.parameters = parameters.data();
+  // Key windows, per bandwidth in the kernel's order. Gaussian: the pairs
+  // whose weight relative to the query's nearest point, exp(−(r² −
+  // r²ₘᵢₙ)·λ/2), is below e^−L = 2^−bits / n, i.e. r² − r²ₘᵢₙ > 2L/λ. The
+  // compact kernels: r² ≥ h²·(1 + 2⁻¹⁶), weight exactly 0 (the margin
+  // covers the rounding of r² and of the kernel's 1/h² or 1/h in T).
+  std::vector<T> window_extents(bandwidths, std::numeric_limits<T>::infinity());
+  if (options.skip_distant) {
+    const double bits = sizeof(T) == 4 ? kSkipBitsFloat : kSkipBitsDouble;
+    const double log_ratio = std::log(double(n)) + bits * std::log(2.0);
+    for (size_t b = 0; b < bandwidths; ++b) {
+      const double h = grid[order[b]];
+      const double bound = kernel == Kernel::gaussian
+                               ? 2 * log_ratio * h * h
+                               : h * h * (1 + std::ldexp(1.0, -16));
+      // (Beyond T's range: +inf, no window.)
+      if (bound <= double(std::numeric_limits<T>::max())) {
+        window_extents[b] = static_cast<T>(bound);
+      }
+    }
+  }
+  plan.window_extents = window_extents.data();
 
   // Small problems run on one thread: waking another costs more (the
   // result is the same either way).
@@ -431,7 +501,10 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
         return detail::CrossValidationRows(plan, begin, end, errors.data());
       });
 
-  // Mean over the predictable points, in index order (thread-independent).
+  // Mean over the predictable points, in the caller's index order
+  // (thread-independent); errors are in packed order.
+  std::vector<size_t> packed(n);
+  for (size_t p = 0; p < n; ++p) packed[point[p]] = p;
   CrossValidationResult result;
   result.bandwidths = grid;
   result.scores.assign(bandwidths, 0.0);
@@ -441,7 +514,7 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
     double total = 0;
     size_t counted = 0;
     for (size_t i = 0; i < n; ++i) {
-      const double error = errors[i * bandwidths + b];
+      const double error = errors[packed[i] * bandwidths + b];
       if (std::isnan(error)) continue;
       total += error;
       ++counted;

@@ -11,8 +11,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/reference_regression.h"
@@ -374,6 +376,173 @@ ATTNPOOL_TEST_EACH_TARGET(PerDimension, "regression.per_dimension",
                           "[regression]") {
   CheckPerDimension<float>();
   CheckPerDimension<double>();
+}
+
+// options.skip_distant against every pair and the double reference, where
+// the windows bite (n = 700 over two key blocks, bandwidths down to 1/250
+// of the spread): the compact kernels skip only zero weights (bitwise equal
+// scores); the Gaussian drops weights below 2^-32/n (float) or 2^-61/n
+// (double) of each query's largest, which moves its predictions by less
+// than the rounding of T (measured on x86: the scores are bitwise equal
+// here too, since every dropped weight is below half an ulp of its
+// accumulator). d = 1 leave-one-out (both Gaussian paths), d = 3 4-fold
+// with scales that make the last coordinate the widest (the one sorted).
+template <typename T>
+void CheckSkipDistant() {
+  std::mt19937_64 rng(kSeed + 935);
+  INFO("seed " << kSeed + 935);
+  const size_t n = 700;
+  for (size_t d : {1, 3}) {
+    {
+      const size_t folds = d == 1 ? 0 : 4;
+      INFO("d=" << d << " folds " << folds);
+      TestMatrix<T> x(n, d), y(n, 2);
+      FillData(rng, x, y, 5.0);
+      CrossValidationOptions options;
+      options.folds = folds;
+      if (d == 3) options.scales = {1, 3, 0.5};
+      const double y_square = MeanSquare(y);
+      for (Kernel kernel : kKernels) {
+        const bool gaussian = kernel == Kernel::gaussian;
+        for (bool allow_powers : {true, false}) {
+          if ((!gaussian || d != 1) && !allow_powers) continue;
+          INFO(attnpool::kernel_name(kernel) << " powers " << allow_powers);
+          const auto grid =
+              gaussian ? attnpool::gaussian_bandwidth_grid(0.02, 0.5, 10)
+                       : std::vector<double>{0.02, 0.3, 0.07, 1.1};
+          options.allow_powers = allow_powers;
+          options.skip_distant = true;
+          const auto skipped = attnpool::cross_validate(
+              kernel, x.view(), y.view(), grid, options, {1});
+          RequireRanOnTarget();
+          REQUIRE(skipped.used_powers == (gaussian && allow_powers));
+          options.skip_distant = false;
+          const auto every = attnpool::cross_validate(
+              kernel, x.view(), y.view(), grid, options, {1});
+          REQUIRE(skipped.unpredictable == every.unpredictable);
+          for (size_t b = 0; b < grid.size(); ++b) {
+            INFO("h " << grid[b] << ": " << skipped.scores[b] << " vs "
+                      << every.scores[b]);
+            if (!gaussian) {
+              REQUIRE(std::memcmp(&skipped.scores[b], &every.scores[b],
+                                  sizeof(double)) == 0);
+            } else {
+              REQUIRE(std::fabs(skipped.scores[b] - every.scores[b]) <=
+                      (sizeof(T) == 4 ? 1e-7 : 1e-14) *
+                          (every.scores[b] + y_square));
+            }
+          }
+          // (The same data on every target: the reference once.)
+          static std::map<std::pair<size_t, Kernel>, std::vector<double>>
+              references;
+          std::vector<double>& reference = references[{d, kernel}];
+          if (reference.empty()) {
+            reference = attnpool::reference::cross_validation_scores(
+                attnpool::reference::cross_validation_errors(
+                    kernel, x.view(), y.view(), grid, folds, options.scales),
+                grid.size());
+          }
+          RequireScoresNear<T>(skipped.scores, reference, y_square);
+        }
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(SkipDistant, "regression.skip_distant",
+                          "[regression]") {
+  CheckSkipDistant<float>();
+  CheckSkipDistant<double>();
+}
+
+// Fuzzed shapes and data for the sorted key windows and the outward
+// nearest-point search: clustered points with exact duplicates and a far
+// outlier, spreads from 10⁻² to 10², bandwidths from 1/300 of the spread up,
+// every kernel, leave-one-out and k-fold, 1 to 12 bandwidths (evenly
+// spaced in 1/h² or not). skip_distant against every pair as in
+// CheckSkipDistant; in double, every pair against the reference too (which
+// checks the nearest-point search: a wrong r²ₘᵢₙ shifts every Gaussian
+// weight).
+template <typename T>
+void CheckWindowsFuzzed(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  INFO("seed " << seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const auto pick = [&](size_t low, size_t high) {
+    return low + static_cast<size_t>(unit(rng) * double(high - low + 1));
+  };
+  const size_t n = pick(2, 300), d = pick(1, 4), dy = pick(1, 3);
+  const size_t folds = unit(rng) < 0.5 ? 0 : pick(2, std::min<size_t>(n, 7));
+  const double spread = std::pow(10.0, unit(rng) * 4 - 2);
+  const size_t clusters = pick(1, 6);
+  std::vector<double> centers(clusters * d);
+  for (double& c : centers) c = unit(rng) * spread;
+  TestMatrix<T> x(n, d), y(n, dy);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t cluster = pick(0, clusters - 1);
+    const bool duplicate = j > 0 && unit(rng) < 0.1;
+    for (size_t k = 0; k < d; ++k) {
+      x(j, k) =
+          duplicate
+              ? x(j - 1, k)
+              : T(centers[cluster * d + k] + spread * 0.05 * (unit(rng) - 0.5));
+    }
+    for (size_t c = 0; c < dy; ++c) y(j, c) = T(unit(rng) * 4 - 2);
+  }
+  x(n - 1, 0) = T(spread * 20);  // far from every other point
+  const double h_min = spread * std::pow(10.0, unit(rng) * 2 - 2.5);
+  const double h_max = h_min * (1 + unit(rng) * 30);
+  const size_t count = pick(1, 12);
+  std::vector<double> grid;
+  if (unit(rng) < 0.5) {
+    grid = attnpool::gaussian_bandwidth_grid(h_min, h_max, count);
+  } else {
+    for (size_t b = 0; b < count; ++b) {
+      grid.push_back(h_min + unit(rng) * (h_max - h_min));
+    }
+  }
+  INFO("n=" << n << " d=" << d << " dy=" << dy << " folds " << folds
+            << " spread " << spread << " h " << h_min << ".." << h_max
+            << " count " << count);
+  CrossValidationOptions options;
+  options.folds = folds;
+  for (Kernel kernel : kKernels) {
+    INFO(attnpool::kernel_name(kernel));
+    options.skip_distant = true;
+    const auto skipped = attnpool::cross_validate(kernel, x.view(), y.view(),
+                                                  grid, options, {1});
+    options.skip_distant = false;
+    const auto every = attnpool::cross_validate(kernel, x.view(), y.view(),
+                                                grid, options, {1});
+    REQUIRE(skipped.unpredictable == every.unpredictable);
+    for (size_t b = 0; b < grid.size(); ++b) {
+      INFO("h " << grid[b] << ": " << skipped.scores[b] << " vs "
+                << every.scores[b]);
+      if (kernel != Kernel::gaussian || std::isnan(every.scores[b])) {
+        REQUIRE(std::memcmp(&skipped.scores[b], &every.scores[b],
+                            sizeof(double)) == 0);
+      } else {
+        // |y| ≤ 2: the squared errors are ≤ 16.
+        REQUIRE(std::fabs(skipped.scores[b] - every.scores[b]) <=
+                (sizeof(T) == 4 ? 1e-7 : 1e-14) * 16);
+      }
+    }
+    if (sizeof(T) == 8) {
+      const auto reference = attnpool::reference::cross_validation_scores(
+          attnpool::reference::cross_validation_errors(kernel, x.view(),
+                                                       y.view(), grid, folds),
+          grid.size());
+      RequireScoresNear<T>(every.scores, reference, 16);
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(WindowsFuzzed, "regression.windows_fuzzed",
+                          "[regression]") {
+  for (uint64_t c = 0; c < 24; ++c) {
+    CheckWindowsFuzzed<float>(kSeed + 1000 + c);
+    CheckWindowsFuzzed<double>(kSeed + 1000 + c);
+  }
 }
 
 // Bitwise the same scores for 1, 2 and 3 threads, on each path: Gaussian
