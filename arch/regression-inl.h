@@ -71,40 +71,48 @@ static_assert(detail::kCrossValidationChunk % kChunk == 0,
 using detail::CrossValidationPlan;
 using detail::CrossValidationWeights;
 
-// distances[j − begin] = r²(query, j) for the points j in [begin, end)
-// (multiples of N, end − begin ≤ kBlock); +inf for the points held out from
-// the query's fit and the padding (j ≥ count). Identical points get
-// exactly 0.
+// r²(query, j) for the N points from j (a multiple of N); +inf for the
+// points held out from the query's fit and the padding (≥ count).
+// Identical points get exactly 0.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE hn::Vec<D> Distances(D d, const CrossValidationPlan<T>& plan,
+                                size_t query, size_t j) {
+  const size_t N = hn::Lanes(d);
+  const auto infinity = hn::Set(d, std::numeric_limits<T>::infinity());
+  const hn::RebindToUnsigned<D> du;
+  using Fold = detail::FoldId<T>;
+  auto sum = hn::Zero(d);
+  for (size_t k = 0; k < plan.depth; ++k) {
+    const T* HWY_RESTRICT row = plan.coordinates + k * plan.padded_count;
+    const auto difference =
+        hn::Sub(hn::Load(d, row + j), hn::Set(d, row[query]));
+    sum = hn::MulAdd(difference, difference, sum);
+  }
+  if (plan.fold_ids != nullptr) {
+    const auto held_out = hn::Eq(hn::Load(du, plan.fold_ids + j),
+                                 hn::Set(du, plan.fold_ids[query]));
+    sum = hn::IfThenElse(hn::RebindMask(d, held_out), infinity, sum);
+  }
+  if (HWY_UNLIKELY(query - j < N)) {  // (unsigned: query in [j, j + N))
+    const auto self = hn::Eq(hn::Iota(du, 0), hn::Set(du, Fold(query - j)));
+    sum = hn::IfThenElse(hn::RebindMask(d, self), infinity, sum);
+  }
+  if (HWY_UNLIKELY(j + N > plan.count)) {
+    const size_t shown = j < plan.count ? plan.count - j : 0;
+    sum = hn::IfThenElse(hn::FirstN(d, shown), sum, infinity);
+  }
+  return sum;
+}
+
+// distances[j − begin] = Distances(j) for the points j in [begin, end)
+// (multiples of N, end − begin ≤ kBlock).
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void BlockDistances(D d, const CrossValidationPlan<T>& plan,
                                size_t query, size_t begin, size_t end,
                                T* HWY_RESTRICT distances) {
   const size_t N = hn::Lanes(d);
-  const auto infinity = hn::Set(d, std::numeric_limits<T>::infinity());
-  const hn::RebindToUnsigned<D> du;
-  using Fold = detail::FoldId<T>;
-  const Fold* HWY_RESTRICT fold_ids = plan.fold_ids;
-  const Fold query_fold = fold_ids ? fold_ids[query] : Fold(0);
   for (size_t j = begin; j < end; j += N) {
-    auto sum = hn::Zero(d);
-    for (size_t k = 0; k < plan.depth; ++k) {
-      const T* HWY_RESTRICT row = plan.coordinates + k * plan.padded_count;
-      const auto difference =
-          hn::Sub(hn::Load(d, row + j), hn::Set(d, row[query]));
-      sum = hn::MulAdd(difference, difference, sum);
-    }
-    if (fold_ids) {
-      const auto held_out =
-          hn::Eq(hn::Load(du, fold_ids + j), hn::Set(du, query_fold));
-      sum = hn::IfThenElse(hn::RebindMask(d, held_out), infinity, sum);
-    }
-    hn::Store(sum, d, distances + (j - begin));
-  }
-  if (query >= begin && query < end) {
-    distances[query - begin] = std::numeric_limits<T>::infinity();
-  }
-  for (size_t j = std::max(begin, plan.count); j < end; ++j) {
-    distances[j - begin] = std::numeric_limits<T>::infinity();
+    hn::Store(Distances(d, plan, query, j), d, distances + (j - begin));
   }
 }
 
@@ -275,17 +283,18 @@ HWY_INLINE void RunPowersChunk(D d, size_t width, bool with_sum,
 #undef ATTNPOOL_CV_WIDTH
 }
 
-// The powers path's chunks: chunk c covers bandwidths [start, start +
-// width), width the largest power of 2 ≤ min(start (1 for the first),
-// kChunk, the bandwidths left): 1, 1, 2, 4, 8, 8, … Narrow chunks first
-// because the first bandwidths (the widest) have the widest key windows, and
-// a chunk runs over the window of its first bandwidth.
+// The powers path's chunks: chunk c covers bandwidths [starts[c],
+// starts[c + 1]): [0, 2) first, then widths the largest power of 2 ≤
+// min(start, kChunk, the bandwidths left): 2, 2, 4, 8, 8, … Narrow chunks
+// first because the first bandwidths (the widest) have the widest key
+// windows, and a chunk runs over the window of its first bandwidth (the
+// first chunk: of bandwidth 1; bandwidth 0 alone covers the rest of its own
+// window).
 inline std::vector<size_t> PowersChunkStarts(size_t bandwidths) {
-  std::vector<size_t> starts;
-  for (size_t b = 0; b < bandwidths;) {
+  std::vector<size_t> starts = {0};
+  for (size_t b = std::min<size_t>(2, bandwidths); b < bandwidths;) {
     starts.push_back(b);
-    const size_t limit =
-        std::min(std::min(std::max<size_t>(b, 1), kChunk), bandwidths - b);
+    const size_t limit = std::min(std::min(b, kChunk), bandwidths - b);
     size_t width = 1;
     while (2 * width <= limit) width *= 2;
     b += width;
@@ -326,9 +335,21 @@ struct Workspace {
   size_t padded_bandwidths;
 };
 
+// w₀ = 2^(−t·λ₀·log₂e/2), t = r² − r²ₘᵢₙ, of the block's distances
+// [0, count); +inf gives 0. Arguments ≤ 0 or −inf (never NaN: the data are
+// finite), often below exp's range in unpredictable lanes: the branch-free
+// exp.
+template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
+HWY_INLINE V FirstWeights(D d, const CrossValidationPlan<T>& plan, V shift,
+                          V distances) {
+  return attnpool::HWY_NAMESPACE::Exp2OfFinite(
+      d,
+      hn::Mul(hn::Sub(distances, shift), hn::Set(d, -plan.half_lambda_first)));
+}
+
 // The powers path for one query over its key window (see the top of this
-// file): chunk c runs over the window of its first bandwidth, windows[c] =
-// [begin, end), nested (later chunks have larger λ).
+// file). windows[0, 1]: bandwidth 0's; windows[2c + 2, 2c + 3]: chunk c's
+// (nested: later chunks have larger λ; empty with one bandwidth).
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
                             size_t query, T nearest,
@@ -337,13 +358,10 @@ HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
   const size_t N = hn::Lanes(d);
   const size_t chunks = starts.size() - 1, outputs = plan.outputs;
   const auto shift = hn::Set(d, nearest);
-  const auto first_factor = hn::Set(d, -plan.half_lambda_first);
-  const auto ratio_factor = hn::Set(d, -plan.half_lambda_step);
-  // One run of chunk c over the block's points [begin, end) (block offset
-  // `offset`), every output column.
+  // Chunk c over the block's points [begin, end) (block offset `offset`),
+  // every output column.
   const auto run = [&](size_t c, size_t begin, size_t end, size_t offset,
                        bool store_next) {
-    if (begin >= end) return;
     const size_t b = starts[c], width = starts[c + 1] - b;
     for (size_t column = 0; column < outputs; ++column) {
       RunPowersChunk(d, width, column == 0, store_next && column + 1 == outputs,
@@ -355,37 +373,58 @@ HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
                      plan.floor);
     }
   };
-  const size_t window_end = windows[1];
-  for (size_t block = windows[0]; block < window_end; block += kBlock) {
-    const size_t end = std::min(block + kBlock, window_end);
-    BlockDistances(d, plan, query, block, end, work.distances);
-    for (size_t j = 0; j < end - block; j += N) {
-      // t ≥ 0 (+inf for held-out points: weight 0). Arguments ≤ 0 or −inf
-      // (never NaN: the data are finite), often below exp's range in
-      // unpredictable lanes: the branch-free exp.
-      const auto t = hn::Sub(hn::Load(d, work.distances + j), shift);
-      hn::Store(
-          attnpool::HWY_NAMESPACE::Exp2OfFinite(d, hn::Mul(t, first_factor)), d,
-          work.first + j);
+  // Bandwidth 0 alone over [begin, end): one output column in registers,
+  // exp and sums fused; more through the block scratch.
+  const auto first_alone = [&](size_t begin, size_t end) {
+    if (outputs == 1) {
+      const T* HWY_RESTRICT target = plan.targets;
+      auto sum = hn::Zero(d), product = hn::Zero(d);
+      for (size_t j = begin; j < end; j += N) {
+        const auto w =
+            FirstWeights(d, plan, shift, Distances(d, plan, query, j));
+        sum = hn::Add(sum, w);
+        product = hn::MulAdd(w, hn::Load(d, target + j), product);
+      }
+      hn::Store(hn::Add(hn::Load(d, work.sums), sum), d, work.sums);
+      hn::Store(hn::Add(hn::Load(d, work.products), product), d, work.products);
+      return;
     }
-    // q only where the second chunk runs.
-    size_t next_begin = end, next_end = end;
-    if (chunks > 1) {
-      next_begin = std::min(end, std::max(block, windows[2]));
-      next_end = std::max(next_begin, std::min(end, windows[3]));
-      for (size_t j = next_begin - block; j < next_end - block; j += N) {
-        const auto t = hn::Sub(hn::Load(d, work.distances + j), shift);
-        hn::Store(
-            attnpool::HWY_NAMESPACE::Exp2OfFinite(d, hn::Mul(t, ratio_factor)),
-            d, work.ratio + j);
+    for (size_t block = begin; block < end; block += kBlock) {
+      const size_t stop = std::min(block + kBlock, end);
+      for (size_t j = block; j < stop; j += N) {
+        hn::Store(FirstWeights(d, plan, shift, Distances(d, plan, query, j)), d,
+                  work.first + (j - block));
+      }
+      for (size_t column = 0; column < outputs; ++column) {
+        RunPowersChunk(d, 1, column == 0, false, work.first, work.ratio,
+                       plan.targets + column * plan.padded_count + block,
+                       stop - block, work.sums,
+                       work.products + column * work.padded_bandwidths * N,
+                       plan.floor);
       }
     }
-    run(0, block, next_begin, block, false);
-    run(0, next_begin, next_end, block, true);
-    run(0, next_end, end, block, false);
-    for (size_t c = 1; c < chunks; ++c) {
-      const size_t begin = std::max(block, windows[2 * c]);
-      const size_t stop = std::min(end, windows[2 * c + 1]);
+  };
+  const size_t inner_begin = windows[2], inner_end = windows[3];
+  if (inner_begin < inner_end) {
+    first_alone(windows[0], inner_begin);
+    first_alone(inner_end, windows[1]);
+  } else {
+    first_alone(windows[0], windows[1]);
+  }
+  const auto ratio_factor = hn::Set(d, -plan.half_lambda_step);
+  for (size_t block = inner_begin; block < inner_end; block += kBlock) {
+    const size_t end = std::min(block + kBlock, inner_end);
+    BlockDistances(d, plan, query, block, end, work.distances);
+    for (size_t j = 0; j < end - block; j += N) {
+      const auto r2 = hn::Load(d, work.distances + j);
+      hn::Store(FirstWeights(d, plan, shift, r2), d, work.first + j);
+      hn::Store(attnpool::HWY_NAMESPACE::Exp2OfFinite(
+                    d, hn::Mul(hn::Sub(r2, shift), ratio_factor)),
+                d, work.ratio + j);
+    }
+    for (size_t c = 0; c < chunks; ++c) {
+      const size_t begin = std::max(block, windows[2 * c + 2]);
+      const size_t stop = std::min(end, windows[2 * c + 3]);
       if (begin >= stop) break;  // (later windows are inside this one)
       run(c, begin, stop, block, c + 1 < chunks);
     }
@@ -477,7 +516,8 @@ void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
   // The powers path's chunks, or one window per bandwidth.
   const std::vector<size_t> starts =
       powers ? PowersChunkStarts(bandwidths) : std::vector<size_t>();
-  const size_t window_count = powers ? starts.size() - 1 : bandwidths;
+  // Powers: bandwidth 0's, then each chunk's (see PowersQuery).
+  const size_t window_count = powers ? starts.size() : bandwidths;
   std::vector<size_t> windows(2 * window_count);
 
   for (size_t query = row_begin; query < row_end; ++query) {
@@ -485,7 +525,12 @@ void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
         gaussian ? NearestSquaredDistance(d, plan, query, work.distances)
                  : T(0);
     for (size_t w = 0; w < window_count; ++w) {
-      const size_t b = powers ? starts[w] : w;
+      // (Powers: chunk 0 runs over bandwidth 1's window.)
+      const size_t b = !powers ? w : w <= 1 ? w : starts[w - 1];
+      if (b >= bandwidths) {  // one bandwidth: no chunk runs
+        windows[2 * w] = windows[2 * w + 1] = 0;
+        continue;
+      }
       KeyWindow(plan, query, T(nearest + plan.window_extents[b]), 2 * N,
                 windows[2 * w], windows[2 * w + 1]);
     }

@@ -7,6 +7,8 @@
 //
 // Names: loo/<TARGET>/gaussian_32/n:<n>/threads:<t>,
 //        plain/<TARGET>/predict/n:<n>x<n>/threads:<t>,
+//        loo_every/<TARGET>/gaussian_32/n:20000/... (skip_distant = false:
+//        every pair, what the key windows save),
 //        loo_each/<TARGET>/gaussian_32/n:<n>/... (one exp per pair and
 //        bandwidth: what the powers save; n = 2000 only).
 // items_per_second counts (query, point) pairs — times 32 bandwidths for
@@ -48,11 +50,12 @@ Data SeedData(size_t n, unsigned seed) {
 }
 
 void Loo(benchmark::State& state, std::string target, size_t n, bool powers,
-         int threads) {
+         bool skip_distant, int threads) {
   const Data data = SeedData(n, 1);
   const auto grid = attnpool::gaussian_bandwidth_grid(0.03, 0.6, kBandwidths);
   attnpool::CrossValidationOptions options;
   options.allow_powers = powers;
+  options.skip_distant = skip_distant;
   ForcedTarget forced(state, target);
   attnpool::CrossValidationResult result;
   for (auto _ : state) {
@@ -91,12 +94,16 @@ void RegisterAll() {
       for (size_t n : {size_t(20000), size_t(2000)}) {
         const std::string size = std::to_string(n);
         Register("loo/" + target + "/gaussian_32/n:" + size + suffix, Loo,
-                 target, n, true, threads);
+                 target, n, true, true, threads);
+        if (n == 20000) {
+          Register("loo_every/" + target + "/gaussian_32/n:" + size + suffix,
+                   Loo, target, n, true, false, threads);
+        }
         Register("plain/" + target + "/predict/n:" + size + "x" + size + suffix,
                  Plain, target, n, threads);
       }
       Register("loo_each/" + target + "/gaussian_32/n:2000" + suffix, Loo,
-               target, size_t(2000), false, threads);
+               target, size_t(2000), false, true, threads);
     }
   }
 }
@@ -122,10 +129,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
     bool header = false;
     for (const auto& entry : times_) {
       const std::string& name = entry.first;
-      if (name.rfind("loo/", 0) != 0) continue;
+      const size_t prefix = name.rfind("loo/", 0) == 0         ? 4
+                            : name.rfind("loo_every/", 0) == 0 ? 10
+                                                               : 0;
+      if (prefix == 0) continue;
       // loo/T/gaussian_32/n:N/threads:t ↔ plain/T/predict/n:NxN/threads:t
       const size_t n_at = name.find("/n:"), threads_at = name.find("/threads:");
-      const std::string target = name.substr(4, name.find('/', 4) - 4);
+      const std::string target =
+          name.substr(prefix, name.find('/', prefix) - prefix);
       const std::string n = name.substr(n_at + 3, threads_at - n_at - 3);
       const std::string plain = "plain/" + target + "/predict/n:" + n + "x" +
                                 n + name.substr(threads_at);
@@ -138,7 +149,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
             kBandwidths);
         header = true;
       }
-      std::printf("  %-48s %8.2f ms / %8.2f ms = %.2f\n", name.c_str(),
+      std::printf("  %-54s %8.2f ms / %8.2f ms = %.2f\n", name.c_str(),
                   entry.second, found->second, entry.second / found->second);
     }
     std::fflush(stdout);

@@ -684,6 +684,7 @@ attnpool_status attnpool_cross_validate(
     attnpool::CrossValidationOptions cpp_options;
     if (options != nullptr) {
       cpp_options.folds = options->folds;
+      cpp_options.skip_distant = options->every_pair == 0;
       if (options->scales != nullptr) {
         cpp_options.scales =
             Doubles(options->scales, x_matrix.cols, "options.scales");

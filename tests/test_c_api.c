@@ -983,6 +983,16 @@ static void test_regression(void) {
     CHECK(unpredictable[1] > 0 && unpredictable[0] == 0 &&
           unpredictable[2] == 0);
     CHECK(best == (scores[2] < scores[0] ? 2u : 0u));
+    /* Every pair visited: a compact kernel skips only zero weights. */
+    {
+      double every[COUNT];
+      options.every_pair = 1;
+      CHECK(attnpool_cross_validate(ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_BOXCAR,
+                                    &x, &y, grid, COUNT, &options, every, NULL,
+                                    NULL, NULL) == ATTNPOOL_OK);
+      CHECK(memcmp(every, scores, sizeof(every)) == 0);
+      options.every_pair = 0;
+    }
     /* Only the narrowest width: no bandwidth predicts every point. */
     CHECK(attnpool_cross_validate(ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_BOXCAR, &x,
                                   &y, grid + 1, 1, &options, scores, NULL,

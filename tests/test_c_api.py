@@ -85,7 +85,8 @@ class MultiHeadWeights(ctypes.Structure):
 
 
 class CrossValidationOptions(ctypes.Structure):
-    _fields_ = [("folds", ctypes.c_size_t), ("scales", ctypes.POINTER(ctypes.c_double))]
+    _fields_ = [("folds", ctypes.c_size_t), ("scales", ctypes.POINTER(ctypes.c_double)),
+                ("every_pair", ctypes.c_int)]
 
 
 def load(path):
@@ -275,7 +276,8 @@ def nadaraya_watson(x, y, queries, bandwidths, kernel="gaussian", weights=False,
     return status, out, w
 
 
-def cross_validate(x, y, bandwidths, kernel="gaussian", folds=0, scales=None, threads=0):
+def cross_validate(x, y, bandwidths, kernel="gaussian", folds=0, scales=None, threads=0,
+                   every_pair=0):
     """attnpool_cross_validate: (status, scores, unpredictable, best)."""
     grid = np.ascontiguousarray(bandwidths, np.float64)
     scores = np.full(grid.size, -777.0)
@@ -283,7 +285,7 @@ def cross_validate(x, y, bandwidths, kernel="gaussian", folds=0, scales=None, th
     best = ctypes.c_size_t(777)
     scale_array = None if scales is None else np.ascontiguousarray(scales, np.float64)
     options = CrossValidationOptions(folds, doubles(scale_array) if scales is not None
-                                     else None)
+                                     else None, every_pair)
     status = lib.attnpool_cross_validate(
         dtype_code(x), KERNELS[kernel], view(x), view(y), doubles(grid), grid.size,
         ctypes.byref(options), doubles(scores), sizes(unpredictable), ctypes.byref(best),
@@ -694,6 +696,9 @@ class CApiTest(unittest.TestCase):
         np.testing.assert_array_equal(unpredictable, [missing for _, missing in reference])
         self.assertGreater(unpredictable[0], 0)
         self.assertEqual(best, 1 + int(np.argmin(scores[1:])))
+        # Every pair visited: a compact kernel skips only zero weights.
+        _, every, _, _ = cross_validate(x, y, grid3, kernel="boxcar", every_pair=1)
+        np.testing.assert_array_equal(every, scores)
         status, _, _, best = cross_validate(x, y, grid3[:1], kernel="boxcar")
         self.assertEqual((status, best), (OK, NO_BANDWIDTH))
 

@@ -460,6 +460,11 @@ typedef struct attnpool_cross_validation_options {
   /* NULL: all 1; else d entries s_k > 0: the distance uses x_k / s_k, so
    * the bandwidth h means (h s_1, ..., h s_d). */
   const double* scales;
+  /* 0: skip the pairs that cannot matter (regression.h,
+   * CrossValidationOptions::skip_distant: Gaussian weights below 2^-32 / n
+   * of the query's largest, 2^-61 / n in double; zero weights of the compact
+   * kernels); nonzero: visit every pair. */
+  int every_pair;
 } attnpool_cross_validation_options;
 
 /* The `best` of attnpool_cross_validate when every bandwidth leaves some
