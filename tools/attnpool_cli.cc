@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -146,30 +147,38 @@ struct Command {
   std::vector<OptionInfo> options;
 };
 
-Command PoolCommand() {
-  Command command{"pool",
-                  "attnpool pool --queries Q.npy --keys K.npy --values V.npy "
-                  "-o OUT.npy [options]\n\n"
-                  "Attention pooling: OUT (n x dv) = W . V, where W (n x m) "
-                  "holds the normalized\nkernel weights of the query-key "
-                  "distances. Nadaraya-Watson is the default\n(sqeuclidean, "
-                  "gaussian, sum); scaled dot-product attention is --distance "
-                  "dot\n--kernel exp --normalize softmax.",
-                  kPoolOptions};
-  command.options.insert(command.options.end(), kRunOptions.begin(),
-                         kRunOptions.end());
+// A command whose options are the lists of `option_lists`, in order.
+Command MakeCommand(
+    const char* name, const char* summary,
+    std::initializer_list<std::vector<OptionInfo>> option_lists) {
+  Command command{name, summary, {}};
+  for (const auto& options : option_lists) {
+    command.options.insert(command.options.end(), options.begin(),
+                           options.end());
+  }
   return command;
 }
 
+Command PoolCommand() {
+  return MakeCommand(
+      "pool",
+      "attnpool pool --queries Q.npy --keys K.npy --values V.npy "
+      "-o OUT.npy [options]\n\n"
+      "Attention pooling: OUT (n x dv) = W . V, where W (n x m) "
+      "holds the normalized\nkernel weights of the query-key "
+      "distances. Nadaraya-Watson is the default\n(sqeuclidean, "
+      "gaussian, sum); scaled dot-product attention is --distance "
+      "dot\n--kernel exp --normalize softmax.",
+      {kPoolOptions, kRunOptions});
+}
+
 Command DistancesCommand() {
-  Command command{"distances",
-                  "attnpool distances --queries Q.npy --keys K.npy -o OUT.npy "
-                  "[options]\n\nAll-pairs distances: OUT (n x m)[i, j] = "
-                  "distance(queries[i], keys[j]).",
-                  {kQueries, kKeys, kOut, kDistance}};
-  command.options.insert(command.options.end(), kRunOptions.begin(),
-                         kRunOptions.end());
-  return command;
+  return MakeCommand(
+      "distances",
+      "attnpool distances --queries Q.npy --keys K.npy -o OUT.npy "
+      "[options]\n\nAll-pairs distances: OUT (n x m)[i, j] = "
+      "distance(queries[i], keys[j]).",
+      {{kQueries, kKeys, kOut, kDistance}, kRunOptions});
 }
 
 // `text` in lines of at most `width` characters, each after `indent`
@@ -343,6 +352,21 @@ Enum ParseName(const std::string& option, const std::string& text,
   }
 }
 
+// The name given to `option`, or `fallback`, looked up by `from_name`.
+template <typename Enum>
+Enum NameOption(const Arguments& arguments, const std::string& option,
+                const char* fallback, Enum (*from_name)(const char*)) {
+  return ParseName(option, arguments.Get(option).value_or(fallback), from_name);
+}
+
+// The number given to `option`, if any.
+std::optional<double> NumberOption(const Arguments& arguments,
+                                   const std::string& option) {
+  const auto text = arguments.Get(option);
+  if (!text) return std::nullopt;
+  return ParseDouble(option, *text);
+}
+
 // ---------------------------------------------------------------- arrays
 
 // A 1-D or 2-D float array from a file, seen as a matrix.
@@ -392,16 +416,23 @@ InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
   return matrix;
 }
 
-// For InputMatrix and InputTensor.
-template <class Reference, class Other>
-void RequireSameType(const Reference& reference, const Other& other) {
-  if (other.array.type != reference.array.type) {
-    throw CliError{other.Label() + " is " + NpyTypeName(other.array.type) +
-                   " but " + reference.Label() + " is " +
+// The array of `label`, of dtype `type`, has the dtype of `reference` (an
+// InputMatrix or InputTensor, as are the inputs below).
+template <class Reference>
+void RequireTypeOf(const Reference& reference, const std::string& label,
+                   NpyType type) {
+  if (type != reference.array.type) {
+    throw CliError{label + " is " + NpyTypeName(type) + " but " +
+                   reference.Label() + " is " +
                    NpyTypeName(reference.array.type) +
                    ": all arrays of a call must have one dtype (convert with "
                    "a.astype(...))"};
   }
+}
+
+template <class Reference, class Other>
+void RequireSameType(const Reference& reference, const Other& other) {
+  RequireTypeOf(reference, other.Label(), other.array.type);
 }
 
 template <class Input>
@@ -412,6 +443,56 @@ void RequireExtent(const Input& matrix, const char* what, size_t actual,
                    what + ", expected " + std::to_string(expected) + " " +
                    because};
   }
+}
+
+// `input` has as many `what` (`count` of them) as `reference` has columns.
+template <class Reference, class Input>
+void RequireColumnsOf(const Reference& reference, const Input& input,
+                      const char* what, size_t count) {
+  RequireExtent(input, what, count, reference.cols,
+                "(the columns of " + reference.Describe() + ")");
+}
+
+template <class Reference, class Input>
+void RequireSameColumns(const Reference& reference, const Input& input) {
+  RequireColumnsOf(reference, input, "columns", input.cols);
+}
+
+// `values` has a row per key.
+template <class Input>
+void RequireRowPerKey(const Input& keys, const Input& values) {
+  RequireExtent(values, "rows", values.rows, keys.rows,
+                "(one per key: the rows of " + keys.Describe() + ")");
+}
+
+// `matrix` has the shape `shape`, as `why` says.
+void RequireShape(const InputMatrix& matrix, const std::vector<size_t>& shape,
+                  const std::string& why) {
+  if (matrix.array.shape != shape) {
+    throw CliError{matrix.Describe() + ": expected shape " + ShapeText(shape) +
+                   ": " + why};
+  }
+}
+
+// `array`, read for `label`, has the shape `shape`, as `why` says.
+void RequireArrayShape(const std::string& label, const NpyArray& array,
+                       const std::vector<size_t>& shape,
+                       const std::string& why) {
+  if (array.shape != shape) {
+    throw CliError{label + ": shape " + ShapeText(array.shape) + ", expected " +
+                   ShapeText(shape) + ": " + why};
+  }
+}
+
+// --visible: a bool or uint8 array.
+NpyArray LoadVisible(const std::string& path) {
+  NpyArray visible = Load("--visible", path);
+  if (visible.type != NpyType::bool8 && visible.type != NpyType::uint8) {
+    throw CliError{"--visible " + path + ": dtype " +
+                   NpyTypeName(visible.type) +
+                   " is not supported: use bool or uint8"};
+  }
+  return visible;
 }
 
 void Save(const std::string& path, const NpyArray& array) {
@@ -631,6 +712,105 @@ void PrintTiming(const char* command, const std::string& shape,
       Milliseconds(read).c_str(), Milliseconds(write).c_str());
 }
 
+// Runs the command of `command` on its options, or prints its help.
+int RunCommand(const Command& command, int (*run)(const Arguments&), int argc,
+               char** argv) {
+  const Arguments arguments(command, argc, argv);
+  if (arguments.help()) {
+    PrintHelp(command);
+    return 0;
+  }
+  return run(arguments);
+}
+
+// Calls `compute(T())` with T the element type of `type`: float or double.
+template <class Compute>
+int WithElementType(NpyType type, const Compute& compute) {
+  return type == NpyType::float32 ? compute(float()) : compute(double());
+}
+
+// A command's run once its inputs are read: what its progress display and
+// --time need.
+struct Run {
+  const char* command;
+  RunSettings settings;
+  Clock::duration read_time;
+};
+
+// Runs `compute(&progress)` for `rows` queries, reporting a library error
+// under the option it comes from (looked up in `options` first), and
+// returns the time it took.
+template <class Compute>
+Clock::duration ComputeWithProgress(
+    const Run& run, size_t rows, const Compute& compute,
+    const std::map<std::string, std::string>& options = {}) {
+  const auto start = Clock::now();
+  Progress progress(run.command, rows, run.settings);
+  try {
+    compute(&progress);
+  } catch (const attnpool::Error& error) {
+    progress.Finish();
+    throw LibraryError(error, options);
+  }
+  progress.Finish();
+  return Clock::now() - start;
+}
+
+// Calls `block(begin, count)` on the query rows [0, rows) in calls of
+// RowsPerChunk rows, updating `progress` after each; with no rows, once on
+// none, which still checks the arguments.
+template <class Block>
+void ForEachChunk(size_t rows, size_t key_count, const RunSettings& settings,
+                  Progress* progress, const Block& block) {
+  const size_t chunk = RowsPerChunk(key_count, settings);
+  if (rows == 0) block(0, 0);
+  for (size_t begin = 0; begin < rows; begin += chunk) {
+    const size_t count = std::min(chunk, rows - begin);
+    block(begin, count);
+    progress->Update(begin + count);
+  }
+}
+
+// ForEachChunk with its progress display, timed.
+template <class Block>
+Clock::duration ComputeInChunks(const Run& run, size_t rows, size_t key_count,
+                                const Block& block) {
+  return ComputeWithProgress(run, rows, [&](Progress* progress) {
+    ForEachChunk(rows, key_count, run.settings, progress, block);
+  });
+}
+
+// What a command writes: its output, and the attention weights where
+// --weights names a file for them.
+struct Results {
+  std::string out_path;
+  NpyArray out;
+  std::optional<std::string> weights_path = std::nullopt;
+  NpyArray weights = {};
+};
+
+// Rows [begin, begin + count) of a 1-D or 2-D array, as a matrix.
+template <typename T>
+attnpool::MatrixView<T> MatrixRows(NpyArray& array, size_t begin,
+                                   size_t count) {
+  const size_t cols = array.shape.size() == 2 ? array.shape[1] : 1;
+  return {array.mutable_data<T>() + begin * cols, count, cols};
+}
+
+// Writes `results`, then with --time how long the run took.
+int Finish(const Run& run, const Results& results, Clock::duration compute_time,
+           const std::string& shape) {
+  const auto write_start = Clock::now();
+  Save(results.out_path, results.out);
+  if (results.weights_path) Save(*results.weights_path, results.weights);
+  if (run.settings.time) {
+    PrintTiming(run.command, shape, NpyTypeName(results.out.type),
+                run.read_time, compute_time, Clock::now() - write_start,
+                run.settings);
+  }
+  return 0;
+}
+
 // ---------------------------------------------------------------- pool
 
 struct PoolInputs {
@@ -683,11 +863,7 @@ std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
                                      size_t key_count) {
   const std::string label = "--valid-lengths " + path;
   const NpyArray array = Load("--valid-lengths", path);
-  if (array.shape.size() != 1 || array.shape[0] != rows) {
-    throw CliError{label + ": shape " + ShapeText(array.shape) +
-                   ", expected (" + std::to_string(rows) +
-                   ",): one entry per query"};
-  }
+  RequireArrayShape(label, array, {rows}, "one entry per query");
   return LengthEntries(label, array, key_count);
 }
 
@@ -709,24 +885,39 @@ void ParseCausal(const Arguments& arguments, bool* causal,
   }
 }
 
+// The results of pooling `rows` queries over `key_count` keys: rows x the
+// columns of `values` (`rows` entries when `values` is 1-D), and the rows x
+// key_count weights when --weights asks for them (else 0 x key_count: the
+// fused kernel forms none).
+Results PoolResults(const std::string& out_path,
+                    const std::optional<std::string>& weights_path, size_t rows,
+                    const InputMatrix& values, size_t key_count) {
+  const NpyType type = values.array.type;
+  return {out_path,
+          attnpool_tools::MakeNpyArray(
+              type, values.one_dimensional
+                        ? std::vector<size_t>{rows}
+                        : std::vector<size_t>{rows, values.cols}),
+          weights_path,
+          attnpool_tools::MakeNpyArray(
+              type, std::vector<size_t>{weights_path ? rows : 0, key_count})};
+}
+
+// Rows [begin, begin + count) of the weights of `results`, or a null view
+// when they are not asked for.
+template <typename T>
+attnpool::MatrixView<T> WeightRows(Results& results, size_t begin,
+                                   size_t count) {
+  return results.weights_path ? MatrixRows<T>(results.weights, begin, count)
+                              : attnpool::MatrixView<T>();
+}
+
 template <typename T>
 int RunPool(const PoolInputs& inputs, const std::string& out_path,
-            const std::optional<std::string>& weights_path,
-            const RunSettings& settings, Clock::duration read_time) {
-  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows,
-               value_cols = inputs.values.cols;
-  const NpyType type = inputs.queries.array.type;
-  NpyArray out = attnpool_tools::MakeNpyArray(
-      type, inputs.values.one_dimensional
-                ? std::vector<size_t>{rows}
-                : std::vector<size_t>{rows, value_cols});
-  // The n x m weights when asked for (the staged pipeline writes them);
-  // else none (the fused kernel needs no n x m matrix).
-  const size_t chunk = RowsPerChunk(key_count, settings);
-  NpyArray weights = attnpool_tools::MakeNpyArray(
-      type, weights_path ? std::vector<size_t>{rows, key_count}
-                         : std::vector<size_t>{0, key_count});
-
+            const std::optional<std::string>& weights_path, const Run& run) {
+  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
+  Results results =
+      PoolResults(out_path, weights_path, rows, inputs.values, key_count);
   attnpool::Mask<T> mask;
   if (inputs.has_valid_lengths)
     mask.valid_lengths = inputs.valid_lengths.data();
@@ -739,57 +930,21 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   const auto queries = View<T>(inputs.queries);
   const auto keys = View<T>(inputs.keys);
   const auto values = View<T>(inputs.values);
-  const attnpool::MatrixView<T> out_view(out.mutable_data<T>(), rows,
-                                         value_cols);
-  const attnpool::MatrixView<T> weights_view(
-      weights_path ? weights.mutable_data<T>() : nullptr, weights.shape[0],
-      key_count);
-
-  const auto start = Clock::now();
-  Progress progress("pool", rows, settings);
-  try {
-    if (rows == 0) {  // still validates the arguments
-      PoolBlock<T>(inputs.spec, queries, keys, values, out_view,
-                   weights_path ? weights_view : attnpool::MatrixView<T>(),
-                   mask, settings.execution);
-    }
-    for (size_t begin = 0; begin < rows; begin += chunk) {
-      const size_t count = std::min(chunk, rows - begin);
-      PoolBlock<T>(inputs.spec, Rows(queries, begin, count), keys, values,
-                   Rows(out_view, begin, count),
-                   weights_path ? Rows(weights_view, begin, count)
-                                : attnpool::MatrixView<T>(),
-                   MaskRows(mask, begin, count), settings.execution);
-      progress.Update(begin + count);
-    }
-  } catch (const attnpool::Error& error) {
-    progress.Finish();
-    throw LibraryError(error);
-  }
-  progress.Finish();
-  const auto compute_time = Clock::now() - start;
-
-  const auto write_start = Clock::now();
-  Save(out_path, out);
-  if (weights_path) Save(*weights_path, weights);
-  if (settings.time) {
-    const std::string shape = "n=" + std::to_string(rows) +
-                              " m=" + std::to_string(key_count) +
-                              " d=" + std::to_string(inputs.queries.cols) +
-                              " dv=" + std::to_string(value_cols);
-    PrintTiming("pool", shape, NpyTypeName(type), read_time, compute_time,
-                Clock::now() - write_start, settings);
-  }
-  return 0;
+  const auto compute_time =
+      ComputeInChunks(run, rows, key_count, [&](size_t begin, size_t count) {
+        PoolBlock<T>(inputs.spec, Rows(queries, begin, count), keys, values,
+                     MatrixRows<T>(results.out, begin, count),
+                     WeightRows<T>(results, begin, count),
+                     MaskRows(mask, begin, count), run.settings.execution);
+      });
+  return Finish(run, results, compute_time,
+                "n=" + std::to_string(rows) +
+                    " m=" + std::to_string(key_count) +
+                    " d=" + std::to_string(inputs.queries.cols) +
+                    " dv=" + std::to_string(inputs.values.cols));
 }
 
-int Pool(int argc, char** argv) {
-  const Command command = PoolCommand();
-  const Arguments arguments(command, argc, argv);
-  if (arguments.help()) {
-    PrintHelp(command);
-    return 0;
-  }
+int Pool(const Arguments& arguments) {
   const std::string queries_path = arguments.Required("--queries");
   const std::string keys_path = arguments.Required("--keys");
   const std::string values_path = arguments.Required("--values");
@@ -799,21 +954,16 @@ int Pool(int argc, char** argv) {
 
   PoolInputs inputs{};
   auto& spec = inputs.spec;
-  spec.distance = ParseName("--distance",
-                            arguments.Get("--distance").value_or("sqeuclidean"),
-                            &attnpool::distance_from_name);
-  spec.kernel.kernel =
-      ParseName("--kernel", arguments.Get("--kernel").value_or("gaussian"),
-                &attnpool::kernel_from_name);
-  if (const auto bandwidth = arguments.Get("--bandwidth")) {
-    spec.kernel.bandwidth = ParseDouble("--bandwidth", *bandwidth);
+  spec.distance = NameOption(arguments, "--distance", "sqeuclidean",
+                             &attnpool::distance_from_name);
+  spec.kernel.kernel = NameOption(arguments, "--kernel", "gaussian",
+                                  &attnpool::kernel_from_name);
+  if (const auto bandwidth = NumberOption(arguments, "--bandwidth")) {
+    spec.kernel.bandwidth = *bandwidth;
   }
-  if (const auto scale = arguments.Get("--scale")) {
-    spec.kernel.scale = ParseDouble("--scale", *scale);
-  }
-  spec.normalization =
-      ParseName("--normalize", arguments.Get("--normalize").value_or("sum"),
-                &attnpool::normalization_from_name);
+  spec.kernel.scale = NumberOption(arguments, "--scale");
+  spec.normalization = NameOption(arguments, "--normalize", "sum",
+                                  &attnpool::normalization_from_name);
   spec.empty_rows = ParseEmptyRows(arguments);
   ParseCausal(arguments, &inputs.causal, &inputs.causal_offset);
   ApplyIsa(arguments);
@@ -825,10 +975,8 @@ int Pool(int argc, char** argv) {
   RequireSameType(inputs.queries, inputs.keys);
   RequireSameType(inputs.queries, inputs.values);
   const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
-  RequireExtent(inputs.keys, "columns", inputs.keys.cols, inputs.queries.cols,
-                "(the columns of " + inputs.queries.Describe() + ")");
-  RequireExtent(inputs.values, "rows", inputs.values.rows, key_count,
-                "(one per key: the rows of " + inputs.keys.Describe() + ")");
+  RequireSameColumns(inputs.queries, inputs.keys);
+  RequireRowPerKey(inputs.keys, inputs.values);
   if (const auto path = arguments.Get("--valid-lengths")) {
     inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
     inputs.has_valid_lengths = true;
@@ -836,33 +984,17 @@ int Pool(int argc, char** argv) {
   if (const auto path = arguments.Get("--bias")) {
     inputs.bias = LoadMatrix("--bias", *path);
     RequireSameType(inputs.queries, *inputs.bias);
-    if (inputs.bias->one_dimensional || inputs.bias->rows != rows ||
-        inputs.bias->cols != key_count) {
-      throw CliError{inputs.bias->Describe() + ": expected shape (" +
-                     std::to_string(rows) + ", " + std::to_string(key_count) +
-                     "): queries x keys"};
-    }
+    RequireShape(*inputs.bias, {rows, key_count}, "queries x keys");
   }
   if (const auto path = arguments.Get("--visible")) {
-    inputs.visible = Load("--visible", *path);
-    const auto& shape = inputs.visible->shape;
-    if (inputs.visible->type != NpyType::bool8 &&
-        inputs.visible->type != NpyType::uint8) {
-      throw CliError{"--visible " + *path + ": dtype " +
-                     NpyTypeName(inputs.visible->type) +
-                     " is not supported: use bool or uint8"};
-    }
-    if (shape.size() != 2 || shape[0] != rows || shape[1] != key_count) {
-      throw CliError{"--visible " + *path + ": shape " + ShapeText(shape) +
-                     ", expected (" + std::to_string(rows) + ", " +
-                     std::to_string(key_count) + "): queries x keys"};
-    }
+    inputs.visible = LoadVisible(*path);
+    RequireArrayShape("--visible " + *path, *inputs.visible, {rows, key_count},
+                      "queries x keys");
   }
-  const auto read_time = Clock::now() - read_start;
-  if (inputs.queries.array.type == NpyType::float32) {
-    return RunPool<float>(inputs, out_path, weights_path, settings, read_time);
-  }
-  return RunPool<double>(inputs, out_path, weights_path, settings, read_time);
+  const Run run{"pool", settings, Clock::now() - read_start};
+  return WithElementType(inputs.queries.array.type, [&](auto zero) {
+    return RunPool<decltype(zero)>(inputs, out_path, weights_path, run);
+  });
 }
 
 // ---------------------------------------------------------------- distances
@@ -870,75 +1002,41 @@ int Pool(int argc, char** argv) {
 template <typename T>
 int RunDistances(attnpool::Distance distance, const InputMatrix& queries_in,
                  const InputMatrix& keys_in, const std::string& out_path,
-                 const RunSettings& settings, Clock::duration read_time) {
+                 const Run& run) {
   const size_t rows = queries_in.rows, key_count = keys_in.rows;
-  NpyArray out =
-      attnpool_tools::MakeNpyArray(queries_in.array.type, {rows, key_count});
+  Results results{out_path, attnpool_tools::MakeNpyArray(queries_in.array.type,
+                                                         {rows, key_count})};
   const auto queries = View<T>(queries_in);
   const auto keys = View<T>(keys_in);
-  const attnpool::MatrixView<T> out_view(out.mutable_data<T>(), rows,
-                                         key_count);
-  const size_t chunk = RowsPerChunk(key_count, settings);
-  const auto start = Clock::now();
-  Progress progress("distances", rows, settings);
-  try {
-    if (rows == 0) {
-      attnpool::pairwise_distances(distance, queries, keys, out_view,
-                                   settings.execution);
-    }
-    for (size_t begin = 0; begin < rows; begin += chunk) {
-      const size_t count = std::min(chunk, rows - begin);
-      attnpool::pairwise_distances(distance, Rows(queries, begin, count), keys,
-                                   Rows(out_view, begin, count),
-                                   settings.execution);
-      progress.Update(begin + count);
-    }
-  } catch (const attnpool::Error& error) {
-    progress.Finish();
-    throw LibraryError(error);
-  }
-  progress.Finish();
-  const auto compute_time = Clock::now() - start;
-  const auto write_start = Clock::now();
-  Save(out_path, out);
-  if (settings.time) {
-    const std::string shape = "n=" + std::to_string(rows) +
-                              " m=" + std::to_string(key_count) +
-                              " d=" + std::to_string(queries_in.cols);
-    PrintTiming("distances", shape, NpyTypeName(queries_in.array.type),
-                read_time, compute_time, Clock::now() - write_start, settings);
-  }
-  return 0;
+  const auto compute_time =
+      ComputeInChunks(run, rows, key_count, [&](size_t begin, size_t count) {
+        attnpool::pairwise_distances(
+            distance, Rows(queries, begin, count), keys,
+            MatrixRows<T>(results.out, begin, count), run.settings.execution);
+      });
+  return Finish(run, results, compute_time,
+                "n=" + std::to_string(rows) +
+                    " m=" + std::to_string(key_count) +
+                    " d=" + std::to_string(queries_in.cols));
 }
 
-int Distances(int argc, char** argv) {
-  const Command command = DistancesCommand();
-  const Arguments arguments(command, argc, argv);
-  if (arguments.help()) {
-    PrintHelp(command);
-    return 0;
-  }
+int Distances(const Arguments& arguments) {
   const std::string queries_path = arguments.Required("--queries");
   const std::string keys_path = arguments.Required("--keys");
   const std::string out_path = arguments.Required("-o");
   const RunSettings settings = ReadSettings(arguments);
-  const auto distance = ParseName(
-      "--distance", arguments.Get("--distance").value_or("sqeuclidean"),
-      &attnpool::distance_from_name);
+  const auto distance = NameOption(arguments, "--distance", "sqeuclidean",
+                                   &attnpool::distance_from_name);
   ApplyIsa(arguments);
   const auto read_start = Clock::now();
   const InputMatrix queries = LoadMatrix("--queries", queries_path);
   const InputMatrix keys = LoadMatrix("--keys", keys_path);
   RequireSameType(queries, keys);
-  RequireExtent(keys, "columns", keys.cols, queries.cols,
-                "(the columns of " + queries.Describe() + ")");
-  const auto read_time = Clock::now() - read_start;
-  if (queries.array.type == NpyType::float32) {
-    return RunDistances<float>(distance, queries, keys, out_path, settings,
-                               read_time);
-  }
-  return RunDistances<double>(distance, queries, keys, out_path, settings,
-                              read_time);
+  RequireSameColumns(queries, keys);
+  const Run run{"distances", settings, Clock::now() - read_start};
+  return WithElementType(queries.array.type, [&](auto zero) {
+    return RunDistances<decltype(zero)>(distance, queries, keys, out_path, run);
+  });
 }
 
 // ---------------------------------------------------------------- regress
@@ -969,7 +1067,7 @@ const std::vector<OptionInfo> kRegressOptions = {
 };
 
 Command RegressCommand() {
-  Command command{
+  return MakeCommand(
       "regress",
       "attnpool regress --x X.npy --y Y.npy --queries Q.npy -o OUT.npy "
       "[options]\n\n"
@@ -979,10 +1077,7 @@ Command RegressCommand() {
       "or the least cross-validation score on a\ngrid (--cv-grid); it is "
       "printed on stdout as 'bandwidth: H', after the grid's\n'h score "
       "unpredictable' lines with --cv-grid.",
-      kRegressOptions};
-  command.options.insert(command.options.end(), kRunOptions.begin(),
-                         kRunOptions.end());
-  return command;
+      {kRegressOptions, kRunOptions});
 }
 
 // How the bandwidth is chosen.
@@ -1155,13 +1250,32 @@ struct RegressInputs {
   BandwidthChoice bandwidth;
 };
 
+// The regression of `inputs`, with its bandwidth(s) chosen into `bandwidths`
+// and printed on stdout.
+template <typename T>
+attnpool::NadarayaWatson<T> Fit(const RegressInputs& inputs,
+                                attnpool::ConstMatrixView<T> x,
+                                attnpool::ConstMatrixView<T> y,
+                                const RunSettings& settings,
+                                std::vector<double>* bandwidths) {
+  const auto chosen =
+      ChooseBandwidth(inputs.bandwidth, inputs.kernel, x, y, settings);
+  *bandwidths = chosen.bandwidths;
+  auto model =
+      bandwidths->size() == 1
+          ? attnpool::NadarayaWatson<T>(inputs.kernel, (*bandwidths)[0], x, y)
+          : attnpool::NadarayaWatson<T>(inputs.kernel, *bandwidths, x, y);
+  model.set_empty_rows(inputs.empty_rows);
+  std::printf("bandwidth: %s (%s)\n", BandwidthText(*bandwidths).c_str(),
+              chosen.how.c_str());
+  std::fflush(stdout);
+  return model;
+}
+
 template <typename T>
 int RunRegress(const RegressInputs& inputs, const std::string& out_path,
-               const std::optional<std::string>& weights_path,
-               const RunSettings& settings, Clock::duration read_time) {
-  const size_t rows = inputs.queries.rows, size = inputs.x.rows,
-               outputs = inputs.y.cols;
-  const NpyType type = inputs.x.array.type;
+               const std::optional<std::string>& weights_path, const Run& run) {
+  const size_t rows = inputs.queries.rows, size = inputs.x.rows;
   // The library's argument names of this command, before the common ones.
   const std::map<std::string, std::string> options = {
       {"x", "--x"},
@@ -1177,81 +1291,37 @@ int RunRegress(const RegressInputs& inputs, const std::string& out_path,
       {"count", "--cv-grid"},
       {"options.folds", "--folds"},
   };
-  NpyArray out = attnpool_tools::MakeNpyArray(
-      type, inputs.y.one_dimensional ? std::vector<size_t>{rows}
-                                     : std::vector<size_t>{rows, outputs});
-  NpyArray weights = attnpool_tools::MakeNpyArray(
-      type, weights_path ? std::vector<size_t>{rows, size}
-                         : std::vector<size_t>{0, size});
+  Results results = PoolResults(out_path, weights_path, rows, inputs.y, size);
   const auto x = View<T>(inputs.x);
   const auto y = View<T>(inputs.y);
   const auto queries = View<T>(inputs.queries);
-  const attnpool::MatrixView<T> out_view(out.mutable_data<T>(), rows, outputs);
-  const attnpool::MatrixView<T> weights_view(
-      weights_path ? weights.mutable_data<T>() : nullptr, weights.shape[0],
-      size);
-
-  const auto start = Clock::now();
-  const size_t chunk = RowsPerChunk(size, settings);
-  Progress progress("regress", rows, settings);
   std::vector<double> bandwidths;
-  try {
-    const auto chosen =
-        ChooseBandwidth(inputs.bandwidth, inputs.kernel, x, y, settings);
-    bandwidths = chosen.bandwidths;
-    auto model =
-        bandwidths.size() == 1
-            ? attnpool::NadarayaWatson<T>(inputs.kernel, bandwidths[0], x, y)
-            : attnpool::NadarayaWatson<T>(inputs.kernel, bandwidths, x, y);
-    model.set_empty_rows(inputs.empty_rows);
-    std::printf("bandwidth: %s (%s)\n", BandwidthText(bandwidths).c_str(),
-                chosen.how.c_str());
-    std::fflush(stdout);
-    const auto predict = [&](attnpool::ConstMatrixView<T> block,
-                             attnpool::MatrixView<T> block_out,
-                             attnpool::MatrixView<T> block_weights) {
-      if (weights_path) {
-        model.predict(block, block_out, block_weights, settings.execution);
-      } else {
-        model.predict(block, block_out, settings.execution);
-      }
-    };
-    if (rows == 0) predict(queries, out_view, weights_view);
-    for (size_t begin = 0; begin < rows; begin += chunk) {
-      const size_t count = std::min(chunk, rows - begin);
-      predict(Rows(queries, begin, count), Rows(out_view, begin, count),
-              weights_path ? Rows(weights_view, begin, count)
-                           : attnpool::MatrixView<T>());
-      progress.Update(begin + count);
-    }
-  } catch (const attnpool::Error& error) {
-    progress.Finish();
-    throw LibraryError(error, options);
-  }
-  progress.Finish();
-  const auto compute_time = Clock::now() - start;
-
-  const auto write_start = Clock::now();
-  Save(out_path, out);
-  if (weights_path) Save(*weights_path, weights);
-  if (settings.time) {
-    const std::string shape =
-        "n=" + std::to_string(size) + " m=" + std::to_string(rows) +
-        " d=" + std::to_string(inputs.x.cols) +
-        " dy=" + std::to_string(outputs) + " h=" + BandwidthText(bandwidths);
-    PrintTiming("regress", shape, NpyTypeName(type), read_time, compute_time,
-                Clock::now() - write_start, settings);
-  }
-  return 0;
+  const auto compute_time = ComputeWithProgress(
+      run, rows,
+      [&](Progress* progress) {
+        const auto model = Fit(inputs, x, y, run.settings, &bandwidths);
+        ForEachChunk(
+            rows, size, run.settings, progress,
+            [&](size_t begin, size_t count) {
+              const auto block = Rows(queries, begin, count);
+              const auto out = MatrixRows<T>(results.out, begin, count);
+              if (weights_path) {
+                model.predict(block, out, WeightRows<T>(results, begin, count),
+                              run.settings.execution);
+              } else {
+                model.predict(block, out, run.settings.execution);
+              }
+            });
+      },
+      options);
+  return Finish(run, results, compute_time,
+                "n=" + std::to_string(size) + " m=" + std::to_string(rows) +
+                    " d=" + std::to_string(inputs.x.cols) +
+                    " dy=" + std::to_string(inputs.y.cols) +
+                    " h=" + BandwidthText(bandwidths));
 }
 
-int Regress(int argc, char** argv) {
-  const Command command = RegressCommand();
-  const Arguments arguments(command, argc, argv);
-  if (arguments.help()) {
-    PrintHelp(command);
-    return 0;
-  }
+int Regress(const Arguments& arguments) {
   const std::string x_path = arguments.Required("--x");
   const std::string y_path = arguments.Required("--y");
   const std::string queries_path = arguments.Required("--queries");
@@ -1281,16 +1351,12 @@ int Regress(int argc, char** argv) {
   RequireExtent(
       inputs.y, "rows", inputs.y.rows, inputs.x.rows,
       "(one per training point: the rows of " + inputs.x.Describe() + ")");
-  RequireExtent(inputs.queries, "columns", inputs.queries.cols, inputs.x.cols,
-                "(the columns of " + inputs.x.Describe() + ")");
+  RequireSameColumns(inputs.x, inputs.queries);
   CheckBandwidthCount(inputs.bandwidth, inputs.x);
-  const auto read_time = Clock::now() - read_start;
-  if (inputs.x.array.type == NpyType::float32) {
-    return RunRegress<float>(inputs, out_path, weights_path, settings,
-                             read_time);
-  }
-  return RunRegress<double>(inputs, out_path, weights_path, settings,
-                            read_time);
+  const Run run{"regress", settings, Clock::now() - read_start};
+  return WithElementType(inputs.x.array.type, [&](auto zero) {
+    return RunRegress<decltype(zero)>(inputs, out_path, weights_path, run);
+  });
 }
 
 // ---------------------------------------------------------------- layers
@@ -1325,13 +1391,9 @@ const std::vector<OptionInfo> kLayerMaskOptions = {
 
 Command LayerCommand(const char* name, const char* summary,
                      std::vector<OptionInfo> options) {
-  Command command{name, summary, std::move(options)};
-  command.options.insert(command.options.end(), kLayerMaskOptions.begin(),
-                         kLayerMaskOptions.end());
-  const auto run_options = LayerRunOptions();
-  command.options.insert(command.options.end(), run_options.begin(),
-                         run_options.end());
-  return command;
+  return MakeCommand(
+      name, summary,
+      {std::move(options), kLayerMaskOptions, LayerRunOptions()});
 }
 
 Command SdpaCommand() {
@@ -1496,11 +1558,13 @@ void MaskExtents(const std::string& label, const std::vector<size_t>& shape,
   *mask_heads = tensor ? shape[1] : 1;
 }
 
-// Reads the mask options; `flat` when the inputs are 2-D (one sequence).
+// Reads the mask options of `heads` query heads; 2-D inputs are one
+// sequence.
 LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
-                        size_t heads, size_t m, bool flat) {
+                        const InputTensor& keys, size_t heads) {
   LayerMask mask;
-  const size_t batch = queries.batch, n = queries.rows;
+  const size_t batch = queries.batch, n = queries.rows, m = keys.rows;
+  const bool flat = queries.rank() == 2;
   mask.n = n;
   mask.m = m;
   ParseCausal(arguments, &mask.causal, &mask.causal_offset);
@@ -1527,55 +1591,17 @@ LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
     const std::string label = "--bias " + *path;
     mask.bias = Load("--bias", *path);
     RequireFloat(label, *mask.bias);
-    if (mask.bias->type != queries.array.type) {
-      throw CliError{label + " is " + NpyTypeName(mask.bias->type) + " but " +
-                     queries.Label() + " is " +
-                     NpyTypeName(queries.array.type) +
-                     ": all arrays of a call must have one dtype (convert "
-                     "with a.astype(...))"};
-    }
+    RequireTypeOf(queries, label, mask.bias->type);
     MaskExtents(label, mask.bias->shape, batch, heads, n, m, &mask.bias_batch,
                 &mask.bias_heads);
   }
   if (const auto path = arguments.Get("--visible")) {
     const std::string label = "--visible " + *path;
-    mask.visible = Load("--visible", *path);
-    if (mask.visible->type != NpyType::bool8 &&
-        mask.visible->type != NpyType::uint8) {
-      throw CliError{label + ": dtype " + NpyTypeName(mask.visible->type) +
-                     " is not supported: use bool or uint8"};
-    }
+    mask.visible = LoadVisible(*path);
     MaskExtents(label, mask.visible->shape, batch, heads, n, m,
                 &mask.visible_batch, &mask.visible_heads);
   }
   return mask;
-}
-
-// Runs one layer call into a new output of `shape` (its (batch, heads,
-// rows, cols) view given), writes it and the timing.
-template <typename T, class Call>
-int RunLayer(const char* command, NpyType type,
-             const std::vector<size_t>& shape, size_t batch, size_t heads,
-             size_t rows, size_t cols, const std::string& out_path,
-             const std::string& shape_text, const RunSettings& settings,
-             Clock::duration read_time, const Call& call) {
-  NpyArray out = attnpool_tools::MakeNpyArray(type, shape);
-  const auto out_view =
-      attnpool::dense_tensor(out.mutable_data<T>(), batch, heads, rows, cols);
-  const auto start = Clock::now();
-  try {
-    call(out_view);
-  } catch (const attnpool::Error& error) {
-    throw LibraryError(error);
-  }
-  const auto compute_time = Clock::now() - start;
-  const auto write_start = Clock::now();
-  Save(out_path, out);
-  if (settings.time) {
-    PrintTiming(command, shape_text, NpyTypeName(type), read_time, compute_time,
-                Clock::now() - write_start, settings);
-  }
-  return 0;
 }
 
 std::string TensorShapeText(const InputTensor& queries, const InputTensor& keys,
@@ -1594,6 +1620,14 @@ struct LayerInputs {
   InputTensor queries, keys, values;
 };
 
+// --queries, --keys and --values are given (checked before a layer's own
+// options; LoadLayerInputs reads them).
+void RequireLayerInputs(const Arguments& arguments) {
+  for (const char* option : {"--queries", "--keys", "--values"}) {
+    arguments.Required(option);
+  }
+}
+
 LayerInputs LoadLayerInputs(const Arguments& arguments, size_t high_rank) {
   LayerInputs inputs{
       LoadTensor("--queries", arguments.Required("--queries"), high_rank),
@@ -1607,8 +1641,7 @@ LayerInputs LoadLayerInputs(const Arguments& arguments, size_t high_rank) {
     RequireExtent(*other, "batch entries", other->batch, queries.batch,
                   "(the batch of " + queries.Describe() + ")");
   }
-  RequireExtent(values, "rows", values.rows, keys.rows,
-                "(one per key: the rows of " + keys.Describe() + ")");
+  RequireRowPerKey(keys, values);
   RequireExtent(values, "heads", values.heads, keys.heads,
                 "(the heads of " + keys.Describe() + ")");
   return inputs;
@@ -1621,22 +1654,32 @@ std::vector<size_t> OutputShape(const InputTensor& queries, size_t cols) {
   return shape;
 }
 
-int Sdpa(int argc, char** argv) {
-  const Command command = SdpaCommand();
-  const Arguments arguments(command, argc, argv);
-  if (arguments.help()) {
-    PrintHelp(command);
-    return 0;
+// Runs one layer call into a new output, the queries' batch, heads and rows
+// of `cols` columns, then writes it and the timing.
+template <typename T, class Call>
+int RunLayer(const Run& run, const std::string& out_path,
+             const InputTensor& queries, size_t cols, const std::string& shape,
+             const Call& call) {
+  Results results{out_path,
+                  attnpool_tools::MakeNpyArray(queries.array.type,
+                                               OutputShape(queries, cols))};
+  const auto out =
+      attnpool::dense_tensor(results.out.mutable_data<T>(), queries.batch,
+                             queries.heads, queries.rows, cols);
+  const auto start = Clock::now();
+  try {
+    call(out);
+  } catch (const attnpool::Error& error) {
+    throw LibraryError(error);
   }
-  arguments.Required("--queries");
-  arguments.Required("--keys");
-  arguments.Required("--values");
+  return Finish(run, results, Clock::now() - start, shape);
+}
+
+int Sdpa(const Arguments& arguments) {
+  RequireLayerInputs(arguments);
   const std::string out_path = arguments.Required("-o");
   const RunSettings settings = ReadSettings(arguments);
-  std::optional<double> scale;
-  if (const auto text = arguments.Get("--scale")) {
-    scale = ParseDouble("--scale", *text);
-  }
+  const std::optional<double> scale = NumberOption(arguments, "--scale");
   const auto empty_rows = ParseEmptyRows(arguments);
   ApplyIsa(arguments);
 
@@ -1644,36 +1687,24 @@ int Sdpa(int argc, char** argv) {
   const LayerInputs inputs = LoadLayerInputs(arguments, 4);
   const InputTensor &queries = inputs.queries, &keys = inputs.keys,
                     &values = inputs.values;
-  RequireExtent(keys, "columns", keys.cols, queries.cols,
-                "(the columns of " + queries.Describe() + ")");
-  const LayerMask mask = LoadLayerMask(arguments, queries, queries.heads,
-                                       keys.rows, queries.rank() == 2);
-  const auto read_time = Clock::now() - read_start;
-  const auto run = [&](auto zero) {
+  RequireSameColumns(queries, keys);
+  const LayerMask mask = LoadLayerMask(arguments, queries, keys, queries.heads);
+  const Run run{"sdpa", settings, Clock::now() - read_start};
+  return WithElementType(queries.array.type, [&](auto zero) {
     using T = decltype(zero);
-    return RunLayer<T>(
-        "sdpa", queries.array.type, OutputShape(queries, values.cols),
-        queries.batch, queries.heads, queries.rows, values.cols, out_path,
-        TensorShapeText(queries, keys, values), settings, read_time,
-        [&](attnpool::TensorView<T> out) {
-          attnpool::scaled_dot_product_attention(
-              queries.View<T>(), keys.View<T>(), values.View<T>(), out,
-              mask.Get<T>(), scale, empty_rows, settings.execution);
-        });
-  };
-  return queries.array.type == NpyType::float32 ? run(float{}) : run(double{});
+    return RunLayer<T>(run, out_path, queries, values.cols,
+                       TensorShapeText(queries, keys, values),
+                       [&](attnpool::TensorView<T> out) {
+                         attnpool::scaled_dot_product_attention(
+                             queries.View<T>(), keys.View<T>(),
+                             values.View<T>(), out, mask.Get<T>(), scale,
+                             empty_rows, settings.execution);
+                       });
+  });
 }
 
-int Additive(int argc, char** argv) {
-  const Command command = AdditiveCommand();
-  const Arguments arguments(command, argc, argv);
-  if (arguments.help()) {
-    PrintHelp(command);
-    return 0;
-  }
-  arguments.Required("--queries");
-  arguments.Required("--keys");
-  arguments.Required("--values");
+int Additive(const Arguments& arguments) {
+  RequireLayerInputs(arguments);
   const std::string out_path = arguments.Required("-o");
   const std::string w_q_path = arguments.Required("--w-q");
   const std::string w_k_path = arguments.Required("--w-k");
@@ -1692,51 +1723,34 @@ int Additive(int argc, char** argv) {
   for (const InputMatrix* weight : {&w_q, &w_k, &w_v}) {
     RequireSameType(queries, *weight);
   }
-  RequireExtent(w_q, "columns", w_q.cols, queries.cols,
-                "(the columns of " + queries.Describe() + ")");
-  RequireExtent(w_k, "columns", w_k.cols, keys.cols,
-                "(the columns of " + keys.Describe() + ")");
+  RequireSameColumns(queries, w_q);
+  RequireSameColumns(keys, w_k);
   RequireExtent(w_k, "rows", w_k.rows, w_q.rows,
                 "(the rows of " + w_q.Describe() + ")");
-  if (!w_v.one_dimensional || w_v.rows != w_q.rows) {
-    throw CliError{w_v.Describe() + ": expected shape (" +
-                   std::to_string(w_q.rows) + ",): one entry per row of " +
-                   w_q.Label()};
-  }
-  const LayerMask mask = LoadLayerMask(arguments, queries, queries.heads,
-                                       keys.rows, queries.rank() == 2);
-  const auto read_time = Clock::now() - read_start;
-  const auto run = [&](auto zero) {
+  RequireShape(w_v, {w_q.rows}, "one entry per row of " + w_q.Label());
+  const LayerMask mask = LoadLayerMask(arguments, queries, keys, queries.heads);
+  const Run run{"additive", settings, Clock::now() - read_start};
+  return WithElementType(queries.array.type, [&](auto zero) {
     using T = decltype(zero);
     attnpool::AdditiveWeights<T> weights;
     weights.w_q = View<T>(w_q);
     weights.w_k = View<T>(w_k);
     weights.w_v = w_v.array.data<T>();
-    return RunLayer<T>(
-        "additive", queries.array.type, OutputShape(queries, values.cols),
-        queries.batch, queries.heads, queries.rows, values.cols, out_path,
-        TensorShapeText(queries, keys, values) +
-            " h=" + std::to_string(w_q.rows),
-        settings, read_time, [&](attnpool::TensorView<T> out) {
-          attnpool::additive_attention(
-              weights, queries.View<T>(), keys.View<T>(), values.View<T>(), out,
-              mask.Get<T>(), empty_rows, settings.execution);
-        });
-  };
-  return queries.array.type == NpyType::float32 ? run(float{}) : run(double{});
+    return RunLayer<T>(run, out_path, queries, values.cols,
+                       TensorShapeText(queries, keys, values) +
+                           " h=" + std::to_string(w_q.rows),
+                       [&](attnpool::TensorView<T> out) {
+                         attnpool::additive_attention(
+                             weights, queries.View<T>(), keys.View<T>(),
+                             values.View<T>(), out, mask.Get<T>(), empty_rows,
+                             settings.execution);
+                       });
+  });
 }
 
-int Mha(int argc, char** argv) {
-  const Command command = MhaCommand();
-  const Arguments arguments(command, argc, argv);
-  if (arguments.help()) {
-    PrintHelp(command);
-    return 0;
-  }
+int Mha(const Arguments& arguments) {
   const std::string heads_text = arguments.Required("--heads");
-  arguments.Required("--queries");
-  arguments.Required("--keys");
-  arguments.Required("--values");
+  RequireLayerInputs(arguments);
   const std::string out_path = arguments.Required("-o");
   const char* const weight_options[4] = {"--w-q", "--w-k", "--w-v", "--w-o"};
   std::vector<std::string> weight_paths;
@@ -1759,16 +1773,11 @@ int Mha(int argc, char** argv) {
     RequireSameType(queries, w.back());
   }
   const InputMatrix &w_q = w[0], &w_k = w[1], &w_v = w[2], &w_o = w[3];
-  RequireExtent(w_q, "rows", w_q.rows, queries.cols,
-                "(the columns of " + queries.Describe() + ")");
-  RequireExtent(w_k, "rows", w_k.rows, keys.cols,
-                "(the columns of " + keys.Describe() + ")");
-  RequireExtent(w_v, "rows", w_v.rows, values.cols,
-                "(the columns of " + values.Describe() + ")");
-  RequireExtent(w_k, "columns", w_k.cols, w_q.cols,
-                "(the columns of " + w_q.Describe() + ")");
-  RequireExtent(w_o, "rows", w_o.rows, w_v.cols,
-                "(the columns of " + w_v.Describe() + ")");
+  RequireColumnsOf(queries, w_q, "rows", w_q.rows);
+  RequireColumnsOf(keys, w_k, "rows", w_k.rows);
+  RequireColumnsOf(values, w_v, "rows", w_v.rows);
+  RequireSameColumns(w_q, w_k);
+  RequireColumnsOf(w_v, w_o, "rows", w_o.rows);
   // The biases: 1-D, as long as their projection's columns.
   const char* const bias_options[4] = {"--b-q", "--b-k", "--b-v", "--b-o"};
   std::optional<InputMatrix> b[4];
@@ -1777,17 +1786,12 @@ int Mha(int argc, char** argv) {
     if (!path) continue;
     b[k] = LoadMatrix(bias_options[k], *path);
     RequireSameType(queries, *b[k]);
-    if (!b[k]->one_dimensional || b[k]->rows != w[k].cols) {
-      throw CliError{b[k]->Describe() + ": expected shape (" +
-                     std::to_string(w[k].cols) +
-                     ",): one entry per column of " + w[k].Label()};
-    }
+    RequireShape(*b[k], {w[k].cols}, "one entry per column of " + w[k].Label());
   }
   const LayerMask mask =
-      LoadLayerMask(arguments, queries, static_cast<size_t>(heads), keys.rows,
-                    queries.rank() == 2);
-  const auto read_time = Clock::now() - read_start;
-  const auto run = [&](auto zero) {
+      LoadLayerMask(arguments, queries, keys, static_cast<size_t>(heads));
+  const Run run{"mha", settings, Clock::now() - read_start};
+  return WithElementType(queries.array.type, [&](auto zero) {
     using T = decltype(zero);
     attnpool::MultiHeadWeights<T> weights;
     weights.heads = static_cast<size_t>(heads);
@@ -1801,19 +1805,17 @@ int Mha(int argc, char** argv) {
       if (b[k]) *biases[k] = b[k]->array.data<T>();
     }
     return RunLayer<T>(
-        "mha", queries.array.type, OutputShape(queries, w_o.cols),
-        queries.batch, 1, queries.rows, w_o.cols, out_path,
+        run, out_path, queries, w_o.cols,
         "B=" + std::to_string(queries.batch) + " heads=" +
             std::to_string(heads) + " n=" + std::to_string(queries.rows) +
             " m=" + std::to_string(keys.rows) + " d=" +
             std::to_string(queries.cols) + " d_out=" + std::to_string(w_o.cols),
-        settings, read_time, [&](attnpool::TensorView<T> out) {
+        [&](attnpool::TensorView<T> out) {
           attnpool::multi_head_attention(
               weights, queries.View<T>(), keys.View<T>(), values.View<T>(), out,
               mask.Get<T>(), empty_rows, settings.execution);
         });
-  };
-  return queries.array.type == NpyType::float32 ? run(float{}) : run(double{});
+  });
 }
 
 // ---------------------------------------------------------------- targets
@@ -1844,12 +1846,24 @@ int main(int argc, char** argv) {
       std::printf("attnpool %s\n", ATTNPOOL_VERSION);
       return 0;
     }
-    if (command == "pool") return Pool(argc, argv);
-    if (command == "distances") return Distances(argc, argv);
-    if (command == "regress") return Regress(argc, argv);
-    if (command == "sdpa") return Sdpa(argc, argv);
-    if (command == "additive") return Additive(argc, argv);
-    if (command == "mha") return Mha(argc, argv);
+    // The commands with options: their options and help, what they run.
+    const struct {
+      const char* name;
+      Command (*make)();
+      int (*run)(const Arguments&);
+    } commands[] = {
+        {"pool", PoolCommand, Pool},
+        {"distances", DistancesCommand, Distances},
+        {"regress", RegressCommand, Regress},
+        {"sdpa", SdpaCommand, Sdpa},
+        {"additive", AdditiveCommand, Additive},
+        {"mha", MhaCommand, Mha},
+    };
+    for (const auto& entry : commands) {
+      if (command == entry.name) {
+        return RunCommand(entry.make(), entry.run, argc, argv);
+      }
+    }
     if (command == "targets") return Targets();
     UsageError("unknown command '" + command +
                "' (commands: pool, distances, regress, sdpa, additive, mha, "
