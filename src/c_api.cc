@@ -75,6 +75,12 @@ attnpool::MatrixView<T> View(const attnpool_matrix& m) {
           m.stride == 0 ? m.cols : m.stride};
 }
 
+// The view of a required matrix argument, named `argument` when null.
+template <typename T, typename CMatrix>
+auto ViewOf(const CMatrix* matrix, const char* argument) {
+  return View<T>(Required(matrix, argument));
+}
+
 attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
   attnpool::Execution result;
   if (execution) result.threads = execution->threads;
@@ -149,15 +155,33 @@ attnpool::TensorView<U> TensorOf(const std::string& name,
           row_stride};
 }
 
+// The view of a required tensor argument, its errors named `argument`.
 template <typename T>
-attnpool::TensorView<const T> Tensor(const attnpool_const_tensor& tensor,
-                                     const char* name) {
-  return TensorOf<const T>(name, tensor);
+attnpool::TensorView<const T> Tensor(const attnpool_const_tensor* tensor,
+                                     const char* argument) {
+  return TensorOf<const T>(argument, Required(tensor, argument));
 }
 template <typename T>
-attnpool::TensorView<T> Tensor(const attnpool_tensor& tensor,
-                               const char* name) {
-  return TensorOf<T>(name, tensor);
+attnpool::TensorView<T> Tensor(const attnpool_tensor* tensor,
+                               const char* argument) {
+  return TensorOf<T>(argument, Required(tensor, argument));
+}
+
+// The tensors every attention layer takes, converted in argument order (the
+// first null or overflowing one is the error).
+template <typename T>
+struct LayerTensors {
+  attnpool::TensorView<const T> queries, keys, values;
+  attnpool::TensorView<T> out;
+};
+
+template <typename T>
+LayerTensors<T> LayerTensorsOf(const attnpool_const_tensor* queries,
+                               const attnpool_const_tensor* keys,
+                               const attnpool_const_tensor* values,
+                               const attnpool_tensor* out) {
+  return {Tensor<T>(queries, "queries"), Tensor<T>(keys, "keys"),
+          Tensor<T>(values, "values"), Tensor<T>(out, "out")};
 }
 
 // A mask tensor: none when its data is null and its shape empty; null data
@@ -200,17 +224,61 @@ attnpool::PoolPartial<T> PartialOf(const attnpool_partial_state& partial) {
   return result;
 }
 
-// The enums of a spec that the C++ call does not check itself (merge).
-void CheckSpecEnums(const attnpool_pool_spec& spec) {
+// The C++ weights of a layer (pointers of the call's dtype).
+template <typename T>
+attnpool::AdditiveWeights<T> WeightsOf(const attnpool_additive_weights& w) {
+  attnpool::AdditiveWeights<T> result;
+  result.w_q = View<T>(w.w_q);
+  result.w_k = View<T>(w.w_k);
+  result.w_v = static_cast<const T*>(w.w_v);
+  return result;
+}
+
+template <typename T>
+attnpool::MultiHeadWeights<T> WeightsOf(const attnpool_multi_head_weights& w) {
+  attnpool::MultiHeadWeights<T> result;
+  result.heads = w.heads;
+  result.w_q = View<T>(w.w_q);
+  result.w_k = View<T>(w.w_k);
+  result.w_v = View<T>(w.w_v);
+  result.w_o = View<T>(w.w_o);
+  result.b_q = static_cast<const T*>(w.b_q);
+  result.b_k = static_cast<const T*>(w.b_k);
+  result.b_v = static_cast<const T*>(w.b_v);
+  result.b_o = static_cast<const T*>(w.b_o);
+  return result;
+}
+
+// The spec, queries, keys and values every pooling call takes, converted in
+// argument order (the first null one is the error).
+template <typename T>
+struct PoolInputs {
+  attnpool::PoolSpec spec;
+  attnpool::ConstMatrixView<T> queries, keys, values;
+};
+
+template <typename T>
+PoolInputs<T> PoolInputsOf(const attnpool_pool_spec* spec,
+                           const attnpool_const_matrix* queries,
+                           const attnpool_const_matrix* keys,
+                           const attnpool_const_matrix* values) {
+  return {PoolSpecOf(Required(spec, "spec")), ViewOf<T>(queries, "queries"),
+          ViewOf<T>(keys, "keys"), ViewOf<T>(values, "values")};
+}
+
+// The spec of a call whose C++ API does not check its enums (merge, finish).
+attnpool::PoolSpec CheckedPoolSpecOf(const attnpool_pool_spec* spec) {
+  const auto& c_spec = Required(spec, "spec");
   const auto check = [](const char* name, int value, int count) {
     if (value < 0 || value >= count) {
       throw attnpool::Error(name, "invalid value " + std::to_string(value));
     }
   };
-  check("spec.kernel.kernel", static_cast<int>(spec.kernel.kernel),
+  check("spec.kernel.kernel", static_cast<int>(c_spec.kernel.kernel),
         ATTNPOOL_KERNEL_EXP + 1);
-  check("spec.normalization", static_cast<int>(spec.normalization),
+  check("spec.normalization", static_cast<int>(c_spec.normalization),
         ATTNPOOL_NORMALIZE_ARGMAX + 1);
+  return PoolSpecOf(c_spec);
 }
 
 // The empty-row policy of a call whose C++ API takes it unchecked.
@@ -277,13 +345,45 @@ attnpool_status Typed(attnpool_dtype dtype, const Body& body) {
   });
 }
 
-template <class Name>
-const char* NameOrNull(const Name& name) {
+// An attention layer with weights: the weights, then the tensors (in
+// argument order), then layer(weights, queries, keys, values, out, mask,
+// empty_rows, execution) with the C++ types.
+template <class CWeights, class Layer>
+attnpool_status WeightedLayer(
+    attnpool_dtype dtype, const CWeights* weights,
+    const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,
+    const attnpool_const_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution, const Layer& layer) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto cpp_weights = WeightsOf<T>(Required(weights, "weights"));
+    const auto t = LayerTensorsOf<T>(queries, keys, values, out);
+    layer(cpp_weights, t.queries, t.keys, t.values, t.out,
+          AttentionMaskOf<T>(mask),
+          static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
+// The name of a C enum value by its C++ name function; NULL when invalid.
+template <typename CppEnum, typename CEnum>
+const char* NameOrNull(const char* (*name)(CppEnum), CEnum value) {
   try {
-    return name();
+    return name(static_cast<CppEnum>(value));
   } catch (const attnpool::Error&) {
     return nullptr;
   }
+}
+
+// Stores the value of `name` by its C++ function at the C enum argument
+// `result`, named `argument`.
+template <typename CEnum, typename CppEnum>
+attnpool_status FromName(CppEnum (*from_name)(const char*), const char* name,
+                         CEnum* result, const char* argument) {
+  return Guard([&] {
+    auto& value = Required(result, argument);
+    value = static_cast<CEnum>(from_name(name));
+  });
 }
 
 std::string Join(const std::vector<std::string>& names) {
@@ -292,14 +392,25 @@ std::string Join(const std::vector<std::string>& names) {
   return text;
 }
 
-// The string of a name function, kept in thread-local storage; "" on error.
-template <class Names>
-const char* ThreadLocalText(std::string& storage, const Names& names) {
+// What `text` returns; "" when it throws.
+template <class Text>
+std::string TextOrEmpty(const Text& text) {
   try {
-    storage = names();
+    return text();
   } catch (const std::exception&) {
-    storage.clear();
+    return std::string();
   }
+}
+
+// A list of target names, space-separated; "" on error.
+std::string JoinedOrEmpty(std::vector<std::string> (*targets)()) {
+  return TextOrEmpty([&] { return Join(targets()); });
+}
+
+// The string of a name function, kept in thread-local storage; "" on error.
+template <class Text>
+const char* ThreadLocalText(std::string& storage, const Text& text) {
+  storage = TextOrEmpty(text);
   return storage.c_str();
 }
 
@@ -348,43 +459,27 @@ attnpool_pool_spec attnpool_pool_spec_init(void) {
 }
 
 const char* attnpool_distance_name(attnpool_distance distance) {
-  return NameOrNull([&] {
-    return attnpool::distance_name(static_cast<attnpool::Distance>(distance));
-  });
+  return NameOrNull(attnpool::distance_name, distance);
 }
 const char* attnpool_kernel_name(attnpool_kernel kernel) {
-  return NameOrNull([&] {
-    return attnpool::kernel_name(static_cast<attnpool::Kernel>(kernel));
-  });
+  return NameOrNull(attnpool::kernel_name, kernel);
 }
 const char* attnpool_normalization_name(attnpool_normalization normalization) {
-  return NameOrNull([&] {
-    return attnpool::normalization_name(
-        static_cast<attnpool::Normalization>(normalization));
-  });
+  return NameOrNull(attnpool::normalization_name, normalization);
 }
 
 attnpool_status attnpool_distance_from_name(const char* name,
                                             attnpool_distance* distance) {
-  return Guard([&] {
-    auto& result = Required(distance, "distance");
-    result = static_cast<attnpool_distance>(attnpool::distance_from_name(name));
-  });
+  return FromName(attnpool::distance_from_name, name, distance, "distance");
 }
 attnpool_status attnpool_kernel_from_name(const char* name,
                                           attnpool_kernel* kernel) {
-  return Guard([&] {
-    auto& result = Required(kernel, "kernel");
-    result = static_cast<attnpool_kernel>(attnpool::kernel_from_name(name));
-  });
+  return FromName(attnpool::kernel_from_name, name, kernel, "kernel");
 }
 attnpool_status attnpool_normalization_from_name(
     const char* name, attnpool_normalization* normalization) {
-  return Guard([&] {
-    auto& result = Required(normalization, "normalization");
-    result = static_cast<attnpool_normalization>(
-        attnpool::normalization_from_name(name));
-  });
+  return FromName(attnpool::normalization_from_name, name, normalization,
+                  "normalization");
 }
 
 attnpool_status attnpool_pairwise_distances(
@@ -393,10 +488,10 @@ attnpool_status attnpool_pairwise_distances(
     const attnpool_matrix* out, const attnpool_execution* execution) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    attnpool::pairwise_distances(
-        static_cast<attnpool::Distance>(distance),
-        View<T>(Required(queries, "queries")), View<T>(Required(keys, "keys")),
-        View<T>(Required(out, "out")), ExecutionOf(execution));
+    attnpool::pairwise_distances(static_cast<attnpool::Distance>(distance),
+                                 ViewOf<T>(queries, "queries"),
+                                 ViewOf<T>(keys, "keys"), ViewOf<T>(out, "out"),
+                                 ExecutionOf(execution));
   });
 }
 
@@ -410,7 +505,7 @@ attnpool_status attnpool_apply_kernel(attnpool_dtype dtype,
     using T = decltype(zero);
     attnpool::apply_kernel(KernelSpecOf(Required(spec, "spec")),
                            static_cast<attnpool::Distance>(input),
-                           View<T>(Required(values, "values")), depth,
+                           ViewOf<T>(values, "values"), depth,
                            ExecutionOf(execution));
   });
 }
@@ -424,7 +519,7 @@ attnpool_status attnpool_normalize(attnpool_dtype dtype,
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
     attnpool::normalize(static_cast<attnpool::Normalization>(normalization),
-                        View<T>(Required(values, "values")), MaskOf<T>(mask),
+                        ViewOf<T>(values, "values"), MaskOf<T>(mask),
                         static_cast<attnpool::EmptyRows>(empty_rows),
                         ExecutionOf(execution));
   });
@@ -437,9 +532,8 @@ attnpool_status attnpool_weighted_sum(attnpool_dtype dtype,
                                       const attnpool_execution* execution) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    attnpool::weighted_sum(View<T>(Required(weights, "weights")),
-                           View<T>(Required(values, "values")),
-                           View<T>(Required(out, "out")),
+    attnpool::weighted_sum(ViewOf<T>(weights, "weights"),
+                           ViewOf<T>(values, "values"), ViewOf<T>(out, "out"),
                            ExecutionOf(execution));
   });
 }
@@ -452,10 +546,9 @@ attnpool_status attnpool_pool(
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
     attnpool::attention_pool(
-        PoolSpecOf(Required(spec, "spec")),
-        View<T>(Required(queries, "queries")), View<T>(Required(keys, "keys")),
-        View<T>(Required(values, "values")), View<T>(Required(out, "out")),
-        MaskOf<T>(mask), ExecutionOf(execution));
+        PoolSpecOf(Required(spec, "spec")), ViewOf<T>(queries, "queries"),
+        ViewOf<T>(keys, "keys"), ViewOf<T>(values, "values"),
+        ViewOf<T>(out, "out"), MaskOf<T>(mask), ExecutionOf(execution));
   });
 }
 
@@ -467,16 +560,15 @@ attnpool_status attnpool_pool_staged(
     const attnpool_execution* execution) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    const auto pool_spec = PoolSpecOf(Required(spec, "spec"));
-    const auto q = View<T>(Required(queries, "queries"));
-    const auto k = View<T>(Required(keys, "keys"));
-    const auto v = View<T>(Required(values, "values"));
-    const auto o = View<T>(Required(out, "out"));
+    const auto in = PoolInputsOf<T>(spec, queries, keys, values);
+    const auto o = ViewOf<T>(out, "out");
     if (weights != nullptr && weights->data != nullptr) {
-      attnpool::attention_pool_staged(pool_spec, q, k, v, o, View<T>(*weights),
-                                      MaskOf<T>(mask), ExecutionOf(execution));
+      attnpool::attention_pool_staged(in.spec, in.queries, in.keys, in.values,
+                                      o, View<T>(*weights), MaskOf<T>(mask),
+                                      ExecutionOf(execution));
     } else {
-      attnpool::attention_pool_staged(pool_spec, q, k, v, o, MaskOf<T>(mask),
+      attnpool::attention_pool_staged(in.spec, in.queries, in.keys, in.values,
+                                      o, MaskOf<T>(mask),
                                       ExecutionOf(execution));
     }
   });
@@ -490,13 +582,11 @@ attnpool_status attnpool_pool_partial(
     const attnpool_execution* execution) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    const auto pool_spec = PoolSpecOf(Required(spec, "spec"));
-    const auto q = View<T>(Required(queries, "queries"));
-    const auto k = View<T>(Required(keys, "keys"));
-    const auto v = View<T>(Required(values, "values"));
+    const auto in = PoolInputsOf<T>(spec, queries, keys, values);
     const auto state = PartialOf<T>(Required(partial, "partial"));
-    attnpool::attention_pool_partial(pool_spec, q, k, v, key_offset, state,
-                                     MaskOf<T>(mask), ExecutionOf(execution));
+    attnpool::attention_pool_partial(in.spec, in.queries, in.keys, in.values,
+                                     key_offset, state, MaskOf<T>(mask),
+                                     ExecutionOf(execution));
   });
 }
 
@@ -506,8 +596,7 @@ attnpool_status attnpool_pool_merge(attnpool_dtype dtype,
                                     const attnpool_partial_state* later) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    CheckSpecEnums(Required(spec, "spec"));
-    const auto pool_spec = PoolSpecOf(*spec);
+    const auto pool_spec = CheckedPoolSpecOf(spec);
     const auto target = PartialOf<T>(Required(into, "into"));
     const auto part = PartialOf<T>(Required(later, "later"));
     attnpool::attention_pool_merge(pool_spec, target, part);
@@ -520,11 +609,9 @@ attnpool_status attnpool_pool_finish(attnpool_dtype dtype,
                                      const attnpool_matrix* out) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    CheckSpecEnums(Required(spec, "spec"));
-    const auto pool_spec = PoolSpecOf(*spec);
+    const auto pool_spec = CheckedPoolSpecOf(spec);
     const auto state = PartialOf<T>(Required(partial, "partial"));
-    attnpool::attention_pool_finish(pool_spec, state,
-                                    View<T>(Required(out, "out")));
+    attnpool::attention_pool_finish(pool_spec, state, ViewOf<T>(out, "out"));
   });
 }
 
@@ -536,14 +623,11 @@ attnpool_status attnpool_scaled_dot_product_attention(
     const attnpool_execution* execution) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    const auto q = Tensor<T>(Required(queries, "queries"), "queries");
-    const auto k = Tensor<T>(Required(keys, "keys"), "keys");
-    const auto v = Tensor<T>(Required(values, "values"), "values");
-    const auto o = Tensor<T>(Required(out, "out"), "out");
+    const auto t = LayerTensorsOf<T>(queries, keys, values, out);
     std::optional<double> factor;
     if (scale != nullptr) factor = *scale;
     attnpool::scaled_dot_product_attention(
-        q, k, v, o, AttentionMaskOf<T>(mask), factor,
+        t.queries, t.keys, t.values, t.out, AttentionMaskOf<T>(mask), factor,
         static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
   });
 }
@@ -554,21 +638,9 @@ attnpool_status attnpool_additive_attention(
     const attnpool_const_tensor* values, const attnpool_tensor* out,
     const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
     const attnpool_execution* execution) {
-  return Typed(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    const auto& w = Required(weights, "weights");
-    attnpool::AdditiveWeights<T> additive;
-    additive.w_q = View<T>(w.w_q);
-    additive.w_k = View<T>(w.w_k);
-    additive.w_v = static_cast<const T*>(w.w_v);
-    const auto q = Tensor<T>(Required(queries, "queries"), "queries");
-    const auto k = Tensor<T>(Required(keys, "keys"), "keys");
-    const auto v = Tensor<T>(Required(values, "values"), "values");
-    const auto o = Tensor<T>(Required(out, "out"), "out");
-    attnpool::additive_attention(additive, q, k, v, o, AttentionMaskOf<T>(mask),
-                                 static_cast<attnpool::EmptyRows>(empty_rows),
-                                 ExecutionOf(execution));
-  });
+  return WeightedLayer(
+      dtype, weights, queries, keys, values, out, mask, empty_rows, execution,
+      [](const auto&... args) { attnpool::additive_attention(args...); });
 }
 
 attnpool_status attnpool_multi_head_attention(
@@ -577,27 +649,9 @@ attnpool_status attnpool_multi_head_attention(
     const attnpool_const_tensor* values, const attnpool_tensor* out,
     const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
     const attnpool_execution* execution) {
-  return Typed(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    const auto& w = Required(weights, "weights");
-    attnpool::MultiHeadWeights<T> multi_head;
-    multi_head.heads = w.heads;
-    multi_head.w_q = View<T>(w.w_q);
-    multi_head.w_k = View<T>(w.w_k);
-    multi_head.w_v = View<T>(w.w_v);
-    multi_head.w_o = View<T>(w.w_o);
-    multi_head.b_q = static_cast<const T*>(w.b_q);
-    multi_head.b_k = static_cast<const T*>(w.b_k);
-    multi_head.b_v = static_cast<const T*>(w.b_v);
-    multi_head.b_o = static_cast<const T*>(w.b_o);
-    const auto q = Tensor<T>(Required(queries, "queries"), "queries");
-    const auto k = Tensor<T>(Required(keys, "keys"), "keys");
-    const auto v = Tensor<T>(Required(values, "values"), "values");
-    const auto o = Tensor<T>(Required(out, "out"), "out");
-    attnpool::multi_head_attention(
-        multi_head, q, k, v, o, AttentionMaskOf<T>(mask),
-        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
-  });
+  return WeightedLayer(
+      dtype, weights, queries, keys, values, out, mask, empty_rows, execution,
+      [](const auto&... args) { attnpool::multi_head_attention(args...); });
 }
 
 attnpool_status attnpool_linear(attnpool_dtype dtype,
@@ -607,8 +661,8 @@ attnpool_status attnpool_linear(attnpool_dtype dtype,
                                 const attnpool_execution* execution) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    attnpool::linear(View<T>(Required(x, "x")), View<T>(Required(w, "w")),
-                     static_cast<const T*>(bias), View<T>(Required(out, "out")),
+    attnpool::linear(ViewOf<T>(x, "x"), ViewOf<T>(w, "w"),
+                     static_cast<const T*>(bias), ViewOf<T>(out, "out"),
                      ExecutionOf(execution));
   });
 }
@@ -623,8 +677,8 @@ attnpool_status attnpool_nadaraya_watson_predict(
     using T = decltype(zero);
     const auto& x_matrix = Required(x, "x");
     const auto& y_matrix = Required(y, "y");
-    const auto q = View<T>(Required(queries, "queries"));
-    const auto o = View<T>(Required(out, "out"));
+    const auto q = ViewOf<T>(queries, "queries");
+    const auto o = ViewOf<T>(out, "out");
     CheckEmptyRows(empty_rows);
     auto model = FitNadarayaWatson<T>(kernel, bandwidths, bandwidth_count,
                                       x_matrix, y_matrix);
@@ -643,7 +697,7 @@ attnpool_status attnpool_rule_of_thumb_bandwidth(attnpool_dtype dtype,
                                                  double* out) {
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
-    const auto view = View<T>(Required(x, "x"));
+    const auto view = ViewOf<T>(x, "x");
     Required(out, "out");
     std::vector<double> bandwidths;
     if (rule == ATTNPOOL_BANDWIDTH_RULE_SILVERMAN) {
@@ -707,35 +761,23 @@ attnpool_status attnpool_cross_validate(
 }
 
 const char* attnpool_compiled_targets(void) {
-  static const std::string names = [] {
-    try {
-      return Join(attnpool::compiled_targets());
-    } catch (const std::exception&) {
-      return std::string();
-    }
-  }();
+  static const std::string names = JoinedOrEmpty(attnpool::compiled_targets);
   return names.c_str();
 }
 
 const char* attnpool_supported_targets(void) {
-  static const std::string names = [] {
-    try {
-      return Join(attnpool::supported_targets());
-    } catch (const std::exception&) {
-      return std::string();
-    }
-  }();
+  static const std::string names = JoinedOrEmpty(attnpool::supported_targets);
   return names.c_str();
 }
 
 const char* attnpool_active_target(void) {
   thread_local std::string name;
-  return ThreadLocalText(name, [] { return attnpool::active_target(); });
+  return ThreadLocalText(name, attnpool::active_target);
 }
 
 const char* attnpool_last_run_target(void) {
   thread_local std::string name;
-  return ThreadLocalText(name, [] { return attnpool::last_run_target(); });
+  return ThreadLocalText(name, attnpool::last_run_target);
 }
 
 attnpool_status attnpool_force_target(const char* name) {

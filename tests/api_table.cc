@@ -645,17 +645,27 @@ std::vector<Api<T>> MakeApis() {
       {"kernel.kernel", attnpool::kKernelCount, set_kernel},
       {"normalization", attnpool::kNormalizationCount, set_normalization},
       {"empty_rows", 2, set_empty_rows}};
-  {
+  // A pooling row: queries, keys, values and the n×dv output `out` (as its
+  // errors name it), with the kernel, the mask and the spec's enums.
+  const auto pool_row = [&](const char* name, const char* out) {
     Api<T> api;
-    api.name = "attention_pool_staged";
+    api.name = name;
     api.slots = {{"queries", kN, kD, Role::input},
                  {"keys", kM, kD, Role::input},
                  {"values", kM, kDv, Role::input},
-                 {"out", kN, kDv, Role::output},
-                 {"weights", kN, kM, Role::output}};
+                 {out, kN, kDv, Role::output}};
     api.uses_kernel = api.uses_mask = true;
     api.enums = pool_enums;
     api.setup = pool_setup;
+    return api;
+  };
+  // The fused output (slot 3) against the staged pipeline.
+  const auto verify_fused = [](const A& before, const A& after) {
+    return VerifyFused<T>(before, after.views[3]);
+  };
+  {
+    Api<T> api = pool_row("attention_pool_staged", "out");
+    api.slots.push_back({"weights", kN, kM, Role::output});
     api.run = [](const A& a) {
       attnpool::attention_pool_staged(a.spec(), a.views[0], a.views[1],
                                       a.views[2], a.views[3], a.views[4],
@@ -669,16 +679,8 @@ std::vector<Api<T>> MakeApis() {
     apis.push_back(api);
   }
   {
-    Api<T> api;
-    api.name = "attention_pool_staged/workspace";
-    api.slots = {{"queries", kN, kD, Role::input},
-                 {"keys", kM, kD, Role::input},
-                 {"values", kM, kDv, Role::input},
-                 {"out", kN, kDv, Role::output}};
-    api.uses_kernel = api.uses_mask = true;
-    api.enums = pool_enums;
+    Api<T> api = pool_row("attention_pool_staged/workspace", "out");
     api.products = {{{kN, kM}, "queries"}};
-    api.setup = pool_setup;
     api.run = [](const A& a) {
       attnpool::attention_pool_staged(a.spec(), a.views[0], a.views[1],
                                       a.views[2], a.views[3], a.mask,
@@ -703,22 +705,12 @@ std::vector<Api<T>> MakeApis() {
     apis.push_back(api);
   }
   {
-    Api<T> api;
-    api.name = "attention_pool";
-    api.slots = {{"queries", kN, kD, Role::input},
-                 {"keys", kM, kD, Role::input},
-                 {"values", kM, kDv, Role::input},
-                 {"out", kN, kDv, Role::output}};
-    api.uses_kernel = api.uses_mask = true;
-    api.enums = pool_enums;
-    api.setup = pool_setup;
+    Api<T> api = pool_row("attention_pool", "out");
     api.run = [](const A& a) {
       attnpool::attention_pool(a.spec(), a.views[0], a.views[1], a.views[2],
                                a.views[3], a.mask, a.execution);
     };
-    api.verify = [](const A& before, const A& after) {
-      return VerifyFused<T>(before, after.views[3]);
-    };
+    api.verify = verify_fused;
     apis.push_back(api);
   }
   {
@@ -726,16 +718,8 @@ std::vector<Api<T>> MakeApis() {
     // whose partial state is the caller's `partial.accumulator` (max, sum
     // and best in scratch), merged with an empty later shard and finished in
     // place. Merging non-trivial shards is tests/test_fused.cc's.
-    Api<T> api;
-    api.name = "attention_pool_partial";
-    api.slots = {{"queries", kN, kD, Role::input},
-                 {"keys", kM, kD, Role::input},
-                 {"values", kM, kDv, Role::input},
-                 {"partial.accumulator", kN, kDv, Role::output}};
-    api.uses_kernel = api.uses_mask = true;
+    Api<T> api = pool_row("attention_pool_partial", "partial.accumulator");
     api.lengths_beyond_keys = true;
-    api.enums = pool_enums;
-    api.setup = pool_setup;
     api.run = [](const A& a) {
       const MatrixView<T> accumulator = a.views[3];
       // Hostile sizes (n = 2⁶²) must be rejected before anything is
@@ -760,9 +744,7 @@ std::vector<Api<T>> MakeApis() {
       attnpool::attention_pool_merge(a.spec(), all, empty);
       attnpool::attention_pool_finish(a.spec(), all, accumulator);
     };
-    api.verify = [](const A& before, const A& after) {
-      return VerifyFused<T>(before, after.views[3]);
-    };
+    api.verify = verify_fused;
     apis.push_back(api);
   }
   return apis;
