@@ -11,17 +11,20 @@
 //   2. Gaussian: t = r² − r²ₘᵢₙ ≥ 0 (r²ₘᵢₙ from an outward search that
 //      stops where the sorted coordinate alone exceeds it), so that every
 //      weight is ≤ 1 and the nearest point's is 1;
-//   3. powers path: w₀ = 2^(−t·λ₀·log₂e/2) into scratch, and q = 2^(−t·Δ·
-//      log₂e/2) where the second chunk's window reaches; then per chunk of
-//      1, 1, 2, 4, then kChunk bandwidths (their accumulators in
-//      registers), over the window of the chunk's first bandwidth, w ← w·q +
-//      ε along the chunk, the chunk's last w stored back as the next
-//      chunk's start;
+//   3. powers path: bandwidth 0 alone (distance, w₀ = exp(−t·λ₀/2), sums,
+//      all in registers) outside bandwidth 1's window; inside it, per
+//      block, w₀ and q = exp(−t·Δ/2) into scratch, then chunks of
+//      bandwidths [0, 2), then 2, 4 and kChunk wide, each over the window of
+//      its first bandwidth (its accumulators in registers), w ← w·q + ε
+//      along the chunk, the chunk's last w stored back as the next chunk's
+//      start;
 //      other paths: per bandwidth, over its window, the weights into
 //      scratch, then the sums.
-// Accumulators are vectors summed over the points in packed (sorted) order,
-// reduced across lanes at the end of the query: the result depends only on
-// the query, never on how queries are grouped into calls or threads.
+// Every bandwidth's accumulators are vectors that take the points in packed
+// (sorted) order, two vectors at a time (S += w_a + w_b), reduced across
+// lanes at the end of the query: the result depends only on the query, never
+// on how queries are grouped into calls or threads, and skipping points
+// changes no other point's contribution.
 //
 // Contract: lane types float and double; inputs validated by src/ (finite
 // coordinates whose squared distances are finite, parameters > 0). Weights
@@ -65,6 +68,9 @@ constexpr size_t kChunk = 4;
 #else
 constexpr size_t kChunk = 8;
 #endif
+static_assert(kBlock % (2 * HWY_MAX_BYTES / 4) == 0,
+              "key blocks (and the arrays padded to them) hold whole pairs of "
+              "vectors: windows are rounded to pairs, loops step by pairs");
 static_assert(detail::kCrossValidationChunk % kChunk == 0,
               "accumulator padding must hold whole chunks");
 
@@ -175,7 +181,8 @@ HWY_INLINE T NearestSquaredDistance(D d, const CrossValidationPlan<T>& plan,
 // chunk's first bandwidth), each step adds w to the sums (kWithSum: only for
 // the first output column) and w·y to the products, then w ← w·q + ε. With
 // kStoreNext the w after the chunk (the next chunk's first weight) is stored
-// back into first[j]; without it, q is not read. Accumulators are named
+// back into first[j]; q is read only where a step needs it (kWidth > 1 or
+// kStoreNext). Accumulators are named
 // variables, never an array of vectors (sizeless SVE vectors cannot live in
 // arrays).
 template <size_t kWidth, bool kWithSum, bool kStoreNext, class D,
@@ -281,6 +288,7 @@ HWY_INLINE void RunPowersChunk(D d, size_t width, bool with_sum,
   ATTNPOOL_CV_WIDTH(4)
   ATTNPOOL_CV_WIDTH(8)
 #undef ATTNPOOL_CV_WIDTH
+  HWY_ABORT("no powers chunk of width %zu", width);
 }
 
 // The powers path's chunks: chunk c covers bandwidths [starts[c],
@@ -335,34 +343,40 @@ struct Workspace {
   size_t padded_bandwidths;
 };
 
-// w₀ = 2^(−t·λ₀·log₂e/2), t = r² − r²ₘᵢₙ, of the block's distances
-// [0, count); +inf gives 0. Arguments ≤ 0 or −inf (never NaN: the data are
-// finite), often below exp's range in unpredictable lanes: the branch-free
-// exp.
+// exp(−(r² − r²ₘᵢₙ)·factor) with factor = λ₀/2 or Δ/2 as the plan holds it
+// (see CrossValidationPlan: times log₂e for float, whose 2^x is cheaper
+// than e^x); r² = +inf gives 0. Arguments ≤ 0 or −inf (never NaN: the data
+// are finite), often below exp's range in unpredictable lanes: the
+// branch-free exps.
 template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
-HWY_INLINE V FirstWeights(D d, const CrossValidationPlan<T>& plan, V shift,
-                          V distances) {
-  return attnpool::HWY_NAMESPACE::Exp2OfFinite(
-      d,
-      hn::Mul(hn::Sub(distances, shift), hn::Set(d, -plan.half_lambda_first)));
+HWY_INLINE V PowersExp(D d, V shift, V distances, T factor) {
+  const V argument = hn::Mul(hn::Sub(distances, shift), hn::Set(d, -factor));
+  if constexpr (sizeof(T) == 4) {
+    return attnpool::HWY_NAMESPACE::Exp2OfFinite(d, argument);
+  } else {
+    return attnpool::HWY_NAMESPACE::ExpOfFinite(d, argument);
+  }
 }
 
 // The powers path for one query over its key window (see the top of this
 // file). windows[0, 1]: bandwidth 0's; windows[2c + 2, 2c + 3]: chunk c's
-// (nested: later chunks have larger λ; empty with one bandwidth).
+// (nested: later chunks have larger λ; empty with one bandwidth). Returns
+// the number of weights formed.
 template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
-                            size_t query, T nearest,
-                            const std::vector<size_t>& starts,
-                            const size_t* windows, const Workspace<T>& work) {
+HWY_INLINE size_t PowersQuery(D d, const CrossValidationPlan<T>& plan,
+                              size_t query, T nearest,
+                              const std::vector<size_t>& starts,
+                              const size_t* windows, const Workspace<T>& work) {
   const size_t N = hn::Lanes(d);
   const size_t chunks = starts.size() - 1, outputs = plan.outputs;
   const auto shift = hn::Set(d, nearest);
+  size_t formed = 0;
   // Chunk c over the block's points [begin, end) (block offset `offset`),
   // every output column.
   const auto run = [&](size_t c, size_t begin, size_t end, size_t offset,
                        bool store_next) {
     const size_t b = starts[c], width = starts[c + 1] - b;
+    formed += (end - begin) * width;
     for (size_t column = 0; column < outputs; ++column) {
       RunPowersChunk(d, width, column == 0, store_next && column + 1 == outputs,
                      work.first + (begin - offset),
@@ -374,26 +388,32 @@ HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
     }
   };
   // Bandwidth 0 alone over [begin, end): one output column in registers,
-  // exp and sums fused; more through the block scratch.
+  // exp and sums fused, the same operations as PowersChunk<1> on the same
+  // lanes; more columns through the block scratch.
   const auto first_alone = [&](size_t begin, size_t end) {
+    formed += end - begin;
     if (outputs == 1) {
       const T* HWY_RESTRICT target = plan.targets;
-      auto sum = hn::Zero(d), product = hn::Zero(d);
-      for (size_t j = begin; j < end; j += N) {
-        const auto w =
-            FirstWeights(d, plan, shift, Distances(d, plan, query, j));
-        sum = hn::Add(sum, w);
-        product = hn::MulAdd(w, hn::Load(d, target + j), product);
+      auto sum = hn::Load(d, work.sums), product = hn::Load(d, work.products);
+      for (size_t j = begin; j < end; j += 2 * N) {
+        const auto wa = PowersExp(d, shift, Distances(d, plan, query, j),
+                                  plan.half_lambda_first);
+        const auto wb = PowersExp(d, shift, Distances(d, plan, query, j + N),
+                                  plan.half_lambda_first);
+        sum = hn::Add(sum, hn::Add(wa, wb));
+        product = hn::MulAdd(wb, hn::Load(d, target + j + N),
+                             hn::MulAdd(wa, hn::Load(d, target + j), product));
       }
-      hn::Store(hn::Add(hn::Load(d, work.sums), sum), d, work.sums);
-      hn::Store(hn::Add(hn::Load(d, work.products), product), d, work.products);
+      hn::Store(sum, d, work.sums);
+      hn::Store(product, d, work.products);
       return;
     }
     for (size_t block = begin; block < end; block += kBlock) {
       const size_t stop = std::min(block + kBlock, end);
       for (size_t j = block; j < stop; j += N) {
-        hn::Store(FirstWeights(d, plan, shift, Distances(d, plan, query, j)), d,
-                  work.first + (j - block));
+        hn::Store(PowersExp(d, shift, Distances(d, plan, query, j),
+                            plan.half_lambda_first),
+                  d, work.first + (j - block));
       }
       for (size_t column = 0; column < outputs; ++column) {
         RunPowersChunk(d, 1, column == 0, false, work.first, work.ratio,
@@ -404,23 +424,19 @@ HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
       }
     }
   };
+  // In packed order: bandwidth 0 alone left of bandwidth 1's window, the
+  // chunks inside it, bandwidth 0 alone right of it.
   const size_t inner_begin = windows[2], inner_end = windows[3];
-  if (inner_begin < inner_end) {
-    first_alone(windows[0], inner_begin);
-    first_alone(inner_end, windows[1]);
-  } else {
-    first_alone(windows[0], windows[1]);
-  }
-  const auto ratio_factor = hn::Set(d, -plan.half_lambda_step);
+  first_alone(windows[0], std::max(windows[0], inner_begin));
   for (size_t block = inner_begin; block < inner_end; block += kBlock) {
     const size_t end = std::min(block + kBlock, inner_end);
     BlockDistances(d, plan, query, block, end, work.distances);
     for (size_t j = 0; j < end - block; j += N) {
       const auto r2 = hn::Load(d, work.distances + j);
-      hn::Store(FirstWeights(d, plan, shift, r2), d, work.first + j);
-      hn::Store(attnpool::HWY_NAMESPACE::Exp2OfFinite(
-                    d, hn::Mul(hn::Sub(r2, shift), ratio_factor)),
-                d, work.ratio + j);
+      hn::Store(PowersExp(d, shift, r2, plan.half_lambda_first), d,
+                work.first + j);
+      hn::Store(PowersExp(d, shift, r2, plan.half_lambda_step), d,
+                work.ratio + j);
     }
     for (size_t c = 0; c < chunks; ++c) {
       const size_t begin = std::max(block, windows[2 * c + 2]);
@@ -429,15 +445,18 @@ HWY_INLINE void PowersQuery(D d, const CrossValidationPlan<T>& plan,
       run(c, begin, stop, block, c + 1 < chunks);
     }
   }
+  first_alone(std::max(windows[0], inner_end), windows[1]);
+  return formed;
 }
 
 // The other paths for one query: per block of its key window, the
 // distances transformed once, then per bandwidth over that bandwidth's
-// window windows[2b], windows[2b + 1].
+// window windows[2b], windows[2b + 1]. Returns the number of weights
+// formed.
 template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void EachQuery(D d, const CrossValidationPlan<T>& plan, size_t query,
-                          T nearest, const size_t* windows,
-                          const Workspace<T>& work) {
+HWY_INLINE size_t EachQuery(D d, const CrossValidationPlan<T>& plan,
+                            size_t query, T nearest, const size_t* windows,
+                            const Workspace<T>& work) {
   const size_t N = hn::Lanes(d);
   const size_t bandwidths = plan.bandwidth_count;
   const CrossValidationWeights kind = plan.weights;
@@ -447,6 +466,7 @@ HWY_INLINE void EachQuery(D d, const CrossValidationPlan<T>& plan, size_t query,
     window_end = std::max(window_end, windows[2 * b + 1]);
   }
   const auto shift = hn::Set(d, nearest);
+  size_t formed = 0;
   for (size_t block = window_begin; block < window_end; block += kBlock) {
     const size_t end = std::min(block + kBlock, window_end);
     BlockDistances(d, plan, query, block, end, work.distances);
@@ -463,6 +483,7 @@ HWY_INLINE void EachQuery(D d, const CrossValidationPlan<T>& plan, size_t query,
       const size_t begin = std::max(block, windows[2 * b]);
       const size_t stop = std::min(end, windows[2 * b + 1]);
       if (begin >= stop) continue;
+      formed += stop - begin;
       const T parameter = plan.parameters[b];
       T* HWY_RESTRICT weights = work.first + (begin - block);
       const T* HWY_RESTRICT values = work.distances + (begin - block);
@@ -486,13 +507,15 @@ HWY_INLINE void EachQuery(D d, const CrossValidationPlan<T>& plan, size_t query,
       }
     }
   }
+  return formed;
 }
 
 // The held-out squared errors of queries [row_begin, row_end); see
 // arch/regression.h.
 template <typename T>
-void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
-                         size_t row_end, double* HWY_RESTRICT errors) {
+uint64_t CrossValidationRows(const CrossValidationPlan<T>& plan,
+                             size_t row_begin, size_t row_end,
+                             double* HWY_RESTRICT errors) {
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
   const size_t bandwidths = plan.bandwidth_count, outputs = plan.outputs;
@@ -519,6 +542,7 @@ void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
   // Powers: bandwidth 0's, then each chunk's (see PowersQuery).
   const size_t window_count = powers ? starts.size() : bandwidths;
   std::vector<size_t> windows(2 * window_count);
+  uint64_t formed = 0;
 
   for (size_t query = row_begin; query < row_end; ++query) {
     const T nearest =
@@ -535,11 +559,9 @@ void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
                 windows[2 * w], windows[2 * w + 1]);
     }
     std::fill(work.sums, work.sums + sums_size + products_size, T(0));
-    if (powers) {
-      PowersQuery(d, plan, query, nearest, starts, windows.data(), work);
-    } else {
-      EachQuery(d, plan, query, nearest, windows.data(), work);
-    }
+    formed += powers ? PowersQuery(d, plan, query, nearest, starts,
+                                   windows.data(), work)
+                     : EachQuery(d, plan, query, nearest, windows.data(), work);
     // ŷ_b(c) = P_b,c / S_b; the error in double from there.
     for (size_t b = 0; b < bandwidths; ++b) {
       const T sum =
@@ -561,6 +583,7 @@ void CrossValidationRows(const CrossValidationPlan<T>& plan, size_t row_begin,
       errors[query * bandwidths + b] = error;
     }
   }
+  return formed;
 }
 
 }  // namespace regression

@@ -55,9 +55,9 @@ struct CrossValidationPlan {
   // entries).
   const FoldId<T>* fold_ids = nullptr;
   size_t bandwidth_count = 0;
-  // gaussian_powers: λ₀/2 and Δ/2 (λ_b = λ₀ + b·Δ, Δ ≥ 0) times log₂e, and
-  // ε, the floor added at each power step (see cross_validate in
-  // regression.h).
+  // gaussian_powers: λ₀/2 and Δ/2 (λ_b = λ₀ + b·Δ, Δ ≥ 0), times log₂e for
+  // float (whose kernel takes 2^x), and ε, the floor added at each power
+  // step (see cross_validate in regression.h).
   T half_lambda_first = 0, half_lambda_step = 0, floor = 0;
   // The other kinds: one per bandwidth, padded with copies of the last to a
   // multiple of kCrossValidationChunk.
@@ -116,11 +116,15 @@ void KeyWindow(const CrossValidationPlan<T>& plan, size_t query, T extent,
 // For queries [row_begin, row_end) (packed positions): errors[i·
 // bandwidth_count + b] = Σ_c (y(i, c) − ŷ₋ᵢ,b(c))², computed in T up to the
 // final division, or NaN where query i has no held-out weight under
-// bandwidth b.
+// bandwidth b; *formed = the number of (query, point, bandwidth) weights
+// formed, whole vectors counted (held-out and padding lanes included).
+// Returns the target that ran.
 int64_t CrossValidationRows(const CrossValidationPlan<float>& plan,
-                            size_t row_begin, size_t row_end, double* errors);
+                            size_t row_begin, size_t row_end, double* errors,
+                            uint64_t* formed);
 int64_t CrossValidationRows(const CrossValidationPlan<double>& plan,
-                            size_t row_begin, size_t row_end, double* errors);
+                            size_t row_begin, size_t row_end, double* errors,
+                            uint64_t* formed);
 
 }  // namespace detail
 }  // namespace attnpool

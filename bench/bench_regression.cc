@@ -13,9 +13,11 @@
 //        bandwidth: what the powers save; n = 2000 only).
 // items_per_second counts (query, point) pairs — times 32 bandwidths for
 // loo: bandwidth-pairs, nominal for loo/ (every pair counted, though most
-// are skipped; no GFLOP/s there). After the run, the ratio loo ÷ plain is printed per
-// target and thread count (medians when --benchmark_repetitions is given).
-// The data: the seed's, x uniform on [0, 5], y = 2 sin x + x + N(0, 0.5²).
+// are skipped; no GFLOP/s there); "formed" is the fraction of them whose
+// weight was formed (CrossValidationResult::weights_formed). After the run, the
+// ratio loo ÷ plain is printed per target and thread count (medians when
+// --benchmark_repetitions is given). The data: the seed's, x uniform on [0, 5],
+// y = 2 sin x + x + N(0, 0.5²).
 #include <attnpool/attnpool.h>
 #include <benchmark/benchmark.h>
 
@@ -69,6 +71,8 @@ void Loo(benchmark::State& state, std::string target, size_t n, bool powers,
   }
   state.counters["h"] = result.best_bandwidth;  // the chosen bandwidth
   const double pairs = double(n) * double(n - 1) * kBandwidths;
+  // The fraction of the bandwidth-pairs whose weight was formed.
+  state.counters["formed"] = double(result.weights_formed) / pairs;
   if (skip_distant) {
     // Nominal bandwidth-pairs (most are skipped): no flop count claimed.
     state.SetItemsProcessed(

@@ -7,6 +7,7 @@
 #include <attnpool/regression.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -386,7 +387,7 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
     }
   }
   scaled = std::vector<T>();
-  // k-fold: the fold of each packed point (padding: fold 0, never read).
+  // k-fold: the fold of each packed point (padding: fold 0, masked anyway).
   using Fold = detail::FoldId<T>;
   detail::AlignedBuffer<Fold> fold_ids;
   if (options.folds != 0) {
@@ -430,10 +431,10 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
     }
     if (powers) {
       plan.weights = detail::CrossValidationWeights::gaussian_powers;
-      // (The kernel's exps are powers of 2.)
-      constexpr double kLog2e = 1.4426950408889634;
-      plan.half_lambda_first = static_cast<T>(first / 2 * kLog2e);
-      plan.half_lambda_step = static_cast<T>(step / 2 * kLog2e);
+      // (Float's kernel takes 2^x.)
+      const double unit = sizeof(T) == 4 ? 1.4426950408889634 : 1.0;
+      plan.half_lambda_first = static_cast<T>(first / 2 * unit);
+      plan.half_lambda_step = static_cast<T>(step / 2 * unit);
       plan.floor = static_cast<T>(std::ldexp(1.0, sizeof(T) == 4 ? -64 : -600));
     } else {
       std::iota(order.begin(), order.end(), size_t(0));
@@ -496,10 +497,15 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
     threads = 1;
   }
   std::vector<double> errors(n * bandwidths);
-  detail::ForEachRowBlock(
-      n, kCrossValidationRows, threads, [&](size_t begin, size_t end) {
-        return detail::CrossValidationRows(plan, begin, end, errors.data());
-      });
+  std::atomic<uint64_t> formed{0};
+  detail::ForEachRowBlock(n, kCrossValidationRows, threads,
+                          [&](size_t begin, size_t end) {
+                            uint64_t block_formed = 0;
+                            const int64_t target = detail::CrossValidationRows(
+                                plan, begin, end, errors.data(), &block_formed);
+                            formed += block_formed;
+                            return target;
+                          });
 
   // Mean over the predictable points, in the caller's index order
   // (thread-independent); errors are in packed order.
@@ -510,6 +516,7 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
   result.scores.assign(bandwidths, 0.0);
   result.unpredictable.assign(bandwidths, 0);
   result.used_powers = powers;
+  result.weights_formed = formed.load();
   for (size_t b = 0; b < bandwidths; ++b) {
     double total = 0;
     size_t counted = 0;

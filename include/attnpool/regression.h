@@ -16,6 +16,7 @@
 #include <attnpool/normalize.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace attnpool {
@@ -139,17 +140,19 @@ struct CrossValidationOptions {
   // Skip the pairs that cannot matter, found by sorting the points along
   // their widest (scaled) coordinate, which bounds r² from below, so that a
   // query's kernel window is a run of points around it:
-  //   Gaussian: the pairs whose weight is below 2⁻³² / n (float; 2⁻⁶¹ / n
-  //     for double) of the query's largest, i.e. r² − r²ₘᵢₙ > 2·h²·ln(n·
-  //     2³²). Their total weight is below 2⁻³² (2⁻⁶¹) of the held-out
-  //     denominator Σⱼ wⱼ ≥ 1, so each held-out prediction moves by less
-  //     than 2⁻³²·(max y − min y) (2⁻⁶¹ for double), below the rounding
-  //     of T;
-  //   boxcar, triangular, epanechnikov: the pairs of weight exactly 0
-  //     (r ≥ h): the scores are bitwise those of skip_distant = false.
+  //   Gaussian: pairs whose weight is below 2⁻³² / n (float; 2⁻⁶¹ / n for
+  //     double) of the query's largest, i.e. some with r² − r²ₘᵢₙ >
+  //     2·h²·ln(n·2³²). Their total weight is below 2⁻³² (2⁻⁶¹) of the
+  //     held-out denominator Σⱼ wⱼ ≥ 1, so each held-out prediction moves
+  //     by less than 2⁻³²·(max y − min y) (2⁻⁶¹ for double); the kept
+  //     pairs are summed exactly as without skipping;
+  //   boxcar, triangular, epanechnikov: only pairs of weight exactly 0
+  //     (some with r ≥ h): the scores are bitwise those of skip_distant =
+  //     false.
   // The saving grows as h shrinks against the spread of x: on the seed data
-  // (n = 20000 on [0, 5], 32 bandwidths in [0.03, 0.6]) it is ~5× fewer
-  // weights. false: every pair (for tests, or to time the exhaustive pass).
+  // (n = 20000 on [0, 5], 32 bandwidths in [0.03, 0.6]) it forms ~5× fewer
+  // weights (CrossValidationResult::weights_formed). false: every pair (for
+  // tests, or to time the exhaustive pass).
   bool skip_distant = true;
 };
 
@@ -170,6 +173,11 @@ struct CrossValidationResult {
   double best_bandwidth = 0;  // NaN when best is npos
   // Whether the Gaussian powers path ran.
   bool used_powers = false;
+  // How many (query, training point, bandwidth) weights the pass formed,
+  // counted in whole vectors (held-out and padding lanes included): about
+  // n²·bandwidths with options.skip_distant = false; the ratio of the two
+  // is what skipping saved.
+  uint64_t weights_formed = 0;
 };
 
 // Scores every bandwidth of `bandwidths` (any order) by leave-one-out or
@@ -178,16 +186,17 @@ struct CrossValidationResult {
 // the held-out pairs (the self-pair, or the query's fold) excluded, and the
 // negligible ones skipped (options.skip_distant); never an n×n matrix (extra
 // memory O(n·(d + dy + bandwidths)) plus a few KiB per thread). Per query,
-// the partial sums of every bandwidth are accumulated in T over the training
-// points in a fixed order (sorted along the widest coordinate, ties by
-// index) and reduced in a fixed order, so the result is bitwise the same for
-// every thread count.
+// the partial sums of every bandwidth are accumulated in T, in vector lanes,
+// over the training points in a fixed order (sorted along the widest
+// coordinate, ties by index) and reduced in a fixed order, so the result is
+// bitwise the same for every thread count.
 //
 // Gaussian: weights are computed relative to the query's nearest visible
-// training point (first pass: its squared distance r²ₘᵢₙ), exp(−(r² −
-// r²ₘᵢₙ)·λ/2), which maximizes every bandwidth's logits at once: no weight
-// exceeds 1, the nearest one is 1, and a point far from all others still
-// gets the mean of its nearest neighbours' y, never 0/0. When the grid is
+// training point (its squared distance r²ₘᵢₙ, from an exact search
+// outwards along the sorted points), exp(−(r² − r²ₘᵢₙ)·λ/2), which
+// maximizes every bandwidth's logits at once: no weight exceeds 1, the
+// nearest one is 1, and a point far from all others still gets the mean of
+// its nearest neighbours' y, never 0/0. When the grid is
 // evenly spaced in λ = 1/h² (gaussian_bandwidth_grid; any 2-point grid),
 // λ_b = λ₀ + b·Δ and
 //   exp(−t·λ_b/2) = exp(−t·λ₀/2) · exp(−t·Δ/2)^b,   t = r² − r²ₘᵢₙ ≥ 0,
