@@ -359,7 +359,7 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
   if (!(extent <= 0.25 * double(std::numeric_limits<T>::max()))) {
     throw Error("x", "its squared distances overflow the element type");
   }
-  // Packed position p holds point order[p]: ascending along the sorted
+  // Packed position p holds point point[p]: ascending along the sorted
   // coordinate, ties by index (deterministic).
   std::vector<size_t> point(n);
   std::iota(point.begin(), point.end(), size_t(0));
