@@ -182,9 +182,8 @@ HWY_INLINE T NearestSquaredDistance(D d, const CrossValidationPlan<T>& plan,
 // the first output column) and w·y to the products, then w ← w·q + ε. With
 // kStoreNext the w after the chunk (the next chunk's first weight) is stored
 // back into first[j]; q is read only where a step needs it (kWidth > 1 or
-// kStoreNext). Accumulators are named
-// variables, never an array of vectors (sizeless SVE vectors cannot live in
-// arrays).
+// kStoreNext). Accumulators are named variables, never an array of vectors
+// (sizeless SVE vectors cannot live in arrays).
 template <size_t kWidth, bool kWithSum, bool kStoreNext, class D,
           typename T = hn::TFromD<D>>
 HWY_INLINE void PowersChunk(D d, T* first, const T* HWY_RESTRICT ratio,
@@ -371,11 +370,10 @@ HWY_INLINE size_t PowersQuery(D d, const CrossValidationPlan<T>& plan,
   const size_t chunks = starts.size() - 1, outputs = plan.outputs;
   const auto shift = hn::Set(d, nearest);
   size_t formed = 0;
-  // Chunk c over the block's points [begin, end) (block offset `offset`),
-  // every output column.
-  const auto run = [&](size_t c, size_t begin, size_t end, size_t offset,
-                       bool store_next) {
-    const size_t b = starts[c], width = starts[c + 1] - b;
+  // Bandwidths [b, b + width) over the block's points [begin, end) (block
+  // offset `offset`), every output column.
+  const auto run = [&](size_t b, size_t width, size_t begin, size_t end,
+                       size_t offset, bool store_next) {
     formed += (end - begin) * width;
     for (size_t column = 0; column < outputs; ++column) {
       RunPowersChunk(d, width, column == 0, store_next && column + 1 == outputs,
@@ -391,8 +389,8 @@ HWY_INLINE size_t PowersQuery(D d, const CrossValidationPlan<T>& plan,
   // exp and sums fused, the same operations as PowersChunk<1> on the same
   // lanes; more columns through the block scratch.
   const auto first_alone = [&](size_t begin, size_t end) {
-    formed += end - begin;
     if (outputs == 1) {
+      formed += end - begin;
       const T* HWY_RESTRICT target = plan.targets;
       auto sum = hn::Load(d, work.sums), product = hn::Load(d, work.products);
       for (size_t j = begin; j < end; j += 2 * N) {
@@ -415,13 +413,7 @@ HWY_INLINE size_t PowersQuery(D d, const CrossValidationPlan<T>& plan,
                             plan.half_lambda_first),
                   d, work.first + (j - block));
       }
-      for (size_t column = 0; column < outputs; ++column) {
-        RunPowersChunk(d, 1, column == 0, false, work.first, work.ratio,
-                       plan.targets + column * plan.padded_count + block,
-                       stop - block, work.sums,
-                       work.products + column * work.padded_bandwidths * N,
-                       plan.floor);
-      }
+      run(0, 1, block, stop, block, false);
     }
   };
   // In packed order: bandwidth 0 alone left of bandwidth 1's window, the
@@ -442,7 +434,8 @@ HWY_INLINE size_t PowersQuery(D d, const CrossValidationPlan<T>& plan,
       const size_t begin = std::max(block, windows[2 * c + 2]);
       const size_t stop = std::min(end, windows[2 * c + 3]);
       if (begin >= stop) break;  // (later windows are inside this one)
-      run(c, begin, stop, block, c + 1 < chunks);
+      run(starts[c], starts[c + 1] - starts[c], begin, stop, block,
+          c + 1 < chunks);
     }
   }
   first_alone(std::max(windows[0], inner_end), windows[1]);

@@ -393,59 +393,57 @@ void CheckSkipDistant() {
   INFO("seed " << kSeed + 935);
   const size_t n = 700;
   for (size_t d : {1, 3}) {
-    {
-      const size_t folds = d == 1 ? 0 : 4;
-      INFO("d=" << d << " folds " << folds);
-      TestMatrix<T> x(n, d), y(n, 2);
-      FillData(rng, x, y, 5.0);
-      CrossValidationOptions options;
-      options.folds = folds;
-      if (d == 3) options.scales = {1, 3, 0.5};
-      const double y_square = MeanSquare(y);
-      for (Kernel kernel : kKernels) {
-        const bool gaussian = kernel == Kernel::gaussian;
-        for (bool allow_powers : {true, false}) {
-          if ((!gaussian || d != 1) && !allow_powers) continue;
-          INFO(attnpool::kernel_name(kernel) << " powers " << allow_powers);
-          const auto grid =
-              gaussian ? attnpool::gaussian_bandwidth_grid(0.02, 0.5, 10)
-                       : std::vector<double>{0.02, 0.3, 0.07, 1.1};
-          options.allow_powers = allow_powers;
-          options.skip_distant = true;
-          const auto skipped = attnpool::cross_validate(
-              kernel, x.view(), y.view(), grid, options, {1});
-          RequireRanOnTarget();
-          REQUIRE(skipped.used_powers == (gaussian && allow_powers));
-          options.skip_distant = false;
-          const auto every = attnpool::cross_validate(
-              kernel, x.view(), y.view(), grid, options, {1});
-          REQUIRE(skipped.unpredictable == every.unpredictable);
-          REQUIRE(every.weights_formed >= n * (n - 1) * grid.size());
-          REQUIRE(skipped.weights_formed < every.weights_formed / 2);
-          for (size_t b = 0; b < grid.size(); ++b) {
-            INFO("h " << grid[b] << ": " << skipped.scores[b] << " vs "
-                      << every.scores[b]);
-            if (!gaussian) {
-              REQUIRE(std::memcmp(&skipped.scores[b], &every.scores[b],
-                                  sizeof(double)) == 0);
-            } else {
-              REQUIRE(std::fabs(skipped.scores[b] - every.scores[b]) <=
-                      (sizeof(T) == 4 ? 1e-7 : 1e-14) *
-                          (every.scores[b] + y_square));
-            }
+    const size_t folds = d == 1 ? 0 : 4;
+    INFO("d=" << d << " folds " << folds);
+    TestMatrix<T> x(n, d), y(n, 2);
+    FillData(rng, x, y, 5.0);
+    CrossValidationOptions options;
+    options.folds = folds;
+    if (d == 3) options.scales = {1, 3, 0.5};
+    const double y_square = MeanSquare(y);
+    for (Kernel kernel : kKernels) {
+      const bool gaussian = kernel == Kernel::gaussian;
+      for (bool allow_powers : {true, false}) {
+        if ((!gaussian || d != 1) && !allow_powers) continue;
+        INFO(attnpool::kernel_name(kernel) << " powers " << allow_powers);
+        const auto grid = gaussian
+                              ? attnpool::gaussian_bandwidth_grid(0.02, 0.5, 10)
+                              : std::vector<double>{0.02, 0.3, 0.07, 1.1};
+        options.allow_powers = allow_powers;
+        options.skip_distant = true;
+        const auto skipped = attnpool::cross_validate(
+            kernel, x.view(), y.view(), grid, options, {1});
+        RequireRanOnTarget();
+        REQUIRE(skipped.used_powers == (gaussian && allow_powers));
+        options.skip_distant = false;
+        const auto every = attnpool::cross_validate(kernel, x.view(), y.view(),
+                                                    grid, options, {1});
+        REQUIRE(skipped.unpredictable == every.unpredictable);
+        REQUIRE(every.weights_formed >= n * (n - 1) * grid.size());
+        REQUIRE(skipped.weights_formed < every.weights_formed / 2);
+        for (size_t b = 0; b < grid.size(); ++b) {
+          INFO("h " << grid[b] << ": " << skipped.scores[b] << " vs "
+                    << every.scores[b]);
+          if (!gaussian) {
+            REQUIRE(std::memcmp(&skipped.scores[b], &every.scores[b],
+                                sizeof(double)) == 0);
+          } else {
+            REQUIRE(std::fabs(skipped.scores[b] - every.scores[b]) <=
+                    (sizeof(T) == 4 ? 1e-7 : 1e-14) *
+                        (every.scores[b] + y_square));
           }
-          // (The same data on every target: the reference once.)
-          static std::map<std::pair<size_t, Kernel>, std::vector<double>>
-              references;
-          std::vector<double>& reference = references[{d, kernel}];
-          if (reference.empty()) {
-            reference = attnpool::reference::cross_validation_scores(
-                attnpool::reference::cross_validation_errors(
-                    kernel, x.view(), y.view(), grid, folds, options.scales),
-                grid.size());
-          }
-          RequireScoresNear<T>(skipped.scores, reference, y_square);
         }
+        // (The same data on every target: the reference once.)
+        static std::map<std::pair<size_t, Kernel>, std::vector<double>>
+            references;
+        std::vector<double>& reference = references[{d, kernel}];
+        if (reference.empty()) {
+          reference = attnpool::reference::cross_validation_scores(
+              attnpool::reference::cross_validation_errors(
+                  kernel, x.view(), y.view(), grid, folds, options.scales),
+              grid.size());
+        }
+        RequireScoresNear<T>(skipped.scores, reference, y_square);
       }
     }
   }
