@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh build
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Only what the main job builds: no tests (Catch2 comes with the test profile).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DATTNPOOL_BUILD_TESTS=OFF -DATTNPOOL_BUILD_SHARED_C=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target attnpool-info attnpool-demo attnpool_cli bench_distance
 build/tools/attnpool-info
 echo
