@@ -35,8 +35,10 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <type_traits>
 #include <vector>
 
+#include "arch/contributions.h"
 #include "arch/distance-inl.h"
 #include "arch/fused.h"
 #include "arch/kernel-inl.h"
@@ -140,7 +142,7 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   }
   for (size_t j = 0; j < count; j += N) {
     auto v = KernelWeights(d, plan.kernel, LoadPadded(d, row, j, count, T(0)));
-    if (bias != nullptr) v = hn::Add(v, LoadPadded(d, bias, j, count, T(0)));
+    if (bias != nullptr) v = AddBias(d, v, LoadPadded(d, bias, j, count, T(0)));
     if (mode == RowMode::weights && plan.normalize.logits) {
       v = attnpool::HWY_NAMESPACE::Exp(d, v);  // exp(ℓ + bias) under none
     }
@@ -278,7 +280,10 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
   auto a0_lo = hn::Zero(d), a0_hi = hn::Zero(d), a1_lo = hn::Zero(d),
        a1_hi = hn::Zero(d), a2_lo = hn::Zero(d), a2_hi = hn::Zero(d),
        a3_lo = hn::Zero(d), a3_hi = hn::Zero(d);
-  for (size_t panel = panel_begin; panel < panel_end; ++panel) {
+  // One panel; at the limit (kBoundary) the keys past it are hidden: logit
+  // −inf, and their values multiply nothing (arch/contributions.h).
+  const auto step = [&](size_t panel, auto boundary) HWY_ATTR {
+    constexpr bool kBoundary = decltype(boundary)::value;
     const T* HWY_RESTRICT keys = plan.packed.panels + panel * width * depth;
     auto r_lo = hn::Zero(d), r_hi = hn::Zero(d);
     for (size_t p = 0; p < depth; ++p) {
@@ -290,11 +295,12 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     }
     auto l_lo = hn::Mul(r_lo, c), l_hi = hn::Mul(r_hi, c);
     const size_t first = panel * width;
-    if (limit < first + width) {  // keys past the visible limit
-      const size_t shown = limit > first ? limit - first : 0;
-      l_lo = hn::IfThenElse(hn::FirstN(d, shown), l_lo, hn::Set(d, -infinity));
-      l_hi = hn::IfThenElse(hn::FirstN(d, shown > N ? shown - N : 0), l_hi,
-                            hn::Set(d, -infinity));
+    const size_t shown = kBoundary && limit > first ? limit - first : 0;
+    const auto shown_lo = hn::FirstN(d, shown);
+    const auto shown_hi = hn::FirstN(d, shown > N ? shown - N : 0);
+    if (kBoundary) {
+      l_lo = hn::IfThenElse(shown_lo, l_lo, hn::Set(d, -infinity));
+      l_hi = hn::IfThenElse(shown_hi, l_hi, hn::Set(d, -infinity));
     }
     max_lo = hn::Max(max_lo, l_lo);
     max_hi = hn::Max(max_hi, l_hi);
@@ -306,21 +312,35 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     sum_hi = hn::Add(sum_hi, p_hi);
     const T* HWY_RESTRICT v =
         plan.packed_values.panels + panel * width * columns;
-    a0_lo = hn::MulAdd(p_lo, hn::Load(d, v), a0_lo);
-    a0_hi = hn::MulAdd(p_hi, hn::Load(d, v + N), a0_hi);
+    const auto lo = [&](size_t column) HWY_ATTR {
+      const auto value = hn::Load(d, v + column * width);
+      return kBoundary ? hn::IfThenElseZero(shown_lo, value) : value;
+    };
+    const auto hi = [&](size_t column) HWY_ATTR {
+      const auto value = hn::Load(d, v + column * width + N);
+      return kBoundary ? hn::IfThenElseZero(shown_hi, value) : value;
+    };
+    a0_lo = hn::MulAdd(p_lo, lo(0), a0_lo);
+    a0_hi = hn::MulAdd(p_hi, hi(0), a0_hi);
     if (columns > 1) {
-      a1_lo = hn::MulAdd(p_lo, hn::Load(d, v + width), a1_lo);
-      a1_hi = hn::MulAdd(p_hi, hn::Load(d, v + width + N), a1_hi);
+      a1_lo = hn::MulAdd(p_lo, lo(1), a1_lo);
+      a1_hi = hn::MulAdd(p_hi, hi(1), a1_hi);
     }
     if (columns > 2) {
-      a2_lo = hn::MulAdd(p_lo, hn::Load(d, v + 2 * width), a2_lo);
-      a2_hi = hn::MulAdd(p_hi, hn::Load(d, v + 2 * width + N), a2_hi);
+      a2_lo = hn::MulAdd(p_lo, lo(2), a2_lo);
+      a2_hi = hn::MulAdd(p_hi, hi(2), a2_hi);
     }
     if (columns > 3) {
-      a3_lo = hn::MulAdd(p_lo, hn::Load(d, v + 3 * width), a3_lo);
-      a3_hi = hn::MulAdd(p_hi, hn::Load(d, v + 3 * width + N), a3_hi);
+      a3_lo = hn::MulAdd(p_lo, lo(3), a3_lo);
+      a3_hi = hn::MulAdd(p_hi, hi(3), a3_hi);
     }
+  };
+  size_t panel = panel_begin;
+  for (const size_t whole = limit / width; panel < std::min(whole, panel_end);
+       ++panel) {
+    step(panel, std::false_type());
   }
+  for (; panel < panel_end; ++panel) step(panel, std::true_type());
   const T sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum_lo, sum_hi)));
   const auto write_acc = [&](T scale) HWY_ATTR {
     acc[0] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0_lo, a0_hi))) * scale;
@@ -340,11 +360,10 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     *max_out = *sum_out = std::numeric_limits<T>::quiet_NaN();
     return true;
   }
-  if (maximum == -infinity) {  // no weight: Σ 0·v (0, or NaN as in W·V)
+  if (maximum == -infinity) {  // nothing visible: an empty row
     *max_out = maximum;
     *sum_out = 0;
-    write_acc(T(1));
-    return true;
+    return true;  // the accumulator stays 0
   }
   if (!(maximum >= kOnePassFloor<T>)) return false;
   const T scale = static_cast<T>(std::exp2(-static_cast<double>(maximum)));
@@ -359,8 +378,8 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
 // those holding keys within h of `query` (a relative margin of 1e-5 covers
 // the rounding of r). The other panels' weights are all 0, and skipping
 // them changes no bit (every accumulator lane sees the same keys; FMA with a
-// 0 weight returns its addend) — unless one of their values is not finite,
-// or the query is NaN: then nothing is skipped.
+// 0 weight returns its addend, and zero weights contribute nothing, whatever
+// their values) — unless the query is NaN: then nothing is skipped.
 template <typename T>
 void SortedKeyWindow(const detail::FusedPlan<T>& plan, T query,
                      size_t key_begin, size_t limit, size_t* panel_begin,
@@ -394,13 +413,6 @@ void SortedKeyWindow(const detail::FusedPlan<T>& plan, T query,
   hi = first;
   const size_t begin = std::max(*panel_begin, lo / width);
   const size_t end = std::min(*panel_end, (hi + width - 1) / width);
-  const size_t* nonfinite = plan.nonfinite_prefix;
-  const size_t kept_begin = std::min(begin * width, limit);
-  const size_t kept_end = std::max(kept_begin, std::min(end * width, limit));
-  if (nonfinite[kept_begin] != nonfinite[key_begin] ||
-      nonfinite[limit] != nonfinite[kept_end]) {
-    return;  // a skipped value is not finite
-  }
   *panel_begin = begin;
   *panel_end = std::max(begin, end);
 }
@@ -507,56 +519,94 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
     if (mode == RowMode::weights ||
         (maximum > -infinity && maximum < infinity)) {
       const auto shift = hn::Set(d, mode == RowMode::softmax ? maximum : T(0));
-      auto sum = hn::Zero(d);
-      auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d),
-           acc3 = hn::Zero(d);
       const T hidden = mode == RowMode::softmax ? -infinity : T(0);
-      for (size_t panel = panel_begin; panel < panel_end; ++panel) {
-        const T* HWY_RESTRICT v = value_panels + panel * width * columns;
-        for (size_t half = 0; half < 2; ++half) {
-          auto p = kernel_of(panel, half, hidden);
-          if (mode == RowMode::softmax) {
-            p = attnpool::HWY_NAMESPACE::Exp(d, hn::Sub(p, shift));
-          } else if (exponentiate) {
-            p = attnpool::HWY_NAMESPACE::Exp(d,
-                                             p);  // hidden: exp(0) masked below
+      // Σp and Σp·v. Keys past the limit multiply 0 instead of their values,
+      // and with `exact` so do the zero weights of non-exponential kernels:
+      // keys that contribute nothing (arch/contributions.h).
+      const bool zero_weights_skip = mode == RowMode::weights && !exponentiate;
+      const auto accumulate = [&](auto exact) HWY_ATTR {
+        auto sum = hn::Zero(d);
+        auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d),
+             acc3 = hn::Zero(d);
+        for (size_t panel = panel_begin; panel < panel_end; ++panel) {
+          const T* HWY_RESTRICT v = value_panels + panel * width * columns;
+          for (size_t half = 0; half < 2; ++half) {
             const size_t first = panel * width + half * N;
-            p = hn::IfThenElseZero(
-                hn::FirstN(d, limit > first ? limit - first : 0), p);
+            const auto shown = hn::FirstN(d, limit > first ? limit - first : 0);
+            auto p = kernel_of(panel, half, hidden);
+            if (mode == RowMode::softmax) {
+              p = attnpool::HWY_NAMESPACE::Exp(d, hn::Sub(p, shift));
+            } else if (exponentiate) {
+              // Hidden keys: exp(0), masked here.
+              p = hn::IfThenElseZero(shown, attnpool::HWY_NAMESPACE::Exp(d, p));
+            }
+            sum = hn::Add(sum, p);
+            const T* HWY_RESTRICT vh = v + half * N;
+            const bool boundary = limit < first + N;
+            const auto contributes = decltype(exact)::value && zero_weights_skip
+                                         ? hn::Not(hn::Eq(p, hn::Zero(d)))
+                                         : shown;
+            const auto value = [&](size_t c) HWY_ATTR {
+              const auto loaded = hn::Load(d, vh + c * width);
+              return decltype(exact)::value || boundary
+                         ? hn::IfThenElseZero(contributes, loaded)
+                         : loaded;
+            };
+            acc0 = hn::MulAdd(p, value(0), acc0);
+            if (columns > 1) acc1 = hn::MulAdd(p, value(1), acc1);
+            if (columns > 2) acc2 = hn::MulAdd(p, value(2), acc2);
+            if (columns > 3) acc3 = hn::MulAdd(p, value(3), acc3);
           }
-          sum = hn::Add(sum, p);
-          const T* HWY_RESTRICT vh = v + half * N;
-          acc0 = hn::MulAdd(p, hn::Load(d, vh), acc0);
-          if (columns > 1) acc1 = hn::MulAdd(p, hn::Load(d, vh + width), acc1);
-          if (columns > 2)
-            acc2 = hn::MulAdd(p, hn::Load(d, vh + 2 * width), acc2);
-          if (columns > 3)
-            acc3 = hn::MulAdd(p, hn::Load(d, vh + 3 * width), acc3);
         }
+        sum_out = hn::GetLane(hn::SumOfLanes(d, sum));
+        acc_out[0] = hn::GetLane(hn::SumOfLanes(d, acc0));
+        if (columns > 1) acc_out[1] = hn::GetLane(hn::SumOfLanes(d, acc1));
+        if (columns > 2) acc_out[2] = hn::GetLane(hn::SumOfLanes(d, acc2));
+        if (columns > 3) acc_out[3] = hn::GetLane(hn::SumOfLanes(d, acc3));
+      };
+      accumulate(std::false_type());
+      // A value that is not finite made a sum NaN or ±inf: again, exactly.
+      if (zero_weights_skip &&
+          !std::all_of(acc_out, acc_out + columns,
+                       [](T x) { return std::isfinite(x); })) {
+        accumulate(std::true_type());
       }
-      sum_out = hn::GetLane(hn::SumOfLanes(d, sum));
-      acc_out[0] = hn::GetLane(hn::SumOfLanes(d, acc0));
-      if (columns > 1) acc_out[1] = hn::GetLane(hn::SumOfLanes(d, acc1));
-      if (columns > 2) acc_out[2] = hn::GetLane(hn::SumOfLanes(d, acc2));
-      if (columns > 3) acc_out[3] = hn::GetLane(hn::SumOfLanes(d, acc3));
     } else if (maximum == infinity) {
-      // The +inf logits share all the weight: count them and sum their values.
+      // The +inf logits share all the weight: count them and sum their
+      // values; every other visible key has weight 0 (0·v: NaN where v is
+      // not finite, as in the staged W·V).
       for (size_t key = key_begin; key < limit; ++key) {
         const size_t panel = key / width, lane = key % width;
         HWY_ALIGN T logits[kMaxLanesBytes / sizeof(T)];
         hn::Store(kernel_of(panel, lane / N, -infinity), d, logits);
-        if (logits[lane % N] == infinity) {
-          sum_out += 1;
-          for (size_t c = 0; c < columns; ++c)
-            acc_out[c] += plan.values(key, c);
+        const T weight = logits[lane % N] == infinity ? T(1) : T(0);
+        sum_out += weight;
+        for (size_t c = 0; c < columns; ++c) {
+          acc_out[c] += weight * plan.values(key, c);
         }
       }
+    }
+    if (nan || (mode == RowMode::weights && sum_out == T(0))) {
+      std::fill(acc_out, acc_out + columns, T(0));  // finished as NaN or empty
     }
     const T nan_value = std::numeric_limits<T>::quiet_NaN();
     state.max[row] = nan ? nan_value : maximum;
     state.sum[row] = nan ? nan_value : sum_out;
     state.best[row] = 0;
   }
+}
+
+// Whether every one of the `count` elements at `sums` (aligned, a multiple
+// of the vector length) is finite.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE bool SumsFinite(D d, const T* HWY_RESTRICT sums, size_t count) {
+  // x·0 is 0 for finite x and NaN for NaN and ±inf.
+  const auto zero = hn::Zero(d);
+  auto probe = zero;
+  for (size_t k = 0; k < count; k += hn::Lanes(d)) {
+    probe = hn::MulAdd(hn::Load(d, sums + k), zero, probe);
+  }
+  return hn::AllTrue(d, hn::Eq(probe, zero));
 }
 
 // Whether SmallDepthAccumulate applies (src/ then packs the values too).
@@ -603,12 +653,13 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const RowMode mode = detail::FusedModeOf(plan.normalize);
   const Mask<T>& mask = plan.normalize.mask;
   // Values are read in place when their rows are whole vectors; otherwise a
-  // block at a time is copied into zero-padded rows.
+  // block at a time is copied into zero-padded rows (and there a block whose
+  // non-finite values need the exact sum, arch/contributions.h).
   const bool pad_values = columns % N != 0;
   const size_t padded_columns = (columns + N - 1) / N * N;
   const size_t score_elements = rows * key_block;
   const size_t accumulator_elements = rows * padded_columns;
-  const size_t value_elements = pad_values ? key_block * padded_columns : 0;
+  const size_t value_elements = key_block * padded_columns;
   auto buffer = hwy::AllocateAligned<T>(
       score_elements + 2 * accumulator_elements + value_elements + rows);
   // Caught by src/threads.h's ForEachRowBlock and rethrown after the loop.
@@ -663,20 +714,16 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       rescale[r] = ProcessRow(d, plan, mode, scores + r * key_block, count,
                               visible, row_begin + r, key, states[r]);
       // Compact kernels: a row whose weights here are all 0 adds nothing.
-      any_weight |= visible != 0 && (plan.nonfinite_prefix == nullptr ||
+      any_weight |= visible != 0 && (!plan.skip_zero_blocks ||
                                      WeightsAsIs(d, scores + r * key_block,
                                                  visible) != RowResult::empty);
     }
-    // An all-zero block adds 0·V = 0 (acc·1 + 0: the same bits) unless one
-    // of its values is not finite.
-    if (!any_weight && plan.nonfinite_prefix != nullptr &&
-        plan.nonfinite_prefix[key + count] != plan.nonfinite_prefix[key]) {
-      any_weight = true;
-    }
+    // An all-zero block adds nothing (zero weights contribute nothing).
     if (mode == RowMode::argmax || !any_weight) continue;
     // block_sum = p · V[key, key + count); acc = acc·rescale + block_sum.
-    ConstMatrixView<T> values(plan.values.row(key), count, columns,
-                              plan.values.stride);
+    const ConstMatrixView<T> block_values(plan.values.row(key), count, columns,
+                                          plan.values.stride);
+    ConstMatrixView<T> values = block_values;
     if (pad_values) {
       for (size_t j = 0; j < count; ++j) {
         T* target = padded_values + j * padded_columns;
@@ -685,10 +732,22 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       }
       values = ConstMatrixView<T>(padded_values, count, padded_columns);
     }
-    wsum::WeightedSumRows(ConstMatrixView<T>(scores, rows, count, key_block),
-                          values, static_cast<const T*>(nullptr),
-                          MatrixView<T>(block_sum, rows, padded_columns),
+    const ConstMatrixView<T> weights(scores, rows, count, key_block);
+    const MatrixView<T> sums(block_sum, rows, padded_columns);
+    wsum::WeightedSumRows(weights, values, static_cast<const T*>(nullptr), sums,
                           size_t{0}, rows, size_t{0}, padded_columns);
+    // A value that is not finite made sums NaN or ±inf: sum again without
+    // the terms of keys that contribute nothing (arch/contributions.h).
+    if (!SumsFinite(d, block_sum, rows * padded_columns)) {
+      const MatrixView<T> zeroed(padded_values, count, padded_columns);
+      if (detail::CopyZeroingNonFinite(block_values, zeroed)) {
+        wsum::WeightedSumRows(weights, ConstMatrixView<T>(zeroed),
+                              static_cast<const T*>(nullptr), sums, size_t{0},
+                              rows, size_t{0}, padded_columns);
+        detail::AddNonFiniteTerms(plan.normalize, weights, block_values, sums,
+                                  row_begin, key, plan.key_offset);
+      }
+    }
     for (size_t r = 0; r < rows; ++r) {
       const auto factor = hn::Set(d, rescale[r]);
       T* HWY_RESTRICT acc = accumulator + r * padded_columns;
@@ -709,12 +768,13 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     state.max[row] = s.nan ? nan : s.max;
     state.sum[row] = s.nan ? nan : s.sum;
     state.best[row] = plan.key_offset + s.best;
-    if (mode == RowMode::argmax) {
-      if (s.max != -std::numeric_limits<T>::infinity() && !s.nan) {
-        std::memcpy(target, plan.values.row(s.best), columns * sizeof(T));
-      } else {
-        std::fill(target, target + columns, T(0));
-      }
+    const bool empty = mode == RowMode::weights
+                           ? s.sum == T(0)
+                           : s.max == -std::numeric_limits<T>::infinity();
+    if (empty || s.nan) {
+      std::fill(target, target + columns, T(0));  // finished as empty or NaN
+    } else if (mode == RowMode::argmax) {
+      std::memcpy(target, plan.values.row(s.best), columns * sizeof(T));
     } else {
       std::memcpy(target, accumulator + r * padded_columns,
                   columns * sizeof(T));

@@ -45,11 +45,9 @@ struct FusedPlan {
   PackedKeys<T> packed_values;
   // Compact kernels (boxcar, triangular, epanechnikov: weight 0 at r ≥ h)
   // under none or sum: key blocks where every weight is 0 skip the
-  // weighted sum, unless a skipped value is not finite (0·NaN must still
-  // reach the output, as in W·V). nonfinite_prefix[j] counts the keys
-  // before j whose value row is not finite (m + 1 entries); null: no skip.
-  const size_t* nonfinite_prefix = nullptr;
-  // With nonfinite_prefix, d = 1 and an r of |q − k| (sqeuclidean,
+  // weighted sum (zero weights contribute nothing, arch/contributions.h).
+  bool skip_zero_blocks = false;
+  // With skip_zero_blocks, d = 1 and an r of |q − k| (sqeuclidean,
   // euclidean, manhattan): the keys are sorted ascending, so a query only
   // visits the panels of keys within h of it (binary search).
   bool sorted_keys = false;

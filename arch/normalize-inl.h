@@ -207,6 +207,16 @@ HWY_INLINE RowResult SumRow(D d, T* HWY_RESTRICT row, size_t count) {
   return RowResult::normalized;
 }
 
+// score + bias, or −inf where the bias is −inf (the key is hidden, whatever
+// its score).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V AddBias(D d, V score, V bias) {
+  using T = hn::TFromD<D>;
+  const V minus_infinity = hn::Set(d, -std::numeric_limits<T>::infinity());
+  return hn::IfThenElse(hn::Eq(bias, minus_infinity), minus_infinity,
+                        hn::Add(score, bias));
+}
+
 template <typename T>
 void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
                    size_t row_begin, size_t row_end) {
@@ -222,14 +232,19 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
     T* HWY_RESTRICT row = values.row(i);
     const size_t limit = VisibleLimit(mask, i, key_count);
     if (mask.bias.data != nullptr) {
+      // A bias of −inf hides its key: −inf whatever the score (NaN too).
       const T* HWY_RESTRICT bias = mask.bias.row(i);
       const size_t N = hn::Lanes(d);
       size_t j = 0;
       for (; j + N <= limit; j += N) {
-        hn::StoreU(hn::Add(hn::LoadU(d, row + j), hn::LoadU(d, bias + j)), d,
+        hn::StoreU(AddBias(d, hn::LoadU(d, row + j), hn::LoadU(d, bias + j)), d,
                    row + j);
       }
-      for (; j < limit; ++j) row[j] += bias[j];  // exact either way: one add
+      for (; j < limit; ++j) {  // exact either way: one add
+        row[j] = bias[j] == -std::numeric_limits<T>::infinity()
+                     ? bias[j]
+                     : row[j] + bias[j];
+      }
     }
     if (mask.visible.data != nullptr) {
       const uint8_t* HWY_RESTRICT visible = mask.visible.row(i);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "arch/additive.h"
+#include "arch/contributions.h"
 #include "arch/stages.h"
 #include "arch/visible_limit.h"
 #include "arch/weighted_sum.h"
@@ -111,7 +112,20 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
       weighted_sum(queries.matrix(b, h),
                    ConstMatrixView<T>(w_q_t.get(), queries.cols, hidden),
                    MatrixView<T>(projected_q.get(), n, hidden), execution);
-      const ConstMatrixView<T> head_values = values.matrix(b, h / group);
+      // Keys that contribute nothing (arch/contributions.h) must not turn
+      // their value rows' NaN and ±inf into 0·NaN: the sums run over the
+      // values with those entries zeroed, and the contributing keys' terms
+      // are added back.
+      const ConstMatrixView<T> original_values = values.matrix(b, h / group);
+      const bool finite_values = detail::AllFinite(original_values);
+      detail::AlignedBuffer<T> zeroed;
+      ConstMatrixView<T> head_values = original_values;
+      if (!finite_values) {
+        zeroed = detail::AllocateBuffer<T>(m * dv);
+        const MatrixView<T> copy(zeroed.get(), m, dv);
+        detail::CopyZeroingNonFinite(original_values, copy);
+        head_values = copy;
+      }
       const size_t packed_size =
           detail::WeightedSumPackedSize(head_values, kAdditiveBlockRows);
       auto packed = detail::AllocateBuffer<T>(packed_size);
@@ -149,10 +163,17 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
                                    head_mask.visible.stride};
             }
             detail::NormalizeRows(plan, block, 0, rows);
-            return detail::WeightedSumRows(
+            const MatrixView<T> block_out(head_out.row(begin), rows, dv,
+                                          head_out.stride);
+            const int64_t target = detail::WeightedSumRows(
                 block, head_values, packed_size != 0 ? packed.get() : nullptr,
-                MatrixView<T>(head_out.row(begin), rows, dv, head_out.stride),
-                0, rows, 0, dv);
+                block_out, 0, rows, 0, dv);
+            if (!finite_values) {
+              detail::AddNonFiniteTerms(plan, ConstMatrixView<T>(block),
+                                        original_values, block_out, 0, 0, 0,
+                                        detail::EmptyRowTerms::skip);
+            }
+            return target;
           });
     }
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arch/fused.h"
+#include "arch/target_probe.h"
 #include "arch/visible_limit.h"
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
@@ -67,12 +68,7 @@ void MergeState(detail::FusedRowMode mode, const detail::FusedState<T>& into,
     } else {
       const T old_max = into.max[i], other = part.max[i];
       const T new_max = std::max(old_max, other);
-      if (new_max == -infinity) {
-        // Neither part saw a visible key; what `later` read is still 0·V
-        // (0, or NaN from a non-finite value), as in the staged W·V.
-        for (size_t c = 0; c < columns; ++c) acc[c] += add[c];
-        continue;
-      }
+      if (new_max == -infinity) continue;  // both empty: accumulator 0
       // Weights relative to the new max; +inf maxima share equally.
       const auto factor = [&](T m) {
         if (new_max == infinity) return m == infinity ? T(1) : T(0);
@@ -106,16 +102,8 @@ void FinishState(detail::FusedRowMode mode, Normalization normalization,
       std::fill(target, target + out.cols, nan);
       continue;
     }
-    if (is_empty) {
-      // A zero row is 0·V as the staged pipeline forms it: a non-finite
-      // value among the keys the row accumulated (hidden ones included, see
-      // PoisonSkippedKeys) makes its column NaN. argmax copies no row.
-      if (empty_rows == EmptyRows::zero &&
-          mode != detail::FusedRowMode::argmax) {
-        for (size_t c = 0; c < out.cols; ++c) target[c] = T(0) * acc[c];
-      } else {
-        std::fill(target, target + out.cols, empty);
-      }
+    if (is_empty) {  // whatever the values of its keys
+      std::fill(target, target + out.cols, empty);
       continue;
     }
     if (mode == detail::FusedRowMode::softmax ||
@@ -153,36 +141,16 @@ detail::FusedRowMode ModeOf(const PoolSpec& spec) {
   return detail::FusedModeOf(plan);
 }
 
-// The staged pipeline forms out = W·V over every key, so a non-finite
-// values(j, c) makes column c NaN (0·NaN, 0·inf) in the rows that hide key
-// j, where the fused kernel skips keys past a row's prefix masks (whole key
-// blocks, and within a block the small-depth path): those columns of the
-// state's accumulator become NaN here. Keys the kernel reads are already
-// accumulated per IEEE. One pass over the values, only with prefix masks.
+// The state of a query that saw no key (pool.h): max −inf, sum 0,
+// accumulator 0.
 template <typename T>
-void PoisonSkippedKeys(const Mask<T>& mask, ConstMatrixView<T> values,
-                       size_t key_offset, const detail::FusedState<T>& state) {
-  if (mask.valid_lengths == nullptr && !mask.causal) return;
-  constexpr size_t kNone = static_cast<size_t>(-1);
-  // last[c]: the last key with a non-finite values(·, c), or kNone.
-  std::vector<size_t> last(values.cols, kNone);
-  bool any = false;
-  for (size_t j = 0; j < values.rows; ++j) {
-    const T* row = values.row(j);
-    for (size_t c = 0; c < values.cols; ++c) {
-      if (!std::isfinite(row[c])) last[c] = j, any = true;
-    }
-  }
-  if (!any) return;
-  const T nan = std::numeric_limits<T>::quiet_NaN();
-  for (size_t i = 0; i < state.accumulator.rows; ++i) {
-    const size_t global =
-        detail::VisibleLimit(mask, i, key_offset + values.rows);
-    const size_t limit = global > key_offset ? global - key_offset : 0;
-    T* acc = state.accumulator.row(i);
-    for (size_t c = 0; c < values.cols; ++c) {
-      if (last[c] != kNone && last[c] >= limit) acc[c] = nan;
-    }
+void SetEmpty(const detail::FusedState<T>& state, size_t rows) {
+  for (size_t i = 0; i < rows; ++i) {
+    state.max[i] = -std::numeric_limits<T>::infinity();
+    state.sum[i] = 0;
+    state.best[i] = 0;
+    std::fill(state.accumulator.row(i),
+              state.accumulator.row(i) + state.accumulator.cols, T(0));
   }
 }
 
@@ -200,9 +168,21 @@ class FusedJob {
            ConstMatrixView<T> values, size_t key_offset,
            const detail::FusedState<T>& state, int threads)
       : state_(state) {
-    const size_t rows = queries.rows, key_count = keys.rows;
+    const size_t rows = queries.rows;
     const auto& mask = plans.normalize.mask;
     mode_ = detail::FusedModeOf(plans.normalize);
+    // Keys past every query's prefix-mask limit are never read, not even to
+    // pack them: padding there may hold anything.
+    size_t key_count = 0;
+    for (size_t i = 0; i < rows && key_count < keys.rows; ++i) {
+      const size_t limit =
+          detail::VisibleLimit(mask, i, key_offset + keys.rows);
+      key_count = std::max(key_count,
+                           limit > key_offset ? limit - key_offset : size_t{0});
+    }
+    keys.rows = values.rows = key_count;
+    plan_.queries = queries;
+    if (key_count == 0) return;  // no items; Merge writes empty states
     // Kernel regression shapes take the small-depth path, which reads the
     // values packed like keys.
     const bool small_depth =
@@ -223,7 +203,6 @@ class FusedJob {
     plan_.distance = spec.distance;
     plan_.kernel = plans.kernel;
     plan_.normalize = plans.normalize;
-    plan_.queries = queries;
     plan_.keys = keys;
     plan_.values = values;
     plan_.packed = packed_.view;
@@ -232,7 +211,7 @@ class FusedJob {
       packed_values_ = detail::PackKeys(Distance::dot, values, threads);
       plan_.packed_values = packed_values_.view;
     }
-    SetUpCompactSkips(spec, keys, values);
+    SetUpCompactSkips(spec, keys);
     // Key chunks: one, or for few query blocks up to kMaxChunks of at least
     // kMinChunkKeys keys, each a multiple of the panel width.
     row_calls_ = (rows + kFusedRows - 1) / kFusedRows;
@@ -264,37 +243,25 @@ class FusedJob {
         std::min(plan_.keys.rows, key_begin + chunk_keys_));
   }
 
-  // After every item: the chunks merged into `state` in key order, and the
-  // values of skipped keys poisoned as W·V would (PoisonSkippedKeys).
+  // After every item: the chunks merged into `state` in key order.
   void Merge() {
+    if (chunks_ == 0) return SetEmpty(state_, plan_.queries.rows);
     for (const StateStorage<T>& chunk : storage_) {
       MergeState(mode_, state_, chunk.view, plan_.queries.rows,
                  plan_.values.cols);
     }
-    if (mode_ != detail::FusedRowMode::argmax) {
-      PoisonSkippedKeys(plan_.normalize.mask, plan_.values, plan_.key_offset,
-                        state_);
-    }
   }
 
   // Compact kernels under none or sum: all-zero key blocks are skipped
-  // (arch/fused.h), which needs to know where values are not finite; with
-  // sorted 1-D keys and r = |q − k|, a query visits only its window.
-  void SetUpCompactSkips(const PoolSpec& spec, ConstMatrixView<T> keys,
-                         ConstMatrixView<T> values) {
+  // (arch/fused.h); with sorted 1-D keys and r = |q − k|, a query visits
+  // only its window.
+  void SetUpCompactSkips(const PoolSpec& spec, ConstMatrixView<T> keys) {
     const Kernel kernel = spec.kernel.kernel;
     const bool compact = kernel == Kernel::boxcar ||
                          kernel == Kernel::triangular ||
                          kernel == Kernel::epanechnikov;
     if (!compact || mode_ != detail::FusedRowMode::weights) return;
-    nonfinite_prefix_.assign(values.rows + 1, 0);
-    for (size_t j = 0; j < values.rows; ++j) {
-      const T* row = values.row(j);
-      bool finite = true;
-      for (size_t c = 0; c < values.cols; ++c) finite &= std::isfinite(row[c]);
-      nonfinite_prefix_[j + 1] = nonfinite_prefix_[j] + (finite ? 0 : 1);
-    }
-    plan_.nonfinite_prefix = nonfinite_prefix_.data();
+    plan_.skip_zero_blocks = true;
     if (keys.cols != 1 || spec.distance == Distance::dot ||
         spec.distance == Distance::cosine ||
         plan_.packed_values.panels == nullptr) {
@@ -323,7 +290,6 @@ class FusedJob {
   detail::FusedPlan<T> plan_;
   size_t row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
   std::vector<StateStorage<T>> storage_;
-  std::vector<size_t> nonfinite_prefix_;
 };
 
 // Accumulates all queries over all keys into `state` (FusedJob).
@@ -336,6 +302,8 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                   threads);
   detail::ForEachRowBlock(job.items(), 1, threads,
                           [&](size_t item, size_t) { return job.Run(item); });
+  // Every key hidden: no item ran, the result is the target's all the same.
+  if (job.items() == 0) detail::RecordRunTarget(detail::DispatchedTarget());
   job.Merge();
 }
 
@@ -467,6 +435,9 @@ void RunPoolBatch(const PoolSpec& spec,
               offsets.begin() - 1;
           return jobs[job]->Run(item - offsets[job]);
         });
+    if (offsets.back() == 0) {  // every key hidden (or none)
+      detail::RecordRunTarget(detail::DispatchedTarget());
+    }
     for (size_t j = 0; j < jobs.size(); ++j) {
       jobs[j]->Merge();
       FinishState(mode, spec.normalization, spec.empty_rows, states[j]->view,
@@ -506,16 +477,6 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
       CheckPartial("partial", partial, queries.rows, values.cols);
   detail::RecordRunTarget(0);
   if (queries.rows == 0) return;
-  if (keys.rows == 0) {  // the state of no keys
-    for (size_t i = 0; i < queries.rows; ++i) {
-      state.max[i] = -std::numeric_limits<T>::infinity();
-      state.sum[i] = 0;
-      state.best[i] = 0;
-      std::fill(state.accumulator.row(i),
-                state.accumulator.row(i) + values.cols, T(0));
-    }
-    return;
-  }
   AccumulateAll(spec, plans, queries, keys, values, key_offset, state,
                 detail::ThreadCount(execution));
 }

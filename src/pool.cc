@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "arch/contributions.h"
 #include "arch/stages.h"
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
@@ -62,8 +63,18 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
       });
   if (spec.normalization == Normalization::argmax) {
     GatherWinners(ConstMatrixView<T>(weights), values, out);
-  } else {
+  } else if (detail::AllFinite(values)) {
     weighted_sum(weights, values, out, execution);
+  } else {
+    // Keys that contribute nothing (arch/contributions.h) must not turn
+    // their value rows' NaN and ±inf into 0·NaN.
+    auto zeroed = detail::AllocateBuffer<T>(values.rows * values.cols);
+    const MatrixView<T> finite(zeroed.get(), values.rows, values.cols);
+    detail::CopyZeroingNonFinite(values, finite);
+    weighted_sum(weights, finite, out, execution);
+    detail::AddNonFiniteTerms(plans.normalize, ConstMatrixView<T>(weights),
+                              values, out, 0, 0, 0,
+                              detail::EmptyRowTerms::skip);
   }
 }
 

@@ -43,6 +43,19 @@ std::vector<double> pairwise_distances(Distance metric,
 double kernel(const KernelSpec& spec, Distance input, double value,
               size_t depth, bool logit = false);
 
+// Whether the mask hides key j from query i: past its valid length, after
+// its causal limit, `visible` 0, or a bias of −inf.
+template <typename T>
+bool hidden(const Mask<T>& mask, size_t i, size_t j) {
+  return (mask.valid_lengths && j >= mask.valid_lengths[i]) ||
+         (mask.causal &&
+          static_cast<std::ptrdiff_t>(j) >
+              static_cast<std::ptrdiff_t>(i) + mask.causal_offset) ||
+         (mask.visible.data && mask.visible(i, j) == 0) ||
+         (mask.bias.data &&
+          mask.bias(i, j) == -std::numeric_limits<T>::infinity());
+}
+
 // Normalizes the row-major rows×cols `values` in place, in double, as
 // DESIGN.md §1 stage 3 says; `logits`: values are logits of exponential
 // weights (none → exp, sum and softmax → softmax, argmax → argmax).
@@ -57,11 +70,7 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
     double* row = values.data() + i * cols;
     std::vector<bool> seen(cols);
     for (size_t j = 0; j < cols; ++j) {
-      seen[j] = (!mask.valid_lengths || j < mask.valid_lengths[i]) &&
-                (!mask.causal ||
-                 static_cast<std::ptrdiff_t>(j) <=
-                     static_cast<std::ptrdiff_t>(i) + mask.causal_offset) &&
-                (!mask.visible.data || mask.visible(i, j) != 0);
+      seen[j] = !hidden(mask, i, j);
       if (seen[j] && mask.bias.data) row[j] += mask.bias(i, j);
     }
     // NaN among the visible values: a NaN row. Otherwise the weights.
@@ -127,8 +136,45 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
   }
 }
 
+// The pooled sum of normalized weights (README "Non-finite data"): out(i, c)
+// = Σ weights(i, j)·values(j, c) over the keys j that contribute to query i
+// — not hidden by the mask and, when `zero_weights_count` is false (the
+// weights of a non-exponential kernel under none or sum), with a nonzero
+// weight — summed in double in order of j. A row of NaN weights (a NaN row,
+// or an empty row of the NaN policy) is NaN, one whose weights are all 0 (an
+// empty row of the zero policy) 0, whatever the values.
+template <typename T>
+std::vector<double> pooled_sum(ConstMatrixView<T> weights,
+                               ConstMatrixView<T> values, const Mask<T>& mask,
+                               bool zero_weights_count) {
+  std::vector<double> out(weights.rows * values.cols, 0.0);
+  for (size_t i = 0; i < weights.rows; ++i) {
+    bool empty = true, nan = false;
+    for (size_t j = 0; j < weights.cols; ++j) {
+      empty &= weights(i, j) == T(0);
+      nan |= std::isnan(weights(i, j));
+    }
+    if (nan) {
+      std::fill(out.begin() + i * values.cols,
+                out.begin() + (i + 1) * values.cols,
+                std::numeric_limits<double>::quiet_NaN());
+    }
+    if (empty || nan) continue;
+    for (size_t c = 0; c < values.cols; ++c) {
+      double sum = 0;
+      for (size_t j = 0; j < weights.cols; ++j) {
+        if (hidden(mask, i, j)) continue;
+        if (!zero_weights_count && weights(i, j) == T(0)) continue;
+        sum += double(weights(i, j)) * double(values(j, c));
+      }
+      out[i * values.cols + c] = sum;
+    }
+  }
+  return out;
+}
+
 // Row-major n×dv matrix out(i, c) = Σⱼ weights(i, j) · values(j, c), summed
-// in double in order of j; 0 for m = 0.
+// in double in order of j; 0 for m = 0 (weighted_sum: IEEE, 0·NaN = NaN).
 template <typename T>
 std::vector<double> weighted_sum(ConstMatrixView<T> weights,
                                  ConstMatrixView<T> values) {

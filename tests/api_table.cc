@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "src/reference.h"
+#include "tests/pool_specs.h"
 
 namespace attnpool_test {
 
@@ -222,14 +223,10 @@ std::string VerifyKernel(const attnpool::KernelSpec& spec, Distance input,
 
 // --------------------------------------------------------- normalization
 
-// Whether query i sees key j (DESIGN.md §1 masks).
+// Whether query i sees key j (DESIGN.md §1 masks; a bias of −inf hides).
 template <typename T>
 bool Seen(const attnpool::Mask<T>& mask, size_t i, size_t j) {
-  return (!mask.valid_lengths || j < mask.valid_lengths[i]) &&
-         (!mask.causal ||
-          static_cast<std::ptrdiff_t>(j) <=
-              static_cast<std::ptrdiff_t>(i) + mask.causal_offset) &&
-         (!mask.visible.data || mask.visible(i, j) != 0);
+  return !attnpool::reference::hidden(mask, i, j);
 }
 
 // Normalized weights `got` (rows×cols, of T) against the reference applied
@@ -402,6 +399,44 @@ std::string VerifyWeightedSum(ConstMatrixView<T> weights,
   return report.str();
 }
 
+// The pooled output out = Σ over contributing keys of w·v (the reference's
+// pooled_sum; README "Non-finite data") against the reference, with the
+// bound of weighted_sum.h over the contributing terms.
+template <typename T>
+std::string VerifyPooledSum(ConstMatrixView<T> weights,
+                            ConstMatrixView<T> values, ConstMatrixView<T> out,
+                            const attnpool::Mask<T>& mask,
+                            bool zero_weights_count) {
+  Report report;
+  const auto want = attnpool::reference::pooled_sum(weights, values, mask,
+                                                    zero_weights_count);
+  const size_t m = weights.cols;
+  for (size_t i = 0; i < out.rows && report.ok(); ++i) {
+    for (size_t c = 0; c < out.cols && report.ok(); ++c) {
+      double scale = 0;
+      for (size_t j = 0; j < m; ++j) {
+        const double w = weights(i, j), v = values(j, c);
+        if (attnpool::reference::hidden(mask, i, j) ||
+            (!zero_weights_count && w == 0)) {
+          continue;
+        }
+        // Non-finite factors make the sum non-finite: Close() compares
+        // those (finite ones that overflow are caught below).
+        if (std::isfinite(w) && std::isfinite(v)) scale += std::fabs(w * v);
+      }
+      // As in VerifyWeightedSum: sums beyond the range of T are not compared.
+      if (!(scale <= double(std::numeric_limits<T>::max()) / 4)) continue;
+      const double bound = (m + 1) * kU<T> * scale + (m + 1) * kTiny<T>;
+      const double w = want[i * out.cols + c], g = out(i, c);
+      if (!Close<T>(g, w, bound)) {
+        report.Fail("out (", i, ", ", c, ") got ", g, " want ", w, " bound ",
+                    bound);
+      }
+    }
+  }
+  return report.str();
+}
+
 // -------------------------------------------------------- staged pipeline
 
 // The pipeline's weights and output against: this target's stage 1 (itself
@@ -472,7 +507,8 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
     }
     return report.str();
   }
-  const std::string out_report = VerifyWeightedSum<T>(weights, values, out);
+  const std::string out_report =
+      VerifyPooledSum<T>(weights, values, out, mask, ZeroWeightsCount(spec));
   if (!out_report.empty()) return "out from the weights: " + out_report;
   return "";
 }
@@ -518,13 +554,22 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
   const double blocks = 1 + m / 128.0;
   const double relative = (m + 16 + 8 * blocks) * u + 6 * kExpError<T> +
                           u * (16 * largest_logit + 12);
+  const bool zero_weights_count = ZeroWeightsCount(spec);
   Report report;
   for (size_t i = 0; i < n && report.ok(); ++i) {
     for (size_t c = 0; c < dv && report.ok(); ++c) {
-      double scale = 0;
+      double scale = 0;  // over the keys that contribute
       for (size_t j = 0; j < m; ++j) {
-        scale += std::fabs(double(weights(i, j)) * double(values(j, c)));
+        if (attnpool::reference::hidden(before.mask, i, j) ||
+            (!zero_weights_count && weights(i, j) == 0)) {
+          continue;
+        }
+        const double w = weights(i, j), v = values(j, c);
+        // Non-finite factors make both sums non-finite: Close() compares
+        // those (finite ones that overflow are not compared, below).
+        if (std::isfinite(w) && std::isfinite(v)) scale += std::fabs(w * v);
       }
+      if (!(scale <= double(std::numeric_limits<T>::max()) / 4)) continue;
       const double got = fused(i, c), want = staged(i, c);
       const bool argmax = spec.normalization == Normalization::argmax;
       const double bound = argmax ? 0 : relative * scale + 4 * kTiny<T>;

@@ -6,6 +6,16 @@
 
 namespace attnpool_test {
 
+// Whether a zero weight still counts in the pooled sum of `spec` (0·NaN
+// reaches the output): everywhere but the weights of non-exponential kernels
+// under none and sum, which contribute nothing where they are 0 (README
+// "Non-finite data").
+inline bool ZeroWeightsCount(const attnpool::PoolSpec& spec) {
+  return attnpool::is_exponential(spec.kernel.kernel) ||
+         (spec.normalization != attnpool::Normalization::none &&
+          spec.normalization != attnpool::Normalization::sum);
+}
+
 inline const attnpool::PoolSpec kPoolSpecs[] = {
     {attnpool::Distance::sqeuclidean,
      {attnpool::Kernel::gaussian, 2.0},

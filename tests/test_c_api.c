@@ -1081,6 +1081,50 @@ static void test_thread_local_error(void) {
   CHECK(strcmp(attnpool_last_error_argument(), "distance") == 0);
 }
 
+/* A KV cache padded past its valid lengths with NaN and +-inf: the fused and
+ * staged pools give the bits of the same call with finite padding. */
+static void test_hidden_padding(void) {
+  enum { PN = 5, PM = 600, PD = 16, PV = 4, FILLED = 280 };
+  static float q[PN * PD], k[PM * PD], v[PM * PV], padded_k[PM * PD],
+      padded_v[PM * PV], clean[PN * PV], dirty[PN * PV], weights[PN * PM];
+  const size_t lengths[PN] = {280, 1, 137, 0, 200};
+  const float specials[3] = {NAN, INFINITY, -INFINITY};
+  unsigned state = 12345;
+  attnpool_pool_spec spec = attnpool_pool_spec_init();
+  attnpool_mask mask;
+  fill_uniform(q, PN * PD, &state, -1, 1);
+  fill_uniform(k, PM * PD, &state, -1, 1);
+  fill_uniform(v, PM * PV, &state, -1, 1);
+  memcpy(padded_k, k, sizeof(k));
+  memcpy(padded_v, v, sizeof(v));
+  for (int e = FILLED * PD; e < PM * PD; ++e) padded_k[e] = specials[e % 3];
+  for (int e = FILLED * PV; e < PM * PV; ++e) padded_v[e] = specials[e % 3];
+  memset(&mask, 0, sizeof(mask));
+  mask.valid_lengths = lengths;
+  spec.distance = ATTNPOOL_DOT;
+  spec.kernel.kernel = ATTNPOOL_KERNEL_EXP;
+  spec.normalization = ATTNPOOL_NORMALIZE_SOFTMAX;
+  spec.empty_rows = ATTNPOOL_EMPTY_ROWS_ZERO;
+  {
+    const attnpool_const_matrix cq = {q, PN, PD, 0}, ck = {k, PM, PD, 0},
+                                cv = {v, PM, PV, 0}, pk = {padded_k, PM, PD, 0},
+                                pv = {padded_v, PM, PV, 0};
+    const attnpool_matrix co = {clean, PN, PV, 0}, po = {dirty, PN, PV, 0},
+                          w = {weights, PN, PM, 0};
+    CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &cq, &ck, &cv, &co, &mask,
+                        NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &cq, &pk, &pv, &po, &mask,
+                        NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(clean, dirty, sizeof(clean)) == 0);
+    CHECK(attnpool_pool_staged(ATTNPOOL_FLOAT32, &spec, &cq, &ck, &cv, &co, &w,
+                               &mask, NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pool_staged(ATTNPOOL_FLOAT32, &spec, &cq, &pk, &pv, &po, &w,
+                               &mask, NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(clean, dirty, sizeof(clean)) == 0);
+    for (int e = 0; e < PN * PV; ++e) CHECK(isfinite(clean[e]));
+  }
+}
+
 int main(void) {
   char targets[256];
   fill();
@@ -1111,6 +1155,7 @@ int main(void) {
     test_multi_head();
     test_linear();
     test_shards();
+    test_hidden_padding();
     test_regression();
     printf("%-8s %s\n", name, failures == before ? "ok" : "FAILED");
   }

@@ -159,6 +159,38 @@ class CliTest(unittest.TestCase):
         np.testing.assert_allclose(np.load(self.path("out.npy")), expected, rtol=1e-11,
                                    atol=1e-12)
 
+    def test_hidden_padding_is_never_seen(self):
+        """A KV cache padded past its valid lengths with NaN and +-inf: pool (fused), pool
+        --weights (staged) and sdpa give the bits of the same call with finite padding."""
+        n, m, d, dv, length = 6, 700, 16, 4, 300
+        q = self.rng.standard_normal((n, d)).astype(np.float32)
+        k = self.rng.standard_normal((m, d)).astype(np.float32)
+        v = self.rng.standard_normal((m, dv)).astype(np.float32)
+        lengths = self.rng.integers(1, length + 1, n).astype(np.int64)
+        specials = np.array([np.nan, np.inf, -np.inf], np.float32)
+        padded_k, padded_v = k.copy(), v.copy()
+        padded_k[length:] = specials[np.arange((m - length) * d) % 3].reshape(-1, d)
+        padded_v[length:] = specials[np.arange((m - length) * dv) % 3].reshape(-1, dv)
+        common = ["--valid-lengths", self.save("l.npy", lengths)]
+        runs = {
+            "pool": ["pool", "--queries", self.save("q.npy", q), "--distance", "dot",
+                     "--kernel", "exp", "--normalize", "softmax"],
+            "pool --weights": ["pool", "--queries", self.path("q.npy"), "--distance", "dot",
+                               "--kernel", "exp", "--normalize", "softmax",
+                               "--weights", self.path("w.npy")],
+            "sdpa": ["sdpa", "--queries", self.path("q.npy")],
+        }
+        for name, args in runs.items():
+            with self.subTest(name):
+                outputs = []
+                for keys, values in ((k, v), (padded_k, padded_v)):
+                    self.run_cli(*args, *common, "--keys", self.save("k.npy", keys),
+                                 "--values", self.save("v.npy", values),
+                                 "-o", self.path("out.npy"))
+                    outputs.append(np.load(self.path("out.npy")))
+                self.assertTrue(np.all(np.isfinite(outputs[0])))
+                self.assertEqual(outputs[0].tobytes(), outputs[1].tobytes())
+
     def test_causal_and_visible_masks_across_calls(self):
         n, m = 23, 23
         x = np.sort(self.rng.uniform(0, 5, m))

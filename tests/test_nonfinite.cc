@@ -351,10 +351,11 @@ ATTNPOOL_TEST_EACH_TARGET(WeightedSumDouble, "nonfinite.weighted_sum.double",
 
 // The pipelines, staged and fused alike: a NaN in key j poisons exactly the
 // queries that see key j (a mask that hides it protects them); a NaN in
-// values(j, c) reaches column c of every output row (out = W·V, 0·NaN =
-// NaN), hidden key or not, except under argmax, which copies the winner's
+// values(j, c) reaches column c of the rows of the queries that see key j
+// (even with weight 0 there: 0·NaN = NaN), and no other row (a hidden key
+// contributes nothing), except under argmax, which copies the winner's
 // value row; the constant kernel ignores distances, so a NaN key changes
-// nothing there.
+// nothing there. (tests/test_hidden_keys.cc: every pool, bitwise.)
 template <typename T>
 void PipelinePolicy() {
   const size_t n = 8, m = 11, d = 3, dv = 4;
@@ -410,16 +411,19 @@ void PipelinePolicy() {
       attnpool::attention_pool_staged(spec, queries.view(), keys.view(),
                                       values.view(), staged.view(), weights,
                                       mask);
-      values(3, 2) = kNaN<T>;
+      values(3, 2) = kNaN<T>;  // key 3: seen by every query
+      values(9, 1) = kNaN<T>;  // key 9: hidden from queries 0-3
       pool(spec, queries.view(), keys.view(), values.view(), out.view(), mask,
            {});
       for (size_t i = 0; i < n; ++i) {
+        const bool argmax = spec.normalization == Normalization::argmax;
         const bool copies_key_3 = weights(i, 3) == T(1);
+        const bool copies_key_9 = weights(i, 9) == T(1);
         for (size_t c = 0; c < dv; ++c) {
           INFO("value NaN: (" << i << ", " << c << ") " << out(i, c));
-          const bool argmax = spec.normalization == Normalization::argmax;
           REQUIRE(std::isnan(out(i, c)) ==
-                  (c == 2 && (!argmax || copies_key_3)));
+                  ((c == 2 && (!argmax || copies_key_3)) ||
+                   (c == 1 && i >= 4 && (!argmax || copies_key_9))));
         }
       }
     }

@@ -36,7 +36,8 @@ struct Mask {
   bool causal = false;
   std::ptrdiff_t causal_offset = 0;
   // n×m, added to the scores before a softmax (exp-family weights: to the
-  // logits). Not allowed with `sum` of non-exponential weights.
+  // logits); −inf hides the key, whatever its score (NaN too). Needs
+  // scores: softmax, argmax or an exponential kernel.
   MatrixView<const T> bias;
   // n×m, 0 hides the key from the query.
   MatrixView<const uint8_t> visible;

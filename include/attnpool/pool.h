@@ -31,11 +31,12 @@ struct PoolSpec {
 // stages' stated tolerances) in one streaming pass over blocks of keys with a
 // running max, sum and accumulator per query (FlashAttention-2 style). It
 // never forms the n×m weights: extra memory is a packed copy of the keys
-// (m×d) plus a few hundred KiB per thread. Key blocks that a valid-length or
-// causal mask hides from every query of a block are skipped. Results are
-// bitwise identical for every thread count. Non-finite data gives NaN
-// exactly where attention_pool_staged does, skipped keys' values included.
-// queries n×d, keys m×d, values m×dv, out n×dv. Throws attnpool::Error
+// (m×d) plus a few hundred KiB per thread. Keys that the valid lengths or
+// the causal mask hide from every query are never read (not even packed),
+// and key blocks they hide from a whole block of queries are not visited.
+// Results are bitwise identical for every thread count. Hidden keys and
+// non-finite data as attention_pool_staged says: NaN exactly where it has
+// NaN. queries n×d, keys m×d, values m×dv, out n×dv. Throws attnpool::Error
 // naming the argument on invalid input, before writing anything.
 void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
                     ConstMatrixView<float> keys, ConstMatrixView<float> values,
@@ -127,12 +128,19 @@ void attention_pool_finish(const PoolSpec& spec,
 // a full pass, writing the n×m normalized weights to `weights` (for heatmaps
 // and inspection; it is also the only workspace). queries n×d, keys m×d,
 // values m×dv, out n×dv. Throws attnpool::Error naming the argument on
-// invalid input, before writing anything. Non-finite data passes through
-// the stages' rules: a NaN in query i makes row i NaN, a NaN in key j the
-// rows of the queries that see key j (not under `constant`, which ignores
-// distances), a NaN in values(j, c) column c of every row (out = W·V,
-// 0·NaN = NaN), except under argmax, whose rows are the winner's value row,
-// copied (README "Non-finite data").
+// invalid input, before writing anything.
+// A key contributes nothing to a query — whatever its key and value rows
+// hold, NaN and ±inf included — when a mask hides it (past the valid
+// length, after the causal limit, `visible` 0, bias −inf), or when its
+// weight is exactly 0 under none or sum of a non-exponential kernel
+// (outside a compact kernel's support): out(i, :) = Σ wᵢⱼ·vⱼ over the other
+// keys, in IEEE arithmetic on those terms, and a row without any follows
+// `empty_rows`. So a NaN in query i makes row i NaN, a NaN in key j the rows
+// of the queries that see key j (not under `constant`, which ignores
+// distances), a NaN in values(j, c) column c of the rows of the queries key
+// j contributes to — even where its weight is 0 there, an exponential
+// weight that underflowed (0·NaN) — except under argmax, whose rows are the
+// winner's value row, copied (README "Non-finite data").
 void attention_pool_staged(const PoolSpec& spec, ConstMatrixView<float> queries,
                            ConstMatrixView<float> keys,
                            ConstMatrixView<float> values, MatrixView<float> out,

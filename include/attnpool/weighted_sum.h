@@ -18,7 +18,8 @@ namespace attnpool {
 // Non-finite values follow IEEE arithmetic: a NaN in values(j, c) makes
 // out(i, c) NaN for every i, even where weights(i, j) = 0 (0·NaN = NaN; an
 // infinite value with a zero weight likewise), and a NaN weights(i, j) makes
-// row i NaN. Hidden keys therefore do not shield their values' NaN. Where
+// row i NaN: this stage is BLAS's W·V. (The pools leave out the keys that
+// contribute nothing instead: pool.h.) Where
 // finite products or partial sums exceed the range of T, an output is ±inf
 // or NaN depending on the target (a fused multiply-add does not overflow
 // where a separate multiply does).
