@@ -3,6 +3,7 @@
 
 #include <attnpool/execution.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -17,12 +18,13 @@ namespace detail {
 int ThreadCount(const Execution& execution);
 
 // Runs block(begin, end) over [0, rows) in fixed blocks of `block_rows`, on
-// `threads` OpenMP threads. Blocks do not depend on the thread count, so
-// neither do results. `block` returns the target bit it ran on, which is
-// recorded for last_run_target().
-// An exception thrown by a block (std::bad_alloc of its scratch) must not
-// leave the OpenMP region (that terminates the process): the first one is
-// kept, the remaining blocks are skipped, and it is rethrown after the loop.
+// `threads` OpenMP threads, at most one per block (one block, or one thread,
+// runs on the calling thread without an OpenMP region). Blocks do not depend on
+// the thread count, so neither do results. `block` returns the target bit it
+// ran on, which is recorded for last_run_target(). An exception thrown by a
+// block (std::bad_alloc of its scratch) must not leave the OpenMP region (that
+// terminates the process): the first one is kept, the remaining blocks are
+// skipped, and it is rethrown after the loop.
 template <class Block>
 void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
                      const Block& block) {
@@ -30,9 +32,8 @@ void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
   std::atomic<bool> failed{false};
   std::exception_ptr failure;
   const long blocks = static_cast<long>((rows + block_rows - 1) / block_rows);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (long index = 0; index < blocks; ++index) {
-    if (failed.load(std::memory_order_relaxed)) continue;
+  const auto run = [&](long index) {
+    if (failed.load(std::memory_order_relaxed)) return;
     const size_t begin = static_cast<size_t>(index) * block_rows;
     const size_t end = rows - begin < block_rows ? rows : begin + block_rows;
     try {
@@ -41,6 +42,14 @@ void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
 #pragma omp critical(attnpool_block_failure)
       if (!failed.exchange(true)) failure = std::current_exception();
     }
+  };
+  if (threads <= 1 || blocks <= 1) {
+    // No OpenMP region at all: small calls pay nothing for threads.
+    for (long index = 0; index < blocks; ++index) run(index);
+  } else {
+    const int team = static_cast<int>(std::min<long>(threads, blocks));
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+    for (long index = 0; index < blocks; ++index) run(index);
   }
   if (failure) std::rethrow_exception(failure);
   RecordRunTarget(ran.load());

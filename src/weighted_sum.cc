@@ -3,7 +3,6 @@
 #include <attnpool/weighted_sum.h>
 
 #include <algorithm>
-#include <atomic>
 #include <new>
 
 #include "arch/weighted_sum.h"
@@ -54,15 +53,11 @@ void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   hwy::AlignedFreeUniquePtr<T[]> packed;
   if (packed_size != 0) {
     packed = detail::AllocateBuffer<T>(packed_size);
-    const size_t pack_calls = (depth + kPackRows - 1) / kPackRows;
-    const int pack_threads =
-        static_cast<int>(std::min<size_t>(threads, pack_calls));
-#pragma omp parallel for num_threads(pack_threads) schedule(static)
-    for (long call = 0; call < static_cast<long>(pack_calls); ++call) {
-      const size_t begin = static_cast<size_t>(call) * kPackRows;
-      detail::PackWeightedSumValues(
-          values, begin, std::min(depth, begin + kPackRows), packed.get());
-    }
+    detail::ForEachRowBlock(depth, kPackRows, threads,
+                            [&](size_t begin, size_t end) {
+                              return detail::PackWeightedSumValues(
+                                  values, begin, end, packed.get());
+                            });
   }
 
   // Work items: row blocks × column ranges. The columns are split only when
@@ -81,22 +76,14 @@ void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   const size_t columns_per_call = panels_per_call * panel_width;
   column_calls = (panel_count + panels_per_call - 1) / panels_per_call;
   const size_t calls = row_calls * column_calls;
-  const int call_threads = static_cast<int>(std::min<size_t>(threads, calls));
-
-  std::atomic<int64_t> ran{0};
-#pragma omp parallel for num_threads(call_threads) schedule(dynamic, 1)
-  for (long call = 0; call < static_cast<long>(calls); ++call) {
-    const size_t row_begin =
-        static_cast<size_t>(call) / column_calls * kRowBlock;
-    const size_t column_begin =
-        static_cast<size_t>(call) % column_calls * columns_per_call;
-    const int64_t target = detail::WeightedSumRows(
+  detail::ForEachRowBlock(calls, 1, threads, [&](size_t call, size_t) {
+    const size_t row_begin = call / column_calls * kRowBlock;
+    const size_t column_begin = call % column_calls * columns_per_call;
+    return detail::WeightedSumRows(
         weights, values, packed.get(), out, row_begin,
         std::min(rows, row_begin + kRowBlock), column_begin,
         std::min(columns, column_begin + columns_per_call));
-    ran.store(target, std::memory_order_relaxed);
-  }
-  detail::RecordRunTarget(ran.load());
+  });
 }
 
 }  // namespace
