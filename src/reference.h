@@ -66,9 +66,10 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
   const double infinity = std::numeric_limits<double>::infinity();
   const bool scores = logits || normalization == Normalization::softmax ||
                       normalization == Normalization::argmax;
+  std::vector<bool> seen(cols);
+  std::vector<double> weight(cols);
   for (size_t i = 0; i < rows; ++i) {
     double* row = values.data() + i * cols;
-    std::vector<bool> seen(cols);
     for (size_t j = 0; j < cols; ++j) {
       seen[j] = !hidden(mask, i, j);
       if (seen[j] && mask.bias.data) row[j] += mask.bias(i, j);
@@ -76,7 +77,7 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
     // NaN among the visible values: a NaN row. Otherwise the weights.
     bool has_nan = false, empty = true;
     for (size_t j = 0; j < cols; ++j) has_nan |= seen[j] && std::isnan(row[j]);
-    std::vector<double> weight(cols, 0.0);
+    std::fill(weight.begin(), weight.end(), 0.0);
     if (normalization == Normalization::argmax) {
       double best = -infinity;
       size_t winner = cols;

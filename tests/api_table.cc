@@ -57,6 +57,10 @@ constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 template <typename T>
 constexpr double kTiny = std::numeric_limits<T>::min();
 
+// The relative change e^error − 1 of exp(x) when x is off by `error`
+// (first order: error), kept finite so that 0 times it is 0.
+double ExpFactor(double error) { return std::min(std::expm1(error), 1e300); }
+
 // Collects the first disagreement.
 class Report {
  public:
@@ -104,55 +108,51 @@ std::vector<double> Dense(ConstMatrixView<T> view) {
 
 // ------------------------------------------------------------- distances
 
+// The bound of distance.h on out(i, j) = distance(q, k), in double, around
+// the reference value `want`.
+template <typename T>
+double DistanceBound(Distance distance, const double* q, const double* k,
+                     size_t depth, double want) {
+  const double u = kU<T>;
+  double q_norm = 0, k_norm = 0, products = 0;
+  for (size_t p = 0; p < depth; ++p) {
+    q_norm += q[p] * q[p];
+    k_norm += k[p] * k[p];
+    products += std::fabs(q[p] * k[p]);
+  }
+  switch (distance) {
+    case Distance::dot:
+      return (depth + 1) * u * products;
+    case Distance::cosine:
+      return q_norm > 0 && k_norm > 0
+                 ? (depth + 6) * u *
+                       (products / std::sqrt(q_norm * k_norm) + std::fabs(want))
+                 : 0;
+    case Distance::manhattan:
+      return (depth + 1) * u * want;
+    case Distance::sqeuclidean:
+      return want == 0 ? 0 : (2 * depth + 8) * u * (q_norm + k_norm);
+    case Distance::euclidean:
+      return want == 0 ? 0
+                       : std::sqrt((2 * depth + 8) * u * (q_norm + k_norm)) +
+                             2 * u * want;
+  }
+  return 0;
+}
+
 template <typename T>
 std::string VerifyDistances(Distance distance, ConstMatrixView<T> queries,
                             ConstMatrixView<T> keys, ConstMatrixView<T> out) {
   Report report;
   const size_t depth = queries.cols;
-  const double u = kU<T>;
   const std::vector<double> q_all = Dense(queries), k_all = Dense(keys);
-  std::vector<double> k_norms(keys.rows, 0.0);
-  for (size_t j = 0; j < keys.rows; ++j) {
-    for (size_t p = 0; p < depth; ++p) {
-      k_norms[j] += k_all[j * depth + p] * k_all[j * depth + p];
-    }
-  }
   for (size_t i = 0; i < queries.rows && report.ok(); ++i) {
     const double* q = q_all.data() + i * depth;
-    double q_norm = 0;
-    for (size_t p = 0; p < depth; ++p) q_norm += q[p] * q[p];
     for (size_t j = 0; j < keys.rows && report.ok(); ++j) {
       const double* k = k_all.data() + j * depth;
-      const double k_norm = k_norms[j];
-      double products = 0;
-      for (size_t p = 0; p < depth; ++p) products += std::fabs(q[p] * k[p]);
       const double want = attnpool::reference::distance(distance, q, k, depth);
       const double got = out(i, j);
-      double bound = 0;
-      switch (distance) {  // distance.h
-        case Distance::dot:
-          bound = (depth + 1) * u * products;
-          break;
-        case Distance::cosine:
-          bound = q_norm > 0 && k_norm > 0
-                      ? (depth + 6) * u *
-                            (products / std::sqrt(q_norm * k_norm) +
-                             std::fabs(want))
-                      : 0;
-          break;
-        case Distance::manhattan:
-          bound = (depth + 1) * u * want;
-          break;
-        case Distance::sqeuclidean:
-          bound = want == 0 ? 0 : (2 * depth + 8) * u * (q_norm + k_norm);
-          break;
-        case Distance::euclidean:
-          bound = want == 0
-                      ? 0
-                      : std::sqrt((2 * depth + 8) * u * (q_norm + k_norm)) +
-                            2 * u * want;
-          break;
-      }
+      double bound = DistanceBound<T>(distance, q, k, depth, want);
       bound += 4 * kTiny<T>;
       if (!Close<T>(got, want, bound)) {
         report.Fail(attnpool::distance_name(distance), " (", i, ", ", j,
@@ -250,9 +250,9 @@ std::string CompareNormalized(Normalization normalization, bool logits,
   const double fill = empty_rows == EmptyRows::nan
                           ? std::numeric_limits<double>::quiet_NaN()
                           : 0.0;
+  std::vector<double> seen(cols);
   for (size_t i = 0; i < rows && report.ok(); ++i) {
     // The row as the normalization sees it, and its largest visible entry.
-    std::vector<double> seen(cols);
     double largest = -std::numeric_limits<double>::infinity();
     bool negative = false, positive = false;
     for (size_t j = 0; j < cols; ++j) {
@@ -341,15 +341,23 @@ std::string CompareNormalized(Normalization normalization, bool logits,
       } else if (normalization == Normalization::none && !logits) {
         bound = 0;  // weights as they are
       } else if (scores && normalization != Normalization::none) {
-        // softmax (normalize.h): (m + 8)·u + 2 exps + u·|aᵢ − max|, the
-        // scores rounded to T once (bias) or a few times (logits).
-        bound = ((cols + 8) * u + 2 * kExpError<T> +
-                 4 * u * (magnitude(seen[j]) + magnitude(largest)) + relative) *
-                    w +
+        // softmax (normalize.h): (m + 8)·u + 2 exps, and the error of the
+        // exponent aᵢ − max — u·|aᵢ − max|, the scores rounded to T once
+        // (bias) or a few times (logits) — which moves the weight by a
+        // factor e^error (first order: error; not so for huge logits).
+        const double exponent =
+            4 * u * (magnitude(seen[j]) + magnitude(largest)) + relative;
+        bound = ((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent)) * w +
                 kTiny<T>;
+        // A weight that underflows in double may not in T, off by e^error:
+        // at most e^(aᵢ − max + error) (the max's weight ≤ 1).
+        if (w == 0 && std::isfinite(seen[j]) && std::isfinite(largest)) {
+          bound += std::exp(std::min(0.0, seen[j] - largest + exponent));
+        }
       } else {  // sum of weights, none of exp(logits)
-        bound = ((cols + 8) * u + 2 * kExpError<T> +
-                 (logits ? 4 * u * magnitude(seen[j]) : 0) + relative) *
+        const double exponent =
+            (logits ? 4 * u * magnitude(seen[j]) : 0) + relative;
+        bound = ((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent)) *
                     std::fabs(w) +
                 kTiny<T>;
       }
@@ -447,7 +455,8 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
                            const attnpool::Mask<T>& mask,
                            ConstMatrixView<T> queries, ConstMatrixView<T> keys,
                            ConstMatrixView<T> values, ConstMatrixView<T> out,
-                           ConstMatrixView<T> weights) {
+                           ConstMatrixView<T> weights,
+                           double* largest_logit = nullptr) {
   Report report;
   const size_t n = queries.rows, m = keys.rows, dv = values.cols;
   if (m == 0) {  // every row empty
@@ -485,6 +494,7 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
       }
     }
   }
+  if (logits && largest_logit != nullptr) *largest_logit = largest;
   // The target rounds each logit a few times in T: u·|ℓ| per weight.
   const double relative = logits ? 8 * kU<T> * largest + 6 * kU<T> : 0;
   const std::string weights_report =
@@ -515,6 +525,44 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
 
 // ----------------------------------------------------------------- fused
 
+// The largest error of an exponential kernel's logit that the distances'
+// rounding (distance.h) causes, over every finite pair: |scale| times the
+// score's bound for exp; for the Gaussian, r²'s bound (or r's, times 2r)
+// over 2h². 0 for the other kernels.
+template <typename T>
+double LogitErrorOfDistances(const attnpool::PoolSpec& spec,
+                             ConstMatrixView<T> queries,
+                             ConstMatrixView<T> keys) {
+  const Kernel kernel = spec.kernel.kernel;
+  if (!attnpool::is_exponential(kernel)) return 0;
+  const size_t depth = queries.cols;
+  const double h = spec.kernel.bandwidth;
+  const double scale = spec.kernel.scale
+                           ? std::fabs(*spec.kernel.scale)
+                           : (depth == 0 ? 1 : 1 / std::sqrt(double(depth)));
+  const std::vector<double> q_all = Dense(queries), k_all = Dense(keys);
+  double largest = 0;
+  for (size_t i = 0; i < queries.rows; ++i) {
+    for (size_t j = 0; j < keys.rows; ++j) {
+      const double* q = q_all.data() + i * depth;
+      const double* k = k_all.data() + j * depth;
+      const double r =
+          attnpool::reference::distance(spec.distance, q, k, depth);
+      const double bound = DistanceBound<T>(spec.distance, q, k, depth, r);
+      double error = 0;
+      if (kernel == Kernel::exp) {
+        error = scale * bound;
+      } else if (spec.distance == Distance::sqeuclidean) {
+        error = bound / (2 * h * h);
+      } else {
+        error = (2 * r + bound) * bound / (2 * h * h);
+      }
+      if (std::isfinite(error)) largest = std::max(largest, error);
+    }
+  }
+  return largest;
+}
+
 // A fused result (attention_pool, or its shards merged) against the staged
 // pipeline on the same target, itself checked against the reference: both
 // are Σⱼ wᵢⱼ vⱼc with weights that differ by the online rescaling (a few u
@@ -533,44 +581,46 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
       staged(staged_storage.data(), n, dv);
   attnpool::attention_pool_staged(spec, queries, keys, values, staged, weights,
                                   before.mask, before.execution);
-  const std::string staged_report = VerifyPipeline<T>(
-      spec, before.mask, queries, keys, values, staged, weights);
-  if (!staged_report.empty()) return "staged: " + staged_report;
   // The largest finite |logit| (the exps' argument error grows with it).
   double largest_logit = 0;
-  if (attnpool::is_exponential(spec.kernel.kernel) && m != 0) {
-    std::vector<T> scratch(n * m);
-    const MatrixView<T> scores(scratch.data(), n, m);
-    attnpool::pairwise_distances(spec.distance, queries, keys, scores);
-    for (size_t i = 0; i < n * m; ++i) {
-      const double logit = attnpool::reference::kernel(
-          spec.kernel, spec.distance, scratch[i], queries.cols, true);
-      if (std::isfinite(logit)) {
-        largest_logit = std::max(largest_logit, std::fabs(logit));
-      }
-    }
-  }
+  const std::string staged_report =
+      VerifyPipeline<T>(spec, before.mask, queries, keys, values, staged,
+                        weights, &largest_logit);
+  if (!staged_report.empty()) return "staged: " + staged_report;
   const double u = kU<T>;
   const double blocks = 1 + m / 128.0;
-  const double relative = (m + 16 + 8 * blocks) * u + 6 * kExpError<T> +
-                          u * (16 * largest_logit + 12);
+  // The logits' rounding moves weights by a factor e^error (first order:
+  // error; not so for huge logits), and so do the distances both paths
+  // form, each within distance.h's bound but in their own order.
+  const double relative =
+      (m + 16 + 8 * blocks) * u + 6 * kExpError<T> +
+      ExpFactor(u * (16 * largest_logit + 12) +
+                2 * LogitErrorOfDistances<T>(spec, queries, keys));
   const bool zero_weights_count = ZeroWeightsCount(spec);
   Report report;
   for (size_t i = 0; i < n && report.ok(); ++i) {
     for (size_t c = 0; c < dv && report.ok(); ++c) {
       double scale = 0;  // over the keys that contribute
+      bool infinite_value = false;
       for (size_t j = 0; j < m; ++j) {
         if (attnpool::reference::hidden(before.mask, i, j) ||
             (!zero_weights_count && weights(i, j) == 0)) {
           continue;
         }
         const double w = weights(i, j), v = values(j, c);
+        infinite_value |= std::isinf(v);
         // Non-finite factors make both sums non-finite: Close() compares
         // those (finite ones that overflow are not compared, below).
         if (std::isfinite(w) && std::isfinite(v)) scale += std::fabs(w * v);
       }
       if (!(scale <= double(std::numeric_limits<T>::max()) / 4)) continue;
       const double got = fused(i, c), want = staged(i, c);
+      // An infinite value whose weight underflows to 0 in one path and not
+      // in the other (the online rescaling): 0·inf = NaN there, ±inf here.
+      if (infinite_value && !std::isfinite(got) && !std::isfinite(want) &&
+          (std::isnan(got) || std::isnan(want))) {
+        continue;
+      }
       const bool argmax = spec.normalization == Normalization::argmax;
       const double bound = argmax ? 0 : relative * scale + 4 * kTiny<T>;
       if (!Close<T>(got, want, bound)) {
@@ -826,7 +876,9 @@ Workspace<T>::Workspace(const Api<T>& api, const Sizes& sizes,
   }
   // Guards: as large as any view plus one row, so that a view moved onto
   // another's storage (the overlap tests) stays inside the arena.
-  const size_t guard = huge ? 64 : largest + 16;
+  const size_t guard = layout.guard != 0 ? layout.guard
+                       : huge            ? 64
+                                         : largest + 16;
   size_t next = guard;
   for (const auto& shape : shapes) {
     Region region;
@@ -993,7 +1045,7 @@ template <typename T>
 bool Workspace<T>::Untouched(const std::vector<unsigned char>& snapshot) const {
   const std::vector<unsigned char> now = Snapshot();
   if (now.size() != snapshot.size()) return false;
-  std::vector<bool> written(arena_elements_, false);
+  std::vector<char> written(arena_elements_, 0);
   for (size_t s = 0; s < api_.slots.size(); ++s) {
     if (api_.slots[s].role == Role::input) continue;
     const MatrixView<T>& view = args.views[s];
@@ -1001,7 +1053,7 @@ bool Workspace<T>::Untouched(const std::vector<unsigned char>& snapshot) const {
     const size_t begin = static_cast<size_t>(view.data - arena_);
     for (size_t r = 0; r < view.rows; ++r) {
       for (size_t c = 0; c < view.cols; ++c) {
-        written[begin + r * view.stride + c] = true;
+        written[begin + r * view.stride + c] = 1;
       }
     }
   }

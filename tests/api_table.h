@@ -109,6 +109,11 @@ struct Layout {
   // and the storage is reserved address space (mmap) of which only the rows
   // are touched, so that element offsets can pass 2³² cheaply.
   size_t huge_stride = 0;
+  // Elements of the guard gap after each matrix; 0: as many as the largest
+  // matrix plus a row, so that a view moved onto another's storage (the
+  // overlap tests) stays inside the arena. The fuzzer's small guards still
+  // catch writes just past a view.
+  size_t guard = 0;
 };
 
 // Storage for one call of a row: every slot (and, for rows with masks, a

@@ -35,9 +35,12 @@ struct PoolSpec {
 // the causal mask hide from every query are never read (not even packed),
 // and key blocks they hide from a whole block of queries are not visited.
 // Results are bitwise identical for every thread count. Hidden keys and
-// non-finite data as attention_pool_staged says: NaN exactly where it has
-// NaN. queries n×d, keys m×d, values m×dv, out n×dv. Throws attnpool::Error
-// naming the argument on invalid input, before writing anything.
+// non-finite data as attention_pool_staged says: non-finite exactly where
+// it is, NaN where it has NaN — but an infinite value whose weight
+// underflows to 0 here and not there (or there and not here) gives NaN
+// (0·inf) on that side and ±inf on the other. queries n×d, keys m×d, values
+// m×dv, out n×dv. Throws attnpool::Error naming the argument on invalid
+// input, before writing anything.
 void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
                     ConstMatrixView<float> keys, ConstMatrixView<float> values,
                     MatrixView<float> out, const Mask<float>& mask = {},

@@ -20,11 +20,19 @@ def size(n):
     return 224 + (n - 25) // 9
 
 
+def decoded(byte):
+    """The size that DecodeSize reads from a byte."""
+    return byte % 25 if byte < 224 else 25 + 9 * (byte - 224)
+
+
 def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
          normalization, flags=0, padding=1, offset=1, threads=2, causal=3,
          rng=None):
-    head = [api, flags | (1 if double else 0), size(n), size(m), size(d),
-            size(dv), padding + 4 * offset, threads, distance, kernel,
+    sizes = [decoded(size(x)) for x in (n, m, d, dv)]
+    # A large input: bit 128 of the flags, layout and threads bytes.
+    large = 128 if sizes[0] * sizes[1] * (sizes[2] + sizes[3] + 1) > 1 << 12 else 0
+    head = [api, flags | large | (1 if double else 0), size(n), size(m), size(d),
+            size(dv), padding + 4 * offset + large, threads | large, distance, kernel,
             bandwidth, scale, normalization, causal & 0xFF]
     body = [rng.randrange(256) for _ in range(4096 - len(head))]
     return bytes(head + body)
