@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -15,6 +16,30 @@ namespace attnpool_test {
 // Seed of every randomized test: fixed, and printed (INFO) on failure so a
 // failing case can be rerun alone.
 constexpr uint64_t kSeed = 20261126;
+
+// The thinned sweep (ATTNPOOL_TEST_SWEEP=thin: tools/test-arm.sh sets it
+// under emulation, where programs run 30-100 times slower): the large
+// sweeps run a subset of their cases, chosen so that every kernel, shape
+// class and fused path still runs on every target. Natively, the full sweep.
+inline bool ThinSweep() {
+  static const bool thin = [] {
+    const char* sweep = std::getenv("ATTNPOOL_TEST_SWEEP");
+    return sweep != nullptr && std::strcmp(sweep, "thin") == 0;
+  }();
+  return thin;
+}
+
+// Whether case `index` of a sweep runs: always in the full sweep; in the
+// thinned one, one case in `stride`, rotated by `rotation` (e.g. the index
+// of the spec it runs with) so that every case runs for some rotation.
+inline bool InSweep(size_t index, size_t rotation = 0, size_t stride = 3) {
+  return !ThinSweep() || (index + rotation) % stride == 0;
+}
+
+// `full` natively, `thin` in the thinned sweep.
+inline size_t SweepCount(size_t full, size_t thin) {
+  return ThinSweep() ? thin : full;
+}
 
 // Unit roundoff of T: 2⁻²⁴ for float, 2⁻⁵³ for double.
 template <typename T>

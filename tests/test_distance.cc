@@ -138,6 +138,7 @@ void SweepShapes() {
     for (size_t depth : kDepths) {
       // Rows and keys paired up so the sweep stays small under emulation.
       for (size_t s = 0; s < std::size(kKeyCounts); ++s) {
+        if (!InSweep(s, depth + metric)) continue;
         const size_t rows = kRowCounts[(s + depth) % std::size(kRowCounts)];
         const size_t key_count = kKeyCounts[s];
         const size_t offset = (s % 3 == 0) ? 0 : (s % 3 == 1) ? 1 : 3;

@@ -244,8 +244,10 @@ void HiddenKeysCase(const Shape& shape, const PoolSpec& spec, MaskKind kind,
          dirty_extra);
     RequireRanOnTarget();
     // The normalizer depends on no value, and on no hidden key.
-    REQUIRE(std::memcmp(clean_extra.data(), dirty_extra.data(),
-                        clean_extra.size() * sizeof(T)) == 0);
+    REQUIRE(clean_extra.size() == dirty_extra.size());
+    REQUIRE((clean_extra.empty() ||
+             std::memcmp(clean_extra.data(), dirty_extra.data(),
+                         clean_extra.size() * sizeof(T)) == 0));
     for (size_t i = 0; i < n; ++i) {
       bool reached = false;
       for (size_t j = 0; j < m; ++j) reached |= planted[j] && contributes(i, j);
@@ -276,13 +278,16 @@ void HiddenKeysAll() {
                           {"decode", 3, 1300, 16, 8}};
   uint64_t seed = kSeed + 3100;
   for (const Shape& shape : shapes) {
+    size_t spec_index = 0;
     for (const PoolSpec& spec : kPoolSpecs) {
+      ++spec_index;
       if (std::string(shape.path) == "decode" &&
           spec.distance != Distance::dot) {
         continue;
       }
       for (MaskKind kind : {MaskKind::valid_lengths, MaskKind::causal,
                             MaskKind::visible, MaskKind::bias, MaskKind::all}) {
+        if (!InSweep(size_t(kind), spec_index, 2)) continue;
         INFO(shape.path << " " << attnpool::distance_name(spec.distance) << " "
                         << attnpool::kernel_name(spec.kernel.kernel) << " "
                         << attnpool::normalization_name(spec.normalization)

@@ -49,6 +49,7 @@ void PlantedSpecials(const Api<T>& api, uint64_t seed) {
   int combinations = 0;
   for (bool more = true; more;) {
     for (int pattern = 0; pattern < 3; ++pattern) {
+      if (!InSweep(pattern, combinations)) continue;
       Workspace<T> ws(api, sizes);
       ws.FillRandom(seed + combinations * 3 + pattern);
       for (size_t e = 0; e < values.size(); ++e) {

@@ -393,6 +393,8 @@ void CheckSkipDistant() {
   INFO("seed " << kSeed + 935);
   const size_t n = 700;
   for (size_t d : {1, 3}) {
+    // Thinned: float d = 1, double d = 3.
+    if (!InSweep(d / 3, sizeof(T) / 8, 2)) continue;
     const size_t folds = d == 1 ? 0 : 4;
     INFO("d=" << d << " folds " << folds);
     TestMatrix<T> x(n, d), y(n, 2);
@@ -557,9 +559,11 @@ void CheckWindowsFuzzed(uint64_t seed, bool large) {
 
 ATTNPOOL_TEST_EACH_TARGET(WindowsFuzzed, "regression.windows_fuzzed",
                           "[regression]") {
-  for (uint64_t c = 0; c < 18; ++c) {
-    CheckWindowsFuzzed<float>(kSeed + 1000 + c, c < 2);
-    CheckWindowsFuzzed<double>(kSeed + 1000 + c, c < 2);
+  // Thinned: one large case (across key blocks) and two small ones.
+  for (uint64_t c = 0; c < SweepCount(18, 3); ++c) {
+    const bool large = c < SweepCount(2, 1);
+    CheckWindowsFuzzed<float>(kSeed + 1000 + c, large);
+    CheckWindowsFuzzed<double>(kSeed + 1000 + c, large);
   }
 }
 
