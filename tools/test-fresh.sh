@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The README's first command on a machine with nothing installed: a minimal
+# Debian bookworm (debootstrap --variant=minbase) in a scratch folder, a
+# clean `git clone` of this checkout's HEAD in it, and the command run there
+# under chroot. Passes when the command succeeds, prints the demo's summary
+# and the benchmark table, and writes every figure the demo promises.
+#
+# The bootstrapped base system is cached as a tarball under
+# /var/cache/attnpool (ATTNPOOL_FRESH_CACHE), so a second run costs the
+# command's own minutes, not a bootstrap's. Needs root (chroot, mounts) and
+# the package archive of /etc/apt; installs debootstrap when missing.
+# usage: tools/test-fresh.sh [scratch-dir]   (default /var/tmp/attnpool-fresh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source_dir=$(pwd)
+scratch=${1:-/var/tmp/attnpool-fresh}
+cache=${ATTNPOOL_FRESH_CACHE:-/var/cache/attnpool}/bookworm-minbase.tar.gz
+root=$scratch/root
+log=$scratch/command.log
+
+if [[ $(id -u) -ne 0 ]]; then  # chroot and mounts need root
+  command -v sudo >/dev/null && exec sudo "$0" "$@"
+  echo "test-fresh: needs root (chroot and mounts)" >&2
+  exit 2
+fi
+
+# The README's first command: the first line of the block after
+# "## Two commands", without its comment.
+command=$(awk '/^## Two commands/ {section = 1} section && /^```sh/ {getline;
+  sub(/[ \t]*#.*/, ""); print; exit}' README.md)
+if [[ -z $command ]]; then
+  echo "test-fresh: no command found under '## Two commands' in README.md" >&2
+  exit 2
+fi
+
+# The mirror this machine's apt uses (deb822 or one-line sources).
+mirror=$(sed -n 's|^URIs: *\(http[^ ]*/debian\)/*$|\1|p' \
+  /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+[[ -n $mirror ]] || mirror=$(sed -n 's|^deb  *\(http[^ ]*/debian\)/* .*|\1|p' \
+  /etc/apt/sources.list 2>/dev/null | head -n 1)
+[[ -n $mirror ]] || mirror=http://deb.debian.org/debian
+
+unmount_all() {
+  for point in "$root/dev/pts" "$root/dev" "$root/proc"; do
+    if mountpoint -q "$point" 2>/dev/null; then
+      umount "$point" || umount -l "$point"
+    fi
+  done
+}
+cleanup() {
+  unmount_all
+  rm -rf "$root"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cleanup  # what an interrupted run left behind
+mkdir -p "$scratch"
+
+if [[ ! -s $cache ]]; then
+  command -v debootstrap >/dev/null || {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  }
+  echo "== bootstrapping Debian bookworm (minbase) from $mirror"
+  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$scratch/debootstrap.log" 2>&1 ||
+    { tail -n 20 "$scratch/debootstrap.log"; exit 1; }
+  mkdir -p "$(dirname "$cache")"
+  tar -C "$root" -czf "$cache.partial" . && mv "$cache.partial" "$cache"
+else
+  echo "== Debian bookworm (minbase) from the cache $cache"
+  mkdir -p "$root"
+  tar -C "$root" -xzf "$cache"
+fi
+
+git clone --quiet --no-hardlinks "$source_dir" "$root/work/attnpool"
+echo "   checkout: $(git -C "$root/work/attnpool" log -1 --format='%h %s' | cut -c1-72)"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mount -t proc proc "$root/proc"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+
+echo "== in the fresh system: $command"
+start=$SECONDS
+status=0
+chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  /bin/bash -c "cd /work/attnpool && $command" >"$log" 2>&1 || status=$?
+echo "   exit status $status after $((SECONDS - start)) s"
+if [[ $status -ne 0 ]]; then
+  tail -n 40 "$log"
+  exit 1
+fi
+
+# What the main job promises: the demo's summary, its figures, the table.
+failures=0
+expect() {  # pattern, what it shows
+  if ! grep -qE -- "$1" "$log"; then
+    echo "   MISSING: $2 (no line matching '$1')"
+    failures=$((failures + 1))
+  fi
+}
+expect '^active target: ' "attnpool-info's active target"
+expect '^seed case: 40 training points' "the demo's seed case"
+expect '^large case: 2000 training points' "the demo's large case"
+expect 'chosen h = ' "the leave-one-out choice"
+expect '^target [A-Z0-9_]+ \(supported: ' "the target the demo ran on"
+expect '^figures: [0-9]+ x \(PNG, SVG\) in ' "the demo's figures"
+expect '^variant +shape' "the distance benchmark's table"
+figures=$(sed -n 's/^figures: \([0-9]*\) x (PNG, SVG) in \([^:]*\): \(.*\)$/\1|\2|\3/p' "$log")
+count=${figures%%|*}
+rest=${figures#*|}
+directory=${rest%%|*}
+names=${rest#*|}
+found=0
+for name in ${names//,/ }; do
+  for extension in png svg; do
+    file="$root/work/attnpool/$directory/$name.$extension"
+    [[ $directory == /* ]] && file="$root$directory/$name.$extension"
+    if [[ $extension == png ]]; then
+      magic=$(head -c 8 "$file" 2>/dev/null | od -An -tx1 | tr -d ' \n')
+      [[ $magic == 89504e470d0a1a0a ]] || { echo "   NOT A PNG: $file"; failures=$((failures + 1)); continue; }
+    else
+      grep -q '<svg' "$file" 2>/dev/null || { echo "   NOT AN SVG: $file"; failures=$((failures + 1)); continue; }
+    fi
+    found=$((found + 1))
+  done
+done
+if [[ -z $count || $found -ne $((2 * count)) ]]; then
+  echo "   figures: $found files found, the demo promised ${count:-?} x 2"
+  failures=$((failures + 1))
+fi
+if [[ $failures -ne 0 ]]; then
+  echo "== the output of '$command':"
+  cat "$log"
+  exit 1
+fi
+grep -E '^(active target|seed case|large case|target |figures)' "$log" | sed 's/^/   /'
+echo "== fresh system: '$command' passed ($found figure files checked)"
