@@ -254,7 +254,9 @@ HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
 // returns false, and the row takes the two-pass route, relative to its max.
 // Above the floor, weights within 2^-24 (2^-53) of the largest stay normal,
 // and so do their products with any |v| ≥ 2^-82 (2^-769). A NaN logit (a
-// NaN coordinate) makes the state NaN.
+// NaN coordinate) makes the state NaN. Keys past the visible limit have
+// logit −inf and, in the panel across it, values read from a copy with
+// their lanes 0: they contribute nothing (arch/contributions.h).
 // kDepth: d at compile time (0: plan.queries.cols).
 template <typename T>
 constexpr T kOnePassFloor = sizeof(T) == 4 ? T(-20) : T(-200);
@@ -280,10 +282,9 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
   auto a0_lo = hn::Zero(d), a0_hi = hn::Zero(d), a1_lo = hn::Zero(d),
        a1_hi = hn::Zero(d), a2_lo = hn::Zero(d), a2_hi = hn::Zero(d),
        a3_lo = hn::Zero(d), a3_hi = hn::Zero(d);
-  // One panel; at the limit (kBoundary) the keys past it are hidden: logit
-  // −inf, and their values multiply nothing (arch/contributions.h).
-  const auto step = [&](size_t panel, auto boundary) HWY_ATTR {
-    constexpr bool kBoundary = decltype(boundary)::value;
+  HWY_ALIGN T boundary_values[detail::kFusedSmallColumns * 2 * HWY_MAX_BYTES /
+                              sizeof(T)];
+  for (size_t panel = panel_begin; panel < panel_end; ++panel) {
     const T* HWY_RESTRICT keys = plan.packed.panels + panel * width * depth;
     auto r_lo = hn::Zero(d), r_hi = hn::Zero(d);
     for (size_t p = 0; p < depth; ++p) {
@@ -295,12 +296,23 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     }
     auto l_lo = hn::Mul(r_lo, c), l_hi = hn::Mul(r_hi, c);
     const size_t first = panel * width;
-    const size_t shown = kBoundary && limit > first ? limit - first : 0;
-    const auto shown_lo = hn::FirstN(d, shown);
-    const auto shown_hi = hn::FirstN(d, shown > N ? shown - N : 0);
-    if (kBoundary) {
+    const T* HWY_RESTRICT v =
+        plan.packed_values.panels + panel * width * columns;
+    if (limit < first + width) {  // keys past the visible limit
+      const size_t shown = limit > first ? limit - first : 0;
+      const auto shown_lo = hn::FirstN(d, shown);
+      const auto shown_hi = hn::FirstN(d, shown > N ? shown - N : 0);
       l_lo = hn::IfThenElse(shown_lo, l_lo, hn::Set(d, -infinity));
       l_hi = hn::IfThenElse(shown_hi, l_hi, hn::Set(d, -infinity));
+      // Their values multiply nothing (arch/contributions.h): a copy of the
+      // panel's values with those lanes 0.
+      for (size_t c = 0; c < columns; ++c) {
+        hn::Store(hn::IfThenElseZero(shown_lo, hn::Load(d, v + c * width)), d,
+                  boundary_values + c * width);
+        hn::Store(hn::IfThenElseZero(shown_hi, hn::Load(d, v + c * width + N)),
+                  d, boundary_values + c * width + N);
+      }
+      v = boundary_values;
     }
     max_lo = hn::Max(max_lo, l_lo);
     max_hi = hn::Max(max_hi, l_hi);
@@ -310,37 +322,21 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     const auto p_hi = attnpool::HWY_NAMESPACE::Exp2OfFinite(d, l_hi);
     sum_lo = hn::Add(sum_lo, p_lo);
     sum_hi = hn::Add(sum_hi, p_hi);
-    const T* HWY_RESTRICT v =
-        plan.packed_values.panels + panel * width * columns;
-    const auto lo = [&](size_t column) HWY_ATTR {
-      const auto value = hn::Load(d, v + column * width);
-      return kBoundary ? hn::IfThenElseZero(shown_lo, value) : value;
-    };
-    const auto hi = [&](size_t column) HWY_ATTR {
-      const auto value = hn::Load(d, v + column * width + N);
-      return kBoundary ? hn::IfThenElseZero(shown_hi, value) : value;
-    };
-    a0_lo = hn::MulAdd(p_lo, lo(0), a0_lo);
-    a0_hi = hn::MulAdd(p_hi, hi(0), a0_hi);
+    a0_lo = hn::MulAdd(p_lo, hn::Load(d, v), a0_lo);
+    a0_hi = hn::MulAdd(p_hi, hn::Load(d, v + N), a0_hi);
     if (columns > 1) {
-      a1_lo = hn::MulAdd(p_lo, lo(1), a1_lo);
-      a1_hi = hn::MulAdd(p_hi, hi(1), a1_hi);
+      a1_lo = hn::MulAdd(p_lo, hn::Load(d, v + width), a1_lo);
+      a1_hi = hn::MulAdd(p_hi, hn::Load(d, v + width + N), a1_hi);
     }
     if (columns > 2) {
-      a2_lo = hn::MulAdd(p_lo, lo(2), a2_lo);
-      a2_hi = hn::MulAdd(p_hi, hi(2), a2_hi);
+      a2_lo = hn::MulAdd(p_lo, hn::Load(d, v + 2 * width), a2_lo);
+      a2_hi = hn::MulAdd(p_hi, hn::Load(d, v + 2 * width + N), a2_hi);
     }
     if (columns > 3) {
-      a3_lo = hn::MulAdd(p_lo, lo(3), a3_lo);
-      a3_hi = hn::MulAdd(p_hi, hi(3), a3_hi);
+      a3_lo = hn::MulAdd(p_lo, hn::Load(d, v + 3 * width), a3_lo);
+      a3_hi = hn::MulAdd(p_hi, hn::Load(d, v + 3 * width + N), a3_hi);
     }
-  };
-  size_t panel = panel_begin;
-  for (const size_t whole = limit / width; panel < std::min(whole, panel_end);
-       ++panel) {
-    step(panel, std::false_type());
   }
-  for (; panel < panel_end; ++panel) step(panel, std::true_type());
   const T sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum_lo, sum_hi)));
   const auto write_acc = [&](T scale) HWY_ATTR {
     acc[0] = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0_lo, a0_hi))) * scale;
@@ -360,10 +356,11 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
     *max_out = *sum_out = std::numeric_limits<T>::quiet_NaN();
     return true;
   }
-  if (maximum == -infinity) {  // nothing visible: an empty row
-    *max_out = maximum;
+  if (maximum == -infinity) {  // nothing visible: an empty row (the caller
+    *max_out = maximum;        // zeroes its accumulator)
     *sum_out = 0;
-    return true;  // the accumulator stays 0
+    write_acc(T(1));
+    return true;
   }
   if (!(maximum >= kOnePassFloor<T>)) return false;
   const T scale = static_cast<T>(std::exp2(-static_cast<double>(maximum)));
@@ -490,6 +487,7 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
           break;
       }
       if (done) {
+        if (state.max[row] == -infinity) std::fill(acc, acc + columns, T(0));
         state.best[row] = 0;
         continue;
       }
@@ -600,13 +598,14 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
 // of the vector length) is finite.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE bool SumsFinite(D d, const T* HWY_RESTRICT sums, size_t count) {
-  // x·0 is 0 for finite x and NaN for NaN and ±inf.
+  // x·0 is ±0 for finite x and NaN for NaN and ±inf; OR-ing the bits keeps
+  // an all-ones exponent (and the chain at one cycle a step).
   const auto zero = hn::Zero(d);
   auto probe = zero;
   for (size_t k = 0; k < count; k += hn::Lanes(d)) {
-    probe = hn::MulAdd(hn::Load(d, sums + k), zero, probe);
+    probe = hn::Or(probe, hn::Mul(hn::Load(d, sums + k), zero));
   }
-  return hn::AllTrue(d, hn::Eq(probe, zero));
+  return hn::AllTrue(d, hn::Eq(hn::Mul(probe, zero), zero));
 }
 
 // Whether SmallDepthAccumulate applies (src/ then packs the values too).
