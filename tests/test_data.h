@@ -17,26 +17,37 @@ namespace attnpool_test {
 // failing case can be rerun alone.
 constexpr uint64_t kSeed = 20261126;
 
-// The thinned sweep (ATTNPOOL_TEST_SWEEP=thin: tools/test-arm.sh sets it
-// under emulation, where programs run 30-100 times slower): the large
-// sweeps run a subset of their cases, chosen so that every kernel, shape
-// class and fused path still runs on every target. Natively, the full sweep.
-inline bool ThinSweep() {
-  static const bool thin = [] {
-    const char* sweep = std::getenv("ATTNPOOL_TEST_SWEEP");
-    return sweep != nullptr && std::strcmp(sweep, "thin") == 0;
+// Thinner sweeps under emulation, where programs run 30-100 times slower
+// (tools/test-arm.sh sets ATTNPOOL_TEST_SWEEP): `thin` runs a subset of the
+// large sweeps' cases, chosen so that every kernel, shape class and fused
+// path still runs on every target; `smoke` a third of that again (a second
+// vector length, whose emulation is slower still on some hosts). Natively,
+// the full sweep.
+enum class Sweep { full, thin, smoke };
+inline Sweep CurrentSweep() {
+  static const Sweep sweep = [] {
+    const char* name = std::getenv("ATTNPOOL_TEST_SWEEP");
+    if (name == nullptr) return Sweep::full;
+    if (std::strcmp(name, "thin") == 0) return Sweep::thin;
+    if (std::strcmp(name, "smoke") == 0) return Sweep::smoke;
+    return Sweep::full;
   }();
-  return thin;
+  return sweep;
 }
+inline bool ThinSweep() { return CurrentSweep() != Sweep::full; }
 
 // Whether case `index` of a sweep runs: always in the full sweep; in the
-// thinned one, one case in `stride`, rotated by `rotation` (e.g. the index
-// of the spec it runs with) so that every case runs for some rotation.
+// thin one, one case in `stride` (in the smoke one, in 3·stride), rotated by
+// `rotation` (e.g. the index of the spec it runs with) so that every case
+// runs for some rotation.
 inline bool InSweep(size_t index, size_t rotation = 0, size_t stride = 3) {
-  return !ThinSweep() || (index + rotation) % stride == 0;
+  const size_t every = CurrentSweep() == Sweep::full    ? 1
+                       : CurrentSweep() == Sweep::thin ? stride
+                                                       : 3 * stride;
+  return (index + rotation) % every == 0;
 }
 
-// `full` natively, `thin` in the thinned sweep.
+// `full` natively, `thin` in the thin and smoke sweeps.
 inline size_t SweepCount(size_t full, size_t thin) {
   return ThinSweep() ? thin : full;
 }

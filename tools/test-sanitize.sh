@@ -2,21 +2,22 @@
 # ASan + UBSan (clang 14) build of the library, the whole test suite and the
 # libFuzzer target, in one build directory; runs the suite, replays the
 # corpus (tests/fuzz/corpus), then fuzzes each function of the API table
-# (tests/api_table.h) two at a time with a fixed seed and a fixed number of
-# inputs (ATTNPOOL_FUZZ_RUNS, default 60000: about a minute each), so that a
-# result depends only on the code: two runs of one commit fuzz the same
-# inputs: the feedback is edges only (no hit counts, compare traces or
-# entropic bookkeeping) and the library runs on one thread
-# (OMP_THREAD_LIMIT=1), since OpenMP threads race on the coverage counters.
-# The thread counts are fuzzed by tools/fuzz-campaign.sh, which runs long
-# randomized campaigns, and tested by the suite.
+# (tests/api_table.h), two at a time, with a fixed seed and a fixed number
+# of inputs (ATTNPOOL_FUZZ_RUNS, default 40000: about a minute for a pooling
+# function on the slower machines), so that a result depends only on the
+# code: two runs of one commit fuzz the same inputs. For that the feedback
+# is edges only (no hit counts, compare traces or entropic bookkeeping) and
+# the library runs on one thread (OMP_THREAD_LIMIT=1): OpenMP threads race
+# on the coverage counters. Thread counts are fuzzed by
+# tools/fuzz-campaign.sh, which runs long randomized campaigns, and tested
+# by the suite.
 # A failure leaves its input in <build>/fuzz/<function>/crash-*: once fixed,
 # copy it into tests/fuzz/corpus as a regression input.
 # usage: tools/test-sanitize.sh [build-dir]   (default build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}
-runs=${ATTNPOOL_FUZZ_RUNS:-60000}
+runs=${ATTNPOOL_FUZZ_RUNS:-40000}
 source tools/fuzz-common.sh
 configure_sanitized "$build"
 cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 ||
