@@ -374,65 +374,43 @@ std::string CompareNormalized(Normalization normalization, bool logits,
 
 // ---------------------------------------------------------- weighted sum
 
+// out = W·V against the reference, within weighted_sum.h's bound over the
+// terms: every term (the weighted_sum stage: IEEE W·V, 0·NaN = NaN), or with
+// `pooled` the terms of the keys that contribute (the reference's
+// pooled_sum; README "Non-finite data"): not hidden by `pooled->mask` and,
+// unless pooled->zero_weights_count, of nonzero weight.
+template <typename T>
+struct PooledTerms {
+  attnpool::Mask<T> mask;
+  bool zero_weights_count;
+};
+
 template <typename T>
 std::string VerifyWeightedSum(ConstMatrixView<T> weights,
-                              ConstMatrixView<T> values,
-                              ConstMatrixView<T> out) {
+                              ConstMatrixView<T> values, ConstMatrixView<T> out,
+                              const PooledTerms<T>* pooled = nullptr) {
   Report report;
-  const auto want = attnpool::reference::weighted_sum(weights, values);
-  const size_t m = weights.cols;
-  for (size_t i = 0; i < out.rows && report.ok(); ++i) {
-    for (size_t c = 0; c < out.cols && report.ok(); ++c) {
-      double scale = 0, finite_scale = 0;
-      for (size_t j = 0; j < m; ++j) {
-        const double w = weights(i, j), v = values(j, c);
-        scale += std::fabs(w * v);
-        if (std::isfinite(w) && std::isfinite(v))
-          finite_scale += std::fabs(w * v);
-      }
-      // Finite products or sums beyond the range of T overflow to ±inf with
-      // separate multiply and add but not inside a fused one: ±inf or NaN
-      // then depends on the target (weighted_sum.h). Not compared.
-      if (!(finite_scale <= double(std::numeric_limits<T>::max()) / 4)) {
-        continue;
-      }
-      const double bound = (m + 1) * kU<T> * scale + (m + 1) * kTiny<T>;
-      const double w = want[i * out.cols + c], g = out(i, c);
-      if (!Close<T>(g, w, bound)) {
-        report.Fail("out (", i, ", ", c, ") got ", g, " want ", w, " bound ",
-                    bound);
-      }
-    }
-  }
-  return report.str();
-}
-
-// The pooled output out = Σ over contributing keys of w·v (the reference's
-// pooled_sum; README "Non-finite data") against the reference, with the
-// bound of weighted_sum.h over the contributing terms.
-template <typename T>
-std::string VerifyPooledSum(ConstMatrixView<T> weights,
-                            ConstMatrixView<T> values, ConstMatrixView<T> out,
-                            const attnpool::Mask<T>& mask,
-                            bool zero_weights_count) {
-  Report report;
-  const auto want = attnpool::reference::pooled_sum(weights, values, mask,
-                                                    zero_weights_count);
+  const auto want =
+      pooled ? attnpool::reference::pooled_sum(weights, values, pooled->mask,
+                                               pooled->zero_weights_count)
+             : attnpool::reference::weighted_sum(weights, values);
   const size_t m = weights.cols;
   for (size_t i = 0; i < out.rows && report.ok(); ++i) {
     for (size_t c = 0; c < out.cols && report.ok(); ++c) {
       double scale = 0;
       for (size_t j = 0; j < m; ++j) {
         const double w = weights(i, j), v = values(j, c);
-        if (attnpool::reference::hidden(mask, i, j) ||
-            (!zero_weights_count && w == 0)) {
+        if (pooled && (attnpool::reference::hidden(pooled->mask, i, j) ||
+                       (!pooled->zero_weights_count && w == 0))) {
           continue;
         }
         // Non-finite factors make the sum non-finite: Close() compares
-        // those (finite ones that overflow are caught below).
+        // those.
         if (std::isfinite(w) && std::isfinite(v)) scale += std::fabs(w * v);
       }
-      // As in VerifyWeightedSum: sums beyond the range of T are not compared.
+      // Finite products or sums beyond the range of T overflow to ±inf with
+      // separate multiply and add but not inside a fused one: ±inf or NaN
+      // then depends on the target (weighted_sum.h). Not compared.
       if (!(scale <= double(std::numeric_limits<T>::max()) / 4)) continue;
       const double bound = (m + 1) * kU<T> * scale + (m + 1) * kTiny<T>;
       const double w = want[i * out.cols + c], g = out(i, c);
@@ -517,8 +495,9 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
     }
     return report.str();
   }
+  const PooledTerms<T> pooled{mask, ZeroWeightsCount(spec)};
   const std::string out_report =
-      VerifyPooledSum<T>(weights, values, out, mask, ZeroWeightsCount(spec));
+      VerifyWeightedSum<T>(weights, values, out, &pooled);
   if (!out_report.empty()) return "out from the weights: " + out_report;
   return "";
 }
