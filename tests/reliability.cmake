@@ -67,8 +67,8 @@ target_include_directories(attnpool_fuzz_replay PRIVATE ${PROJECT_SOURCE_DIR})
 add_test(NAME fuzz.corpus
   COMMAND attnpool_fuzz_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
 
-# libFuzzer (clang): tools/test-sanitize.sh runs it per function for
-# ATTNPOOL_FUZZ_SECONDS.
+# libFuzzer (clang): tools/test-sanitize.sh runs it per function (a fixed
+# seed and number of inputs), tools/fuzz-campaign.sh for long campaigns.
 if(ATTNPOOL_BUILD_FUZZERS)
   add_executable(attnpool_fuzz fuzz/fuzz_api.cc
     $<TARGET_OBJECTS:attnpool_test_api>)
