@@ -238,9 +238,12 @@ HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
       return hn::Mul(
           hn::Mul(sum, hn::Set(d, query_factor)),
           hn::Load(d, plan.packed.key_factor + panel * width + half * N));
-    default:
-      return sum;
+    case Distance::sqeuclidean:
+    case Distance::manhattan:
+    case Distance::dot:
+      break;
   }
+  return sum;
 }
 
 // Nadaraya–Watson with a Gaussian (ℓ = c·r² ≤ 0, softmax of the logits) in
@@ -372,11 +375,12 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
 
 // Sorted 1-D keys under a compact kernel (FusedPlan::sorted_keys): narrows
 // the panels [*panel_begin, *panel_end) over keys [key_begin, limit) to
-// those holding keys within h of `query` (a relative margin of 1e-5 covers
-// the rounding of r). The other panels' weights are all 0, and skipping
-// them changes no bit (every accumulator lane sees the same keys; FMA with a
-// 0 weight returns its addend, and zero weights contribute nothing, whatever
-// their values) — unless the query is NaN: then nothing is skipped.
+// those holding keys within support·h of `query` (kernel.h's support
+// column; a relative margin of 1e-5 covers the rounding of r). The other
+// panels' weights are all 0, and skipping them changes no bit (every
+// accumulator lane sees the same keys; FMA with a 0 weight returns its
+// addend, and zero weights contribute nothing, whatever their values) —
+// unless the query is NaN: then nothing is skipped.
 template <typename T>
 void SortedKeyWindow(const detail::FusedPlan<T>& plan, T query,
                      size_t key_begin, size_t limit, size_t* panel_begin,
@@ -384,7 +388,8 @@ void SortedKeyWindow(const detail::FusedPlan<T>& plan, T query,
   if (!(query == query)) return;
   const size_t width = plan.packed.panel_width;
   const double h = 1.0 / double(plan.kernel.inverse_bandwidth);
-  const double reach = h * (1 + 1e-5);
+  const double reach =
+      kernel_properties(plan.kernel.kernel).support * h * (1 + 1e-5);
   const double low = double(query) - reach, high = double(query) + reach;
   // First key ≥ low, first key > high, in [key_begin, limit).
   size_t lo = key_begin, hi = limit;

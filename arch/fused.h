@@ -43,9 +43,9 @@ struct FusedPlan {
   // bias or visible matrix, not argmax) is taken when src/ packs the values
   // like keys (PackDistanceKeys with dot); otherwise panels is null.
   PackedKeys<T> packed_values;
-  // Compact kernels (boxcar, triangular, epanechnikov: weight 0 at r ≥ h)
-  // under none or sum: key blocks where every weight is 0 skip the
-  // weighted sum (zero weights contribute nothing, arch/contributions.h).
+  // Compact kernels (kernel.h: weight 0 at r ≥ support·h) under none or
+  // sum: key blocks where every weight is 0 skip the weighted sum (zero
+  // weights contribute nothing, arch/contributions.h).
   bool skip_zero_blocks = false;
   // With skip_zero_blocks, d = 1 and an r of |q − k| (sqeuclidean,
   // euclidean, manhattan): the keys are sorted ascending, so a query only

@@ -40,38 +40,60 @@ HWY_INLINE V Scaled(D d, const detail::KernelPlan<T>& plan, V value) {
   return hn::Mul(r, hn::Set(d, plan.inverse_bandwidth));
 }
 
-// One vector of weights (or logits, for exponential kernels when the plan
-// asks). NaN inputs stay NaN except for `constant`, whose weight is 1.
+// The vector formula of each kernel (its line in kernel.h's table): from
+// the argument x the table names (u or u² ≥ 0 or +inf for the distance
+// kernels, scale·s for exp), the weight, or for the exponential kernels the
+// logit whose exp is the weight. NaN is the caller's (KernelWeights).
 template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
-HWY_INLINE V KernelWeights(D d, const detail::KernelPlan<T>& plan, V value) {
+HWY_INLINE V KernelFormula(D d, Kernel kernel, V x) {
   const V one = hn::Set(d, T(1));
   const V zero = hn::Zero(d);
-  V weight;
-  switch (plan.kernel) {
-    case Kernel::gaussian: {
-      const V logit =
-          hn::Mul(hn::Set(d, T(-0.5)), ScaledSquare(d, plan, value));
-      return plan.write_logits ? logit : attnpool::HWY_NAMESPACE::Exp(d, logit);
-    }
-    case Kernel::exp: {
-      const V logit = hn::Mul(hn::Set(d, plan.scale), value);
-      return plan.write_logits ? logit : attnpool::HWY_NAMESPACE::Exp(d, logit);
-    }
+  switch (kernel) {
+    case Kernel::gaussian:
+      return hn::Mul(hn::Set(d, T(-0.5)), x);
+    case Kernel::exp:
+      return x;
     case Kernel::constant:
       return one;
     case Kernel::boxcar:
-      weight =
-          hn::IfThenElseZero(hn::Lt(ScaledSquare(d, plan, value), one), one);
-      break;
+      return hn::IfThenElseZero(hn::Lt(x, one), one);
     case Kernel::triangular:
-      weight = hn::Max(hn::Sub(one, Scaled(d, plan, value)), zero);
-      break;
     case Kernel::epanechnikov:
-      weight = hn::Max(hn::Sub(one, ScaledSquare(d, plan, value)), zero);
+      return hn::Max(hn::Sub(one, x), zero);
+  }
+  return zero;  // (not reached: the kernel was validated)
+}
+
+// The argument of the plan's kernel formula from a stage-1 value.
+template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
+HWY_INLINE V KernelArgumentOf(D d, const detail::KernelPlan<T>& plan, V value) {
+  switch (plan.argument) {
+    case KernelArgument::u_squared:
+      return ScaledSquare(d, plan, value);
+    case KernelArgument::u:
+      return Scaled(d, plan, value);
+    case KernelArgument::score:
+      return hn::Mul(hn::Set(d, plan.scale), value);
+    case KernelArgument::none:
       break;
   }
+  return value;
+}
+
+// One vector of weights (or logits, for exponential kernels when the plan
+// asks). NaN inputs stay NaN except for kernels of no argument (constant),
+// whose weight is 1.
+template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
+HWY_INLINE V KernelWeights(D d, const detail::KernelPlan<T>& plan, V value) {
+  const V formula =
+      KernelFormula(d, plan.kernel, KernelArgumentOf(d, plan, value));
+  if (plan.exponential) {
+    return plan.write_logits ? formula
+                             : attnpool::HWY_NAMESPACE::Exp(d, formula);
+  }
+  if (plan.argument == KernelArgument::none) return formula;
   // Comparisons and Max drop NaN: put it back.
-  return hn::IfThenElse(hn::Eq(value, value), weight, value);
+  return hn::IfThenElse(hn::Eq(value, value), formula, value);
 }
 
 template <typename T>

@@ -30,8 +30,8 @@
 // coordinates whose squared distances are finite, parameters > 0). Weights
 // are 0 or normal numbers throughout: Exp returns 0 below the smallest
 // normal number, the powers never fall below ε, and nothing subnormal is
-// ever formed. Empty support (boxcar, triangular, epanechnikov): S_b = 0,
-// reported as NaN.
+// ever formed. Empty support (the compact kernels): S_b = 0, reported as
+// NaN.
 
 #if defined(ATTNPOOL_ARCH_REGRESSION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNPOOL_ARCH_REGRESSION_INL_H_
@@ -46,6 +46,7 @@
 #include <new>
 #include <vector>
 
+#include "arch/kernel-inl.h"
 #include "arch/math-inl.h"
 #include "arch/regression.h"
 #include "hwy/aligned_allocator.h"
@@ -311,24 +312,20 @@ inline std::vector<size_t> PowersChunkStarts(size_t bandwidths) {
 }
 
 // The weights of one bandwidth (parameter p, see CrossValidationWeights)
-// from the block's transformed distances: t for gaussian_each, r for
-// triangular, r² otherwise. +inf gives weight 0.
+// from the block's transformed distances: t for gaussian_each, otherwise r
+// or r² as the kernel's argument asks. +inf gives weight 0.
 template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
-HWY_INLINE V Weights(D d, CrossValidationWeights kind, V value, T parameter) {
-  const V one = hn::Set(d, T(1));
-  const V scale = hn::Set(d, parameter);
-  switch (kind) {
-    case CrossValidationWeights::gaussian_each:
-      // t ≥ 0 and parameter < 0: the argument is ≤ 0, the weight ≤ 1.
-      return attnpool::HWY_NAMESPACE::ExpOfFinite(d, hn::Mul(value, scale));
-    case CrossValidationWeights::boxcar:
-      return hn::IfThenElseZero(hn::Lt(hn::Mul(value, scale), one), one);
-    case CrossValidationWeights::triangular:
-    case CrossValidationWeights::epanechnikov:
-    case CrossValidationWeights::gaussian_powers:  // not used here
-      break;
+HWY_INLINE V Weights(D d, const CrossValidationPlan<T>& plan, V value,
+                     T parameter) {
+  const V scaled = hn::Mul(value, hn::Set(d, parameter));
+  // gaussian_each: t ≥ 0 and parameter < 0, the weight ≤ 1.
+  if (plan.weights == CrossValidationWeights::gaussian_each) {
+    return attnpool::HWY_NAMESPACE::ExpOfFinite(d, scaled);
   }
-  return hn::Max(hn::NegMulAdd(value, scale, one), hn::Zero(d));
+  const V formula = KernelFormula(d, plan.kernel, scaled);
+  return is_exponential(plan.kernel)
+             ? attnpool::HWY_NAMESPACE::ExpOfFinite(d, formula)
+             : formula;
 }
 
 // Scratch and accumulators of one CrossValidationRows call.
@@ -453,6 +450,9 @@ HWY_INLINE size_t EachQuery(D d, const CrossValidationPlan<T>& plan,
   const size_t N = hn::Lanes(d);
   const size_t bandwidths = plan.bandwidth_count;
   const CrossValidationWeights kind = plan.weights;
+  const bool of_u =
+      kind == CrossValidationWeights::kernel_formula &&
+      kernel_properties(plan.kernel).argument == KernelArgument::u;
   size_t window_begin = plan.padded_count, window_end = 0;
   for (size_t b = 0; b < bandwidths; ++b) {
     window_begin = std::min(window_begin, windows[2 * b]);
@@ -463,12 +463,12 @@ HWY_INLINE size_t EachQuery(D d, const CrossValidationPlan<T>& plan,
   for (size_t block = window_begin; block < window_end; block += kBlock) {
     const size_t end = std::min(block + kBlock, window_end);
     BlockDistances(d, plan, query, block, end, work.distances);
-    // distances → t (Gaussian) or r (triangular).
+    // distances → t (Gaussian) or r (kernels of u).
     for (size_t j = 0; j < end - block; j += N) {
       const auto r2 = hn::Load(d, work.distances + j);
       if (kind == CrossValidationWeights::gaussian_each) {
         hn::Store(hn::Sub(r2, shift), d, work.distances + j);
-      } else if (kind == CrossValidationWeights::triangular) {
+      } else if (of_u) {
         hn::Store(hn::Sqrt(r2), d, work.distances + j);
       }
     }
@@ -482,7 +482,7 @@ HWY_INLINE size_t EachQuery(D d, const CrossValidationPlan<T>& plan,
       const T* HWY_RESTRICT values = work.distances + (begin - block);
       auto sum = hn::Load(d, work.sums + b * N);
       for (size_t j = 0; j < stop - begin; j += N) {
-        const auto w = Weights(d, kind, hn::Load(d, values + j), parameter);
+        const auto w = Weights(d, plan, hn::Load(d, values + j), parameter);
         sum = hn::Add(sum, w);
         hn::Store(w, d, weights + j);
       }

@@ -2,6 +2,8 @@
 // src/regression.cc and the per-ISA kernel (arch/regression-inl.h).
 #pragma once
 
+#include <attnpool/kernel.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -26,9 +28,10 @@ enum class CrossValidationWeights {
   gaussian_powers,
   // exp(t · parameters[b]), parameters[b] = −λ_b/2
   gaussian_each,
-  boxcar,        // 1 if r²·parameters[b] < 1 (parameters: 1/h²)
-  triangular,    // max(1 − r·parameters[b], 0) (parameters: 1/h)
-  epanechnikov,  // max(1 − r²·parameters[b], 0) (parameters: 1/h²)
+  // The stage's formula of `kernel` (arch/kernel-inl.h, KernelFormula) of
+  // its argument u = r·parameters[b] (parameters: 1/h) or u² =
+  // r²·parameters[b] (1/h²), as the kernel's table line says.
+  kernel_formula,
 };
 
 // The fold of each point (k-fold): unsigned lanes as wide as T's, so that
@@ -46,6 +49,7 @@ using FoldId = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
 template <typename T>
 struct CrossValidationPlan {
   CrossValidationWeights weights = CrossValidationWeights::gaussian_each;
+  Kernel kernel = Kernel::gaussian;
   const T* coordinates = nullptr;  // depth × padded_count (already scaled)
   const T* targets = nullptr;      // outputs × padded_count
   size_t count = 0, padded_count = 0, depth = 0, outputs = 0;

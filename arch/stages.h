@@ -20,6 +20,9 @@ enum class KernelInput : int { squared_distance, distance, score };
 template <typename T>
 struct KernelPlan {
   Kernel kernel = Kernel::constant;
+  // The kernel's table line (kernel.h), copied for the inner loops.
+  KernelArgument argument = KernelArgument::none;
+  bool exponential = false;
   KernelInput input = KernelInput::score;
   T inverse_bandwidth = 1;  // 1/h
   T scale = 1;              // exp's factor

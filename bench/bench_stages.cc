@@ -40,7 +40,10 @@ void KernelStage(benchmark::State& state, std::string target, Kernel kernel,
   ForcedTarget forced(state, target);
   const attnpool::KernelSpec spec{
       kernel, 1.3,
-      kernel == Kernel::exp ? std::optional<double>(-0.5) : std::nullopt};
+      attnpool::kernel_properties(kernel).argument ==
+              attnpool::KernelArgument::score
+          ? std::optional<double>(-0.5)
+          : std::nullopt};
   for (auto _ : state) {
     attnpool::apply_kernel(spec, Distance::sqeuclidean,
                            {values.data(), kRows, kCols}, 64, {threads});
@@ -124,8 +127,8 @@ void RegisterAll() {
   for (int threads : ThreadCounts()) {
     const std::string suffix = "/threads:" + std::to_string(threads);
     for (const std::string& target : attnpool::supported_targets()) {
-      for (Kernel kernel : {Kernel::gaussian, Kernel::exp, Kernel::triangular,
-                            Kernel::boxcar}) {
+      for (const attnpool::KernelProperties& properties : attnpool::kKernels) {
+        const Kernel kernel = properties.kernel;
         Register(("kernel/" + target + "/" + attnpool::kernel_name(kernel) +
                   "/" + shape + suffix),
                  KernelStage, target, kernel, threads);

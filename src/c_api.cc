@@ -87,6 +87,14 @@ attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
   return result;
 }
 
+// The C enum holds the C++ one's values (kernel.h's table).
+#define ATTNPOOL_C_KERNEL_MATCHES(name, c_name, ...)                        \
+  static_assert(                                                            \
+      static_cast<int>(attnpool::Kernel::name) == ATTNPOOL_KERNEL_##c_name, \
+      "attnpool_kernel: ATTNPOOL_KERNEL_" #c_name " differs");
+ATTNPOOL_KERNEL_TABLE(ATTNPOOL_C_KERNEL_MATCHES)
+#undef ATTNPOOL_C_KERNEL_MATCHES
+
 attnpool::KernelSpec KernelSpecOf(const attnpool_kernel_spec& spec) {
   attnpool::KernelSpec result;
   result.kernel = static_cast<attnpool::Kernel>(spec.kernel);
@@ -275,7 +283,7 @@ attnpool::PoolSpec CheckedPoolSpecOf(const attnpool_pool_spec* spec) {
     }
   };
   check("spec.kernel.kernel", static_cast<int>(c_spec.kernel.kernel),
-        ATTNPOOL_KERNEL_EXP + 1);
+        attnpool::kKernelCount);
   check("spec.normalization", static_cast<int>(c_spec.normalization),
         ATTNPOOL_NORMALIZE_ARGMAX + 1);
   return PoolSpecOf(c_spec);

@@ -256,11 +256,9 @@ class FusedJob {
   // (arch/fused.h); with sorted 1-D keys and r = |q − k|, a query visits
   // only its window.
   void SetUpCompactSkips(const PoolSpec& spec, ConstMatrixView<T> keys) {
-    const Kernel kernel = spec.kernel.kernel;
-    const bool compact = kernel == Kernel::boxcar ||
-                         kernel == Kernel::triangular ||
-                         kernel == Kernel::epanechnikov;
-    if (!compact || mode_ != detail::FusedRowMode::weights) return;
+    if (!is_compact(spec.kernel.kernel) ||
+        mode_ != detail::FusedRowMode::weights)
+      return;
     plan_.skip_zero_blocks = true;
     if (keys.cols != 1 || spec.distance == Distance::dot ||
         spec.distance == Distance::cosine ||

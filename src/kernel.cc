@@ -16,16 +16,15 @@
 namespace attnpool {
 namespace {
 
-constexpr const char* kKernelNames[kKernelCount] = {
-    "gaussian", "boxcar", "triangular", "epanechnikov", "constant", "exp"};
+constexpr const char* kKernelNames[] = {
+#define ATTNPOOL_KERNEL_NAME(name, ...) #name,
+    ATTNPOOL_KERNEL_TABLE(ATTNPOOL_KERNEL_NAME)
+#undef ATTNPOOL_KERNEL_NAME
+};
 
 // Rows per dispatched call: element-wise work, so only enough to amortize
 // the call and balance threads.
 constexpr size_t kKernelBlockRows = 16;
-
-bool NeedsDistance(Kernel kernel) {
-  return kernel != Kernel::constant && kernel != Kernel::exp;
-}
 
 template <typename T>
 void ApplyKernel(const KernelSpec& spec, Distance input, MatrixView<T> values,
@@ -54,11 +53,13 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
   CheckEnum("input", static_cast<int>(input), kDistanceCount);
   KernelPlan<T> plan;
   plan.kernel = spec.kernel;
+  plan.argument = kernel_properties(spec.kernel).argument;
+  plan.exponential = is_exponential(spec.kernel);
   plan.input = input == Distance::sqeuclidean ? KernelInput::squared_distance
                : (input == Distance::euclidean || input == Distance::manhattan)
                    ? KernelInput::distance
                    : KernelInput::score;
-  if (NeedsDistance(spec.kernel)) {
+  if (needs_distance(spec.kernel)) {
     if (plan.input == KernelInput::score) {
       throw Error(
           "kernel.kernel",
@@ -106,10 +107,6 @@ const char* kernel_name(Kernel kernel) {
 
 Kernel kernel_from_name(const char* name) {
   return detail::EnumFromName<Kernel>("kernel", kKernelNames, name);
-}
-
-bool is_exponential(Kernel kernel) {
-  return kernel == Kernel::gaussian || kernel == Kernel::exp;
 }
 
 void apply_kernel(const KernelSpec& spec, Distance input,

@@ -2,6 +2,7 @@
 
 #include <attnpool/error.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnpool {

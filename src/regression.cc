@@ -18,6 +18,7 @@
 #include "arch/regression.h"
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
+#include "src/enum_names.h"
 #include "src/threads.h"
 #include "src/validate.h"
 
@@ -33,20 +34,17 @@ constexpr double kMinParallelWork = 1 << 20;
 // of the query's largest (CrossValidationOptions::skip_distant).
 constexpr double kSkipBitsFloat = 32, kSkipBitsDouble = 61;
 
+// Regression's kernels weigh distances (kernel.h, needs_distance).
 void CheckKernel(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::gaussian:
-    case Kernel::boxcar:
-    case Kernel::triangular:
-    case Kernel::epanechnikov:
-      return;
-    case Kernel::constant:
-    case Kernel::exp:
-      break;
+  detail::CheckEnum("kernel", static_cast<int>(kernel), kKernelCount);
+  if (needs_distance(kernel)) return;
+  std::string known;
+  for (const KernelProperties& k : kKernels) {
+    if (needs_distance(k.kernel))
+      known += (known.empty() ? "" : ", ") + std::string(k.name);
   }
   throw Error("kernel", std::string("is ") + kernel_name(kernel) +
-                            "; Nadaraya–Watson regression takes gaussian, "
-                            "boxcar, triangular or epanechnikov");
+                            "; Nadaraya–Watson regression takes " + known);
 }
 
 template <typename T>
@@ -446,41 +444,35 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
   if (!powers) {
     for (size_t b = 0; b < parameters.size(); ++b) {
       const double h = grid[std::min(b, bandwidths - 1)];
-      switch (kernel) {
-        case Kernel::gaussian:
-          plan.weights = detail::CrossValidationWeights::gaussian_each;
-          parameters[b] = static_cast<T>(-0.5 / (h * h));
-          break;
-        case Kernel::boxcar:
-          plan.weights = detail::CrossValidationWeights::boxcar;
-          parameters[b] = static_cast<T>(1 / (h * h));
-          break;
-        case Kernel::epanechnikov:
-          plan.weights = detail::CrossValidationWeights::epanechnikov;
-          parameters[b] = static_cast<T>(1 / (h * h));
-          break;
-        default:  // triangular (CheckKernel ruled out the rest)
-          plan.weights = detail::CrossValidationWeights::triangular;
-          parameters[b] = static_cast<T>(1 / h);
-          break;
+      if (kernel == Kernel::gaussian) {
+        plan.weights = detail::CrossValidationWeights::gaussian_each;
+        parameters[b] = static_cast<T>(-0.5 / (h * h));
+      } else {
+        plan.weights = detail::CrossValidationWeights::kernel_formula;
+        parameters[b] = static_cast<T>(kernel_properties(kernel).argument ==
+                                               KernelArgument::u
+                                           ? 1 / h
+                                           : 1 / (h * h));
       }
     }
   }
+  plan.kernel = kernel;
   plan.parameters = parameters.data();
   // Key windows, per bandwidth in the kernel's order. Gaussian: the pairs
   // whose weight relative to the query's nearest point, exp(−(r² −
   // r²ₘᵢₙ)·λ/2), is below e^−L = 2^−bits / n, i.e. r² − r²ₘᵢₙ > 2L/λ. The
-  // compact kernels: r² ≥ h²·(1 + 2⁻¹⁶), weight exactly 0 (the margin
-  // covers the rounding of r² and of the kernel's 1/h² or 1/h in T).
+  // compact kernels: r² ≥ (support·h)²·(1 + 2⁻¹⁶), weight exactly 0 (the
+  // margin covers the rounding of r² and of the kernel's 1/h² or 1/h in T).
   std::vector<T> window_extents(bandwidths, std::numeric_limits<T>::infinity());
   if (options.skip_distant) {
     const double bits = sizeof(T) == 4 ? kSkipBitsFloat : kSkipBitsDouble;
     const double log_ratio = std::log(double(n)) + bits * std::log(2.0);
     for (size_t b = 0; b < bandwidths; ++b) {
       const double h = grid[order[b]];
+      const double reach = kernel_properties(kernel).support * h;
       const double bound = kernel == Kernel::gaussian
                                ? 2 * log_ratio * h * h
-                               : h * h * (1 + std::ldexp(1.0, -16));
+                               : reach * reach * (1 + std::ldexp(1.0, -16));
       // (Beyond T's range: +inf, no window.)
       if (bound <= double(std::numeric_limits<T>::max())) {
         window_extents[b] = static_cast<T>(bound);

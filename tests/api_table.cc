@@ -1,5 +1,6 @@
 // The rows of the API table (tests/api_table.h), their reference checks, and
 // the Workspace that lays out one call.
+#include "tests/accuracy.h"
 #include "tests/api_table.h"
 
 #include <sys/mman.h>
@@ -49,11 +50,8 @@ namespace {
 
 // ------------------------------------------------------------ comparisons
 
-// Unit roundoff, and the relative error of one of our exps (kernel.h).
 template <typename T>
-constexpr double kU = std::numeric_limits<T>::epsilon() / 2;
-template <typename T>
-constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
+constexpr double kU = kUnitRoundoff<T>;
 template <typename T>
 constexpr double kTiny = std::numeric_limits<T>::min();
 
@@ -172,32 +170,14 @@ bool KernelClose(const attnpool::KernelSpec& spec, Distance input, double x,
                  size_t depth, double got, double* want_out) {
   const double want = attnpool::reference::kernel(spec, input, x, depth);
   *want_out = want;
-  const double u = kU<T>;
-  switch (spec.kernel) {
-    case Kernel::gaussian:
-    case Kernel::exp: {
-      const double logit =
-          attnpool::reference::kernel(spec, input, x, depth, true);
-      const double bound =
-          std::isfinite(logit)
-              ? (kExpError<T> + 6 * u * std::fabs(logit)) * want + kTiny<T>
-              : 0;
-      return Close<T>(got, want, bound);
-    }
-    case Kernel::constant:
-      return got == 1;
-    case Kernel::boxcar: {
-      if (std::isnan(want) || std::isnan(got)) return Close<T>(got, want, 0);
-      const double r = input == Distance::sqeuclidean ? std::sqrt(x) : x;
-      const double scaled = r / spec.bandwidth;
-      if (std::fabs(scaled - 1) <= 8 * u) return got == 0 || got == 1;
-      return got == want;
-    }
-    case Kernel::triangular:
-    case Kernel::epanechnikov:
-      return Close<T>(got, want, 4 * u + kTiny<T>);
-  }
-  return false;
+  if (std::isnan(want) || std::isnan(got)) return Close<T>(got, want, 0);
+  if (got == want) return true;  // also ±inf, 0
+  const double bound = KernelErrorBound<T>(spec, input, x, depth, want);
+  AccuracyLog::Get().Record(std::string("kernel (API table) ") +
+                                attnpool::kernel_name(spec.kernel) + " " +
+                                kTypeName<T>,
+                            got - want, bound);
+  return Close<T>(got, want, bound);
 }
 
 template <typename T>
@@ -205,8 +185,7 @@ std::string VerifyKernel(const attnpool::KernelSpec& spec, Distance input,
                          size_t depth, ConstMatrixView<T> before,
                          ConstMatrixView<T> after) {
   Report report;
-  const bool distance_kernel =
-      spec.kernel != Kernel::exp && spec.kernel != Kernel::constant;
+  const bool distance_kernel = attnpool::needs_distance(spec.kernel);
   for (size_t i = 0; i < before.rows && report.ok(); ++i) {
     for (size_t j = 0; j < before.cols && report.ok(); ++j) {
       const double x = before(i, j), got = after(i, j);
@@ -529,7 +508,7 @@ double LogitErrorOfDistances(const attnpool::PoolSpec& spec,
           attnpool::reference::distance(spec.distance, q, k, depth);
       const double bound = DistanceBound<T>(spec.distance, q, k, depth, r);
       double error = 0;
-      if (kernel == Kernel::exp) {
+      if (TakesScore(kernel)) {
         error = scale * bound;
       } else if (spec.distance == Distance::sqeuclidean) {
         error = bound / (2 * h * h);

@@ -4,6 +4,9 @@
 
 #include <attnpool/pool.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace attnpool_test {
 
 // Whether a zero weight still counts in the pooled sum of `spec` (0·NaN
@@ -16,7 +19,49 @@ inline bool ZeroWeightsCount(const attnpool::PoolSpec& spec) {
           spec.normalization != attnpool::Normalization::sum);
 }
 
-inline const attnpool::PoolSpec kPoolSpecs[] = {
+// Kernels by their argument (kernel.h's table): exp's score (it takes a
+// scale), constant's nothing (NaN weighs 1).
+inline bool TakesScore(attnpool::Kernel kernel) {
+  return attnpool::kernel_properties(kernel).argument ==
+         attnpool::KernelArgument::score;
+}
+inline bool TakesNothing(attnpool::Kernel kernel) {
+  return attnpool::kernel_properties(kernel).argument ==
+         attnpool::KernelArgument::none;
+}
+
+// The specs below, then one for each kernel they lack (a kernel added to
+// kernel.h's table is tested without a line here): distance kernels with a
+// distance and normalization in turn, the others on dot products.
+inline std::vector<attnpool::PoolSpec> WithEveryKernel(
+    std::vector<attnpool::PoolSpec> specs) {
+  using attnpool::Distance;
+  using attnpool::Normalization;
+  const Distance distances[] = {Distance::euclidean, Distance::sqeuclidean,
+                                Distance::manhattan};
+  const Normalization normalizations[] = {
+      Normalization::sum, Normalization::softmax, Normalization::none};
+  size_t added = 0;
+  for (const attnpool::KernelProperties& kernel : attnpool::kKernels) {
+    if (std::any_of(specs.begin(), specs.end(), [&](const auto& spec) {
+          return spec.kernel.kernel == kernel.kernel;
+        })) {
+      continue;
+    }
+    attnpool::PoolSpec spec;
+    spec.kernel = {kernel.kernel, 4.0};
+    spec.distance = attnpool::needs_distance(kernel.kernel)
+                        ? distances[added % 3]
+                        : Distance::dot;
+    spec.normalization = normalizations[added % 3];
+    spec.empty_rows = attnpool::EmptyRows::zero;
+    specs.push_back(spec);
+    ++added;
+  }
+  return specs;
+}
+
+inline const std::vector<attnpool::PoolSpec> kPoolSpecs = WithEveryKernel({
     {attnpool::Distance::sqeuclidean,
      {attnpool::Kernel::gaussian, 2.0},
      attnpool::Normalization::sum},
@@ -52,7 +97,7 @@ inline const attnpool::PoolSpec kPoolSpecs[] = {
     {attnpool::Distance::euclidean,
      {attnpool::Kernel::triangular, 3.0},
      attnpool::Normalization::softmax},
-};
+});
 
 // Whether `spec` accepts an additive bias (it is added to scores).
 inline bool TakesBias(const attnpool::PoolSpec& spec) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/accuracy.h"
 #include "tests/each_target.h"
 #include "tests/require_rejected.h"
 #include "tests/test_data.h"
@@ -24,9 +25,6 @@ using attnpool::EmptyRows;
 using attnpool::Mask;
 using attnpool::Normalization;
 using attnpool::TensorView;
-
-template <typename T>
-constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 
 // A (batch, heads, rows, cols) tensor in NaN-filled storage: dense
 // (B, H, N, D), or "interleaved" (B, N, H, D) with padding after each row of

@@ -9,13 +9,14 @@ import unittest
 
 import numpy as np
 
+import kernel_formulas
+
 LIBRARY_PATH = None
 lib = None
 
 FLOAT32, FLOAT64 = 0, 1
 DISTANCES = {"sqeuclidean": 0, "euclidean": 1, "manhattan": 2, "dot": 3, "cosine": 4}
-KERNELS = {"gaussian": 0, "boxcar": 1, "triangular": 2, "epanechnikov": 3,
-           "constant": 4, "exp": 5}
+KERNELS = {}  # name -> value, as the library names them (filled by main)
 NORMALIZATIONS = {"none": 0, "sum": 1, "softmax": 2, "argmax": 3}
 OK, INVALID_ARGUMENT, UNSUPPORTED_TARGET = 0, 1, 2
 RULES = {"silverman": 0, "scott": 1}
@@ -293,13 +294,6 @@ def cross_validate(x, y, bandwidths, kernel="gaussian", folds=0, scales=None, th
     return status, scores, unpredictable, best.value
 
 
-def numpy_kernel(kernel, u):
-    return {"gaussian": lambda: np.exp(-u ** 2 / 2),
-            "boxcar": lambda: (u < 1).astype(np.float64),
-            "triangular": lambda: np.maximum(1 - u, 0),
-            "epanechnikov": lambda: np.maximum(1 - u ** 2, 0)}[kernel]()
-
-
 def brute_force_cross_validation(x, y, h, kernel="gaussian", folds=0, scales=None):
     """Refits without each held-out point (or fold), in float64: (score, unpredictable)."""
     x, y = x.astype(np.float64), y.astype(np.float64)
@@ -310,7 +304,7 @@ def brute_force_cross_validation(x, y, h, kernel="gaussian", folds=0, scales=Non
     for i in range(n):
         train = (np.arange(n) != i) if folds == 0 else (np.arange(n) % folds != i % folds)
         r = np.sqrt(((x[train] - x[i]) ** 2).sum(1))
-        w = numpy_kernel(kernel, r / h)
+        w = kernel_formulas.weights(kernel, r / h)
         if w.sum() == 0:
             missing += 1
             continue
@@ -348,26 +342,22 @@ class CApiTest(unittest.TestCase):
         r = np.abs(self.rand(6, 17, dtype=np.float64)) * 2
         h = 0.7
         u = r / h
-        expected = {
-            "gaussian": np.exp(-u ** 2 / 2),
-            "boxcar": (u < 1).astype(np.float64),
-            "triangular": np.maximum(1 - u, 0),
-            "epanechnikov": np.maximum(1 - u ** 2, 0),
-            "constant": np.ones_like(u),
-        }
-        for name, formula in expected.items():
+        for name, value in KERNELS.items():
+            if name in kernel_formulas.SCORE_KERNELS:
+                continue
             with self.subTest(kernel=name):
+                formula = kernel_formulas.weights(name, u)  # every kernel has one
                 spec = lib.attnpool_kernel_spec_init()
-                spec.kernel, spec.bandwidth = KERNELS[name], h
-                # The Gaussian takes r² (sqeuclidean), the others r (euclidean).
-                squared = name == "gaussian"
+                spec.kernel, spec.bandwidth = value, h
+                # Every other kernel takes r² (sqeuclidean), the rest r.
+                squared = value % 2 == 0
                 values = (r ** 2 if squared else r).copy()
                 status = lib.attnpool_apply_kernel(
                     FLOAT64, ctypes.byref(spec),
                     DISTANCES["sqeuclidean" if squared else "euclidean"],
                     view(values, True), 3, None)
                 self.assertEqual(status, OK, last_error())
-                np.testing.assert_allclose(values, formula, rtol=1e-12, atol=1e-15)
+                np.testing.assert_allclose(values, formula, rtol=1e-12, atol=2e-15)
         spec = lib.attnpool_kernel_spec_init()
         spec.kernel, spec.has_scale, spec.scale = KERNELS["exp"], 1, -0.3
         scores = self.rand(4, 9, dtype=np.float32)
@@ -772,4 +762,9 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     LIBRARY_PATH = sys.argv.pop(1)
     lib = load(LIBRARY_PATH)
+    for value in range(256):
+        name = lib.attnpool_kernel_name(value)
+        if name is None:
+            break
+        KERNELS[name.decode()] = value
     unittest.main(verbosity=1)

@@ -14,6 +14,8 @@ import unittest
 
 import numpy as np
 
+import kernel_formulas
+
 CLI = None
 
 
@@ -40,15 +42,8 @@ def nadaraya_watson(x, y, q, h, kernel="gaussian"):
     """The regression in float64: x (n, d), y (n, dy), q (m, d), h scalar or (d,)."""
     x, y, q = (np.asarray(a, np.float64).reshape(len(a), -1) for a in (x, y, q))
     u = np.sqrt((((q[:, None, :] - x[None]) / np.asarray(h)) ** 2).sum(-1))
-    w = kernel_weights(kernel, u)
+    w = kernel_formulas.weights(kernel, u)
     return w / w.sum(1, keepdims=True) @ y, w / w.sum(1, keepdims=True)
-
-
-def kernel_weights(kernel, u):
-    return {"gaussian": lambda: np.exp(-u ** 2 / 2),
-            "boxcar": lambda: (u < 1).astype(np.float64),
-            "triangular": lambda: np.maximum(1 - u, 0),
-            "epanechnikov": lambda: np.maximum(1 - u ** 2, 0)}[kernel]()
 
 
 def brute_force_cross_validation(x, y, h, kernel="gaussian", folds=0):
@@ -59,7 +54,7 @@ def brute_force_cross_validation(x, y, h, kernel="gaussian", folds=0):
     errors, missing = [], 0
     for i in range(n):
         train = np.arange(n) != i if folds == 0 else np.arange(n) % folds != i % folds
-        w = kernel_weights(kernel, np.sqrt(((x[train] - x[i]) ** 2).sum(1)) / h)
+        w = kernel_formulas.weights(kernel, np.sqrt(((x[train] - x[i]) ** 2).sum(1)) / h)
         if w.sum() == 0:
             missing += 1
         else:
@@ -526,18 +521,23 @@ class CliTest(unittest.TestCase):
         self.assertEqual(chosen, [curve[np.argmin(curve[:, 1]), 0]])
         np.testing.assert_allclose(out, nadaraya_watson(x, y, q, chosen[0])[0][:, 0],
                                    rtol=1e-7)
-        # 4-fold with a triangular kernel: narrow widths leave points unpredictable.
-        _, out, curve, chosen = self.regress(x, y, q, "--cv-grid", "0.05,2,8", "--folds",
-                                             "4", "--kernel", "triangular",
-                                             "--empty-rows", "zero")
-        reference = [brute_force_cross_validation(x, y, h, "triangular", 4)
-                     for h in curve[:, 0]]
-        np.testing.assert_array_equal(curve[:, 2], [missing for _, missing in reference])
-        self.assertGreater(curve[0, 2], 0)
-        np.testing.assert_allclose(curve[:, 1], [score for score, _ in reference],
-                                   rtol=1e-8)
-        complete = curve[curve[:, 2] == 0]
-        self.assertEqual(chosen, [complete[np.argmin(complete[:, 1]), 0]])
+        # 4-fold with each compact kernel: narrow widths leave points unpredictable.
+        for kernel in kernel_formulas.DISTANCE_KERNELS:
+            if kernel == "gaussian":
+                continue
+            with self.subTest(kernel=kernel):
+                _, out, curve, chosen = self.regress(x, y, q, "--cv-grid", "0.05,2,8",
+                                                     "--folds", "4", "--kernel", kernel,
+                                                     "--empty-rows", "zero")
+                reference = [brute_force_cross_validation(x, y, h, kernel, 4)
+                             for h in curve[:, 0]]
+                np.testing.assert_array_equal(curve[:, 2],
+                                              [missing for _, missing in reference])
+                self.assertGreater(curve[0, 2], 0)
+                np.testing.assert_allclose(curve[:, 1], [score for score, _ in reference],
+                                           rtol=1e-8)
+                complete = curve[curve[:, 2] == 0]
+                self.assertEqual(chosen, [complete[np.argmin(complete[:, 1]), 0]])
 
     def test_regress_bad_input(self):
         _, _, _, x, y, q = self.nw_inputs(np.float32)
@@ -558,7 +558,7 @@ class CliTest(unittest.TestCase):
              "--bandwidth, --bandwidth-rule and --cv-grid are alternatives: give one", 2),
             (args("x", "y", "q", "--folds", "3"), "--folds needs --cv-grid", 2),
             (args("x", "y", "q", "--kernel", "exp"),
-             "--kernel exp: regression takes gaussian, boxcar, triangular or epanechnikov",
+             "--kernel exp: regression takes " + ", ".join(kernel_formulas.DISTANCE_KERNELS),
              2),
             (args("x", "y", "q", "--cv-grid", "0.1,1"),
              "--cv-grid 0.1,1: expected HMIN,HMAX,COUNT", 2),

@@ -52,10 +52,6 @@ inline size_t SweepCount(size_t full, size_t thin) {
   return ThinSweep() ? thin : full;
 }
 
-// Unit roundoff of T: 2⁻²⁴ for float, 2⁻⁵³ for double.
-template <typename T>
-constexpr double kUnitRoundoff = std::numeric_limits<T>::epsilon() / 2;
-
 // A rows×cols matrix stored with `padding` extra elements per row and the
 // first element `offset` elements past an aligned allocation, so that kernels
 // see misaligned, strided rows. Padding holds NaN: any over-read shows up.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/accuracy.h"
 #include "tests/each_target.h"
 #include "tests/test_data.h"
 

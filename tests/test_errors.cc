@@ -74,7 +74,7 @@ TEST_CASE("apply_kernel rejects bad arguments", "[kernel][errors]") {
   const Distance sq = Distance::sqeuclidean;
   const double inf = std::numeric_limits<double>::infinity();
   RequireRejected("kernel.kernel", values,
-                  run({static_cast<Kernel>(9)}, sq, v, 4));
+                  run({static_cast<Kernel>(attnpool::kKernelCount)}, sq, v, 4));
   RequireRejected("input", values,
                   run({Kernel::gaussian}, static_cast<Distance>(5), v, 4));
   RequireRejected("kernel.kernel", values,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/accuracy.h"
 #include "tests/each_target.h"
 #include "tests/pool_specs.h"
 #include "tests/test_data.h"
@@ -25,9 +26,6 @@ using attnpool::Kernel;
 using attnpool::Mask;
 using attnpool::Normalization;
 using attnpool::PoolSpec;
-
-template <typename T>
-constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 
 // fused(i, c) against staged(i, c): both are Σⱼ wᵢⱼ vⱼc with weights that
 // differ by the rounding of the online rescaling (a few u per key block) and
@@ -389,17 +387,21 @@ void CompactSkipCase() {
   std::mt19937_64 rng(kSeed + 47);
   const size_t n = 60, m = 3000;
   std::uniform_real_distribution<double> unit(0, 10);
-  for (const PoolSpec& spec :
-       {PoolSpec{
-            Distance::sqeuclidean, {Kernel::boxcar, 0.3}, Normalization::sum},
-        PoolSpec{Distance::euclidean,
-                 {Kernel::triangular, 0.2},
-                 Normalization::none,
-                 EmptyRows::zero},
-        PoolSpec{Distance::manhattan,
-                 {Kernel::epanechnikov, 0.5},
-                 Normalization::sum,
-                 EmptyRows::zero}}) {
+  // Every compact kernel, the distances, bandwidths and normalizations in
+  // turn.
+  std::vector<PoolSpec> specs;
+  const Distance distances[] = {Distance::sqeuclidean, Distance::euclidean,
+                                Distance::manhattan};
+  const double bandwidths[] = {0.3, 0.2, 0.5};
+  for (const attnpool::KernelProperties& kernel : attnpool::kKernels) {
+    if (!attnpool::is_compact(kernel.kernel)) continue;
+    const size_t k = specs.size();
+    specs.push_back({distances[k % 3],
+                     {kernel.kernel, bandwidths[k % 3]},
+                     k % 2 ? Normalization::none : Normalization::sum,
+                     EmptyRows::zero});
+  }
+  for (const PoolSpec& spec : specs) {
     INFO(attnpool::kernel_name(spec.kernel.kernel));
     // 1-D, sorted keys.
     TestMatrix<T> queries(n, 1), keys(m, 1), values(m, 2);

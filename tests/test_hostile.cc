@@ -210,8 +210,9 @@ Cases<T> Bandwidth(const Api<T>& api, Workspace<T>&) {
                              -std::numeric_limits<double>::infinity(),
                              double(std::numeric_limits<T>::min()) / 4};
   if (sizeof(T) == 4) bad.push_back(1e39);  // finite, beyond float
-  for (Kernel kernel : {Kernel::gaussian, Kernel::boxcar, Kernel::triangular,
-                        Kernel::epanechnikov}) {
+  for (const attnpool::KernelProperties& properties : attnpool::kKernels) {
+    if (!attnpool::needs_distance(properties.kernel)) continue;
+    const Kernel kernel = properties.kernel;
     for (double h : bad) {
       std::ostringstream what;
       what << attnpool::kernel_name(kernel) << " bandwidth " << h;
@@ -404,8 +405,9 @@ template <typename T>
 Cases<T> InvalidCombination(const Api<T>& api, Workspace<T>&) {
   Cases<T> cases;
   if (api.uses_kernel) {  // a distance kernel on a similarity
-    for (Kernel kernel : {Kernel::gaussian, Kernel::boxcar, Kernel::triangular,
-                          Kernel::epanechnikov}) {
+    for (const attnpool::KernelProperties& properties : attnpool::kKernels) {
+      if (!attnpool::needs_distance(properties.kernel)) continue;
+      const Kernel kernel = properties.kernel;
       for (Distance similarity : {Distance::dot, Distance::cosine}) {
         cases.push_back({std::string(attnpool::kernel_name(kernel)) + " on " +
                              attnpool::distance_name(similarity),

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/accuracy.h"
 #include "tests/api_table.h"
 #include "tests/test_data.h"
 

@@ -13,6 +13,7 @@
 
 #include "tests/api_table.h"
 #include "tests/each_target.h"
+#include "tests/pool_specs.h"
 #include "tests/test_data.h"
 
 namespace attnpool_test {
@@ -55,7 +56,7 @@ void PlantedSpecials(const Api<T>& api, uint64_t seed) {
       for (size_t e = 0; e < values.size(); ++e) {
         api.enums[e].set(ws.args, values[e]);
       }
-      if (api.uses_kernel && ws.args.kernel.kernel == Kernel::exp) {
+      if (api.uses_kernel && TakesScore(ws.args.kernel.kernel)) {
         ws.args.kernel.scale = 0.25;
       }
       if (api.uses_mask && pattern == 2) {
@@ -76,8 +77,7 @@ void PlantedSpecials(const Api<T>& api, uint64_t seed) {
       // they are scores.
       const bool in_place_scores =
           api.uses_mask ? scores
-                        : ws.args.kernel.kernel == Kernel::exp ||
-                              ws.args.kernel.kernel == Kernel::constant;
+                        : !attnpool::needs_distance(ws.args.kernel.kernel);
       for (size_t s = 0; s < api.slots.size(); ++s) {
         const Role role = api.slots[s].role;
         if (role == Role::output) continue;
@@ -209,7 +209,7 @@ template <typename T>
 void KernelPolicy() {
   for (int k = 0; k < attnpool::kKernelCount; ++k) {
     const auto kernel = static_cast<Kernel>(k);
-    const bool similarity = kernel == Kernel::exp;
+    const bool similarity = TakesScore(kernel);
     INFO(attnpool::kernel_name(kernel));
     std::vector<T> values = {kNaN<T>, kInf<T>, similarity ? -kInf<T> : T(0),
                              T(0.5)};
@@ -217,7 +217,7 @@ void KernelPolicy() {
                            similarity ? Distance::dot : Distance::euclidean,
                            {values.data(), 1, 4}, 4);
     RequireRanOnTarget();
-    if (kernel == Kernel::constant) {
+    if (TakesNothing(kernel)) {
       REQUIRE(values == std::vector<T>(4, T(1)));
       continue;
     }
@@ -397,7 +397,7 @@ void PipelinePolicy() {
       pool(spec, queries.view(), keys.view(), values.view(), out.view(), mask,
            {});
       RequireRanOnTarget();
-      const bool constant = spec.kernel.kernel == Kernel::constant;
+      const bool constant = TakesNothing(spec.kernel.kernel);
       for (size_t i = 0; i < n; ++i) {
         for (size_t c = 0; c < dv; ++c) {
           INFO("key NaN: (" << i << ", " << c << ") " << out(i, c));

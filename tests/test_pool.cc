@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/accuracy.h"
 #include "tests/each_target.h"
 #include "tests/pool_specs.h"
 #include "tests/test_data.h"
@@ -25,9 +26,6 @@ using attnpool::Kernel;
 using attnpool::Mask;
 using attnpool::Normalization;
 using attnpool::PoolSpec;
-
-template <typename T>
-constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 
 // Compares attention_pool_staged with: this target's stage-1 distances (tested
 // on their own in test_distance.cc), then the reference kernel,
@@ -56,6 +54,38 @@ void CheckPipeline(const PoolSpec& spec, const Mask<T>& mask,
       largest_logit = std::max(largest_logit, std::fabs(want[i * m + j]));
     }
   }
+  // The absolute error bound of each weight of a non-exponential kernel
+  // (kernel.h: its error_units, not relative), through `none` or `sum`
+  // (w/S: (e + w·E)/S, E the row's sum of e); the other normalizations
+  // take the kernel values as logits (the relative bound's logit term).
+  std::vector<double> absolute(n * m, 0.0);
+  if (!logits && (spec.normalization == Normalization::none ||
+                  spec.normalization == Normalization::sum)) {
+    for (size_t i = 0; i < n; ++i) {
+      double sum = 0, error_sum = 0;
+      for (size_t j = 0; j < m; ++j) {
+        const double w = want[i * m + j];
+        const double e =
+            std::isfinite(w)
+                ? KernelErrorBound<T>(spec.kernel, spec.distance,
+                                      distances(i, j), queries.cols(), w)
+                : 0;
+        absolute[i * m + j] = e;
+        if (!attnpool::reference::hidden(mask, i, j)) {
+          sum += w;
+          error_sum += e;
+        }
+      }
+      if (spec.normalization == Normalization::none) continue;
+      for (size_t j = 0; j < m; ++j) {
+        absolute[i * m + j] =
+            sum > 0
+                ? (absolute[i * m + j] + want[i * m + j] / sum * error_sum) /
+                      sum
+                : 0;
+      }
+    }
+  }
   attnpool::reference::normalize(spec.normalization, logits, spec.empty_rows,
                                  mask, want, n, m);
   // Kernel and normalization bounds of kernel.h and normalize.h, with the
@@ -72,15 +102,18 @@ void CheckPipeline(const PoolSpec& spec, const Mask<T>& mask,
                       << expected);
       REQUIRE(std::isnan(got) == std::isnan(expected));
       if (!std::isnan(expected)) {
-        REQUIRE(std::fabs(got - expected) <=
-                relative * expected + std::numeric_limits<T>::min());
+        REQUIRE(std::fabs(got - expected) <= relative * expected +
+                                                 absolute[i * m + j] +
+                                                 std::numeric_limits<T>::min());
       }
     }
     for (size_t c = 0; c < dv; ++c) {
       double expected = 0, scale = 0;
+      double weight_error = 0;
       for (size_t j = 0; j < m; ++j) {
         expected += want[i * m + j] * values(j, c);
         scale += std::fabs(want[i * m + j] * values(j, c));
+        weight_error += absolute[i * m + j] * std::fabs(values(j, c));
       }
       if (m == 0) {
         expected = spec.empty_rows == EmptyRows::nan
@@ -93,6 +126,7 @@ void CheckPipeline(const PoolSpec& spec, const Mask<T>& mask,
       REQUIRE(std::isnan(got) == std::isnan(expected));
       if (!std::isnan(expected)) {
         REQUIRE(std::fabs(got - expected) <= (relative + (m + 2) * u) * scale +
+                                                 weight_error +
                                                  std::numeric_limits<T>::min());
       }
     }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "src/reference_regression.h"
+#include "tests/accuracy.h"
 #include "tests/each_target.h"
 #include "tests/require_rejected.h"
 #include "tests/test_data.h"
@@ -30,8 +31,17 @@ using attnpool::CrossValidationResult;
 using attnpool::Kernel;
 using attnpool::NadarayaWatson;
 
-constexpr Kernel kKernels[] = {Kernel::gaussian, Kernel::boxcar,
-                               Kernel::triangular, Kernel::epanechnikov};
+// Regression's kernels (those of distances, kernel.h's table): the
+// Gaussian first, then the compact ones.
+const std::vector<Kernel> kRegressionKernels = [] {
+  std::vector<Kernel> kernels;
+  for (const attnpool::KernelProperties& kernel : attnpool::kKernels) {
+    if (attnpool::needs_distance(kernel.kernel)) {
+      kernels.push_back(kernel.kernel);
+    }
+  }
+  return kernels;
+}();
 
 // Scores of cross_validate against expected ones: both are means of squared
 // errors (y − ŷ)², ŷ computed in T (its sums over ≤ 600 points, the exps,
@@ -148,7 +158,7 @@ void CheckAgainstRefits(size_t folds) {
     if (folds > s.n) continue;
     TestMatrix<T> x(s.n, s.d, 1, 1), y(s.n, s.dy, 2);
     FillData(rng, x, y, 2.0);
-    for (Kernel kernel : kKernels) {
+    for (Kernel kernel : kRegressionKernels) {
       INFO(attnpool::kernel_name(kernel)
            << " n=" << s.n << " d=" << s.d << " dy=" << s.dy);
       CrossValidationOptions options;
@@ -270,7 +280,7 @@ void CheckPredict() {
   TestMatrix<T> x(n, d, 1, 2), y(n, dy, 1), queries(m, d, 3, 1), unused(m, dy);
   FillData(rng, x, y, 3.0);
   FillData(rng, queries, unused, 3.0);
-  for (Kernel kernel : kKernels) {
+  for (Kernel kernel : kRegressionKernels) {
     INFO(attnpool::kernel_name(kernel));
     const NadarayaWatson<T> model(kernel, 0.7, x.view(), y.view());
     REQUIRE(model.size() == n);
@@ -340,7 +350,7 @@ void CheckPerDimension() {
       queries_scaled(i, k) = T(double(queries(i, k)) / h[k]);
     }
   }
-  for (Kernel kernel : kKernels) {
+  for (Kernel kernel : kRegressionKernels) {
     INFO(attnpool::kernel_name(kernel));
     const NadarayaWatson<T> per_dimension(kernel, h, x.view(), y.view());
     const NadarayaWatson<T> scaled(kernel, 1.0, x_scaled.view(), y.view());
@@ -403,7 +413,7 @@ void CheckSkipDistant() {
     options.folds = folds;
     if (d == 3) options.scales = {1, 3, 0.5};
     const double y_square = MeanSquare(y);
-    for (Kernel kernel : kKernels) {
+    for (Kernel kernel : kRegressionKernels) {
       const bool gaussian = kernel == Kernel::gaussian;
       for (bool allow_powers : {true, false}) {
         if ((!gaussian || d != 1) && !allow_powers) continue;
@@ -516,10 +526,13 @@ void CheckWindowsFuzzed(uint64_t seed, bool large) {
             << " count " << count);
   CrossValidationOptions options;
   options.folds = folds;
-  // (Large n, for the test's runtime: the powers path and one compact
-  // kernel.)
-  std::vector<Kernel> kernels(std::begin(kKernels), std::end(kKernels));
-  if (large) kernels = {Kernel::gaussian, kKernels[pick(1, 3)]};
+  // The Gaussian and, for the test's runtime, three other kernels (one
+  // for large n), picked at random.
+  std::vector<Kernel> kernels = {Kernel::gaussian};
+  for (size_t k = 0; k < (large ? 1 : 3); ++k) {
+    kernels.push_back(
+        kRegressionKernels[pick(1, kRegressionKernels.size() - 1)]);
+  }
   for (Kernel kernel : kernels) {
     INFO(attnpool::kernel_name(kernel));
     options.skip_distant = true;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/accuracy.h"
 #include "tests/each_target.h"
 #include "tests/test_data.h"
 
@@ -24,10 +25,6 @@ using attnpool::Kernel;
 using attnpool::KernelSpec;
 using attnpool::Mask;
 using attnpool::Normalization;
-
-// The stated relative error of the vectorized exp (arch/math-inl.h).
-template <typename T>
-constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 
 // Whether `got` is NaN exactly when `want` is.
 bool SameNaN(double got, double want) {
@@ -58,7 +55,6 @@ void FillKernelInputs(TestMatrix<T>& values, Distance input, double h,
 template <typename T>
 void CheckKernel(const KernelSpec& spec, Distance input, std::mt19937_64& rng) {
   const size_t depth = 64;
-  const double u = kUnitRoundoff<T>;
   for (size_t cols : {0, 1, 7, 16, 17, 33}) {
     TestMatrix<T> values(3, cols, 2, 1);
     FillKernelInputs(values, input, spec.bandwidth, rng);
@@ -80,19 +76,11 @@ void CheckKernel(const KernelSpec& spec, Distance input, std::mt19937_64& rng) {
              << want);
         REQUIRE(SameNaN(got, want));
         if (std::isnan(want) || got == want) continue;  // also ±inf, 0
-        double bound = 4 * u;
-        if (attnpool::is_exponential(spec.kernel)) {
-          const double logit =
-              attnpool::reference::kernel(spec, input, x, depth, true);
-          bound = (kExpError<T> + 4 * u * std::fabs(logit)) * want +
-                  std::numeric_limits<T>::min();  // flush below normal
-        } else if (spec.kernel == Kernel::boxcar) {
-          // Exact, except where u is within a few ulp of 1.
-          const double scaled =
-              (input == Distance::sqeuclidean ? std::sqrt(x) : x) /
-              spec.bandwidth;
-          bound = std::fabs(scaled - 1) <= 8 * u ? 1 : 0;
-        }
+        const double bound = KernelErrorBound<T>(spec, input, x, depth, want);
+        AccuracyLog::Get().Record(std::string("kernel ") +
+                                      attnpool::kernel_name(spec.kernel) + " " +
+                                      kTypeName<T>,
+                                  got - want, bound);
         REQUIRE(std::fabs(got - want) <= bound);
       }
     }
@@ -107,9 +95,7 @@ void KernelSweep() {
     const auto kernel = static_cast<Kernel>(k);
     for (Distance input : {Distance::sqeuclidean, Distance::euclidean,
                            Distance::manhattan, Distance::dot}) {
-      const bool distance_kernel =
-          kernel != Kernel::constant && kernel != Kernel::exp;
-      if (distance_kernel && input == Distance::dot) {
+      if (attnpool::needs_distance(kernel) && input == Distance::dot) {
         TestMatrix<T> values(2, 2);
         REQUIRE_THROWS_AS(
             attnpool::apply_kernel({kernel}, input, values.view(), 4),
@@ -119,7 +105,8 @@ void KernelSweep() {
       for (double h : {0.7, 1e-30, 1e30}) {
         KernelSpec spec{kernel, h, {}};
         CheckKernel<T>(spec, input, rng);
-        if (kernel == Kernel::exp) {
+        if (attnpool::kernel_properties(kernel).argument ==
+            attnpool::KernelArgument::score) {
           spec.scale = -1.3;
           CheckKernel<T>(spec, input, rng);
         }

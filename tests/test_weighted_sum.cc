@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/accuracy.h"
 #include "tests/each_target.h"
 #include "tests/require_rejected.h"
 #include "tests/test_data.h"

@@ -90,6 +90,22 @@ struct OptionInfo {
   const char* help;
 };
 
+// The kernels of kernel.h's table (with distance_only, regression's: those
+// of distances), comma-separated; gaussian marked as the default.
+std::string KernelNames(bool distance_only, bool mark_default) {
+  std::string names;
+  for (const attnpool::KernelProperties& kernel : attnpool::kKernels) {
+    if (distance_only && !attnpool::needs_distance(kernel.kernel)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(kernel.name);
+    if (mark_default && kernel.kernel == attnpool::Kernel::gaussian) {
+      names += " (default)";
+    }
+  }
+  return names;
+}
+const std::string kPoolKernelHelp = KernelNames(false, true);
+const std::string kRegressKernelHelp = KernelNames(true, true);
+
 const OptionInfo kQueries{"--queries", "Q.npy", "queries, n x d (required)"};
 const OptionInfo kKeys{"--keys", "K.npy", "keys, m x d (required)"};
 const OptionInfo kOut{"-o", "OUT.npy",
@@ -123,8 +139,7 @@ const std::vector<OptionInfo> kPoolOptions = {
      "also write the n x m attention weights (this runs the staged pipeline, "
      "which forms them; without it, the fused kernel runs)"},
     kDistance,
-    {"--kernel", "NAME",
-     "gaussian (default), boxcar, triangular, epanechnikov, constant, exp"},
+    {"--kernel", "NAME", kPoolKernelHelp.c_str()},
     {"--bandwidth", "H",
      "the width h of the distance kernels, > 0 (default 1)"},
     {"--scale", "S", "the factor of exp(S * score) (default 1/sqrt(d))"},
@@ -1048,8 +1063,7 @@ const std::vector<OptionInfo> kRegressOptions = {
     kOut,
     {"--weights", "W.npy",
      "also write the m x n weights of the training points for each query"},
-    {"--kernel", "NAME",
-     "gaussian (default), boxcar, triangular, epanechnikov"},
+    {"--kernel", "NAME", kRegressKernelHelp.c_str()},
     {"--bandwidth", "H",
      "a fixed bandwidth h > 0, or one per column of x: H1,H2,..."},
     {"--bandwidth-rule", "silverman|scott",
@@ -1332,11 +1346,9 @@ int Regress(const Arguments& arguments) {
   RegressInputs inputs{};
   const std::string kernel = arguments.Get("--kernel").value_or("gaussian");
   inputs.kernel = ParseName("--kernel", kernel, &attnpool::kernel_from_name);
-  if (inputs.kernel == attnpool::Kernel::constant ||
-      inputs.kernel == attnpool::Kernel::exp) {
-    UsageError("--kernel " + kernel +
-               ": regression takes gaussian, boxcar, triangular or "
-               "epanechnikov");
+  if (!attnpool::needs_distance(inputs.kernel)) {
+    UsageError("--kernel " + kernel + ": regression takes " +
+               KernelNames(true, false));
   }
   inputs.empty_rows = ParseEmptyRows(arguments);
   inputs.bandwidth = ParseBandwidthChoice(arguments);

@@ -404,7 +404,7 @@ attnpool_status attnpool_linear(attnpool_dtype dtype,
 /* Nadaraya-Watson kernel regression (regression.h) of y (n x dy) on x
  * (n x d):
  *   y_hat(q) = sum_j K(|q - x_j| / h) y_j / sum_j K(|q - x_j| / h)
- * with the kernels gaussian, boxcar, triangular and epanechnikov. With
+ * with the kernels of distances (gaussian and the compact ones). With
  * per-dimension bandwidths (h_1, ..., h_d), coordinate k is divided by h_k
  * and h = 1. */
 

@@ -6,23 +6,117 @@
 #include <attnpool/matrix.h>
 
 #include <cstddef>
+#include <iterator>
+#include <limits>
 #include <optional>
 
 namespace attnpool {
 
-// DESIGN.md §1, stage 2. With bandwidth h and u = r / h:
-enum class Kernel : int {
-  gaussian = 0,      // exp(−u²/2), from squared distances without a sqrt
-  boxcar = 1,        // 1 if u < 1 else 0
-  triangular = 2,    // max(1 − u, 0)
-  epanechnikov = 3,  // max(1 − u², 0)
-  constant = 4,      // 1
-  exp = 5,           // exp(scale · s) for any score s; scale default 1/√d
+// What a kernel's formula takes (DESIGN.md §1, stage 2): with bandwidth h
+// and the distance r, the scaled distance u = r / h or its square u²; `exp`
+// takes a score s; `constant` nothing.
+enum class KernelArgument : int { u, u_squared, score, none };
+
+// How close a kernel's weights are to the exact ones (the accuracy contract
+// of apply_kernel below; every test's bound comes from it).
+enum class KernelAccuracy : int {
+  exact,         // bit-exact
+  step,          // exact, except where u is within 4 ulp of the step at 1
+  absolute,      // |error| ≤ error_units · u  (u: unit roundoff of the type)
+  exp_of_logit,  // relative error ≤ 2e-7 + 5·u·|x| (float; 4e-16 + 5·u·|x|
+                 // for double), x the logit; weights below the smallest
+                 // normal number are 0
 };
-constexpr int kKernelCount = 6;
+
+// The kernels, one line each: every list of kernels (the enum, names, the
+// predicates below, the C enum's checks, the tests, benchmarks, fuzzer and
+// CLI) is generated from this table. Columns:
+//   name, C enum suffix, argument, exponential (the weight is exp of a
+//   logit, normalized by a max-subtracted softmax), support (the weight is
+//   exactly 0 where u ≥ support; +inf: everywhere positive), accuracy,
+//   error_units.
+// The vector formula of each is in arch/kernel-inl.h (KernelFormula), the
+// reference in src/reference.cc (reference::kernel).
+#define ATTNPOOL_KERNEL_TABLE(X)                                      \
+  /* exp(−u²/2), from squared distances without a sqrt */          \
+  X(gaussian, GAUSSIAN, u_squared, true, kUnbounded, exp_of_logit, 0) \
+  /* 1 if u < 1 else 0 */                                             \
+  X(boxcar, BOXCAR, u_squared, false, 1.0, step, 0)                   \
+  /* max(1 − u, 0) */                                               \
+  X(triangular, TRIANGULAR, u, false, 1.0, absolute, 4)               \
+  /* max(1 − u², 0) */                                             \
+  X(epanechnikov, EPANECHNIKOV, u_squared, false, 1.0, absolute, 4)   \
+  /* 1 */                                                             \
+  X(constant, CONSTANT, none, false, kUnbounded, exact, 0)            \
+  /* exp(scale · s) for any score s; scale default 1/√d */         \
+  X(exp, EXP, score, true, kUnbounded, exp_of_logit, 0)
+
+// The support column of kernels whose weight is never 0 for finite u.
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+
+enum class Kernel : int {
+#define ATTNPOOL_KERNEL_ENUM(name, ...) name,
+  ATTNPOOL_KERNEL_TABLE(ATTNPOOL_KERNEL_ENUM)
+#undef ATTNPOOL_KERNEL_ENUM
+};
+
+struct KernelProperties {
+  Kernel kernel;
+  const char* name;
+  KernelArgument argument;
+  bool exponential;
+  double support;
+  KernelAccuracy accuracy;
+  int error_units;
+};
+
+// kKernels[k] describes Kernel(k).
+inline constexpr KernelProperties kKernels[] = {
+#define ATTNPOOL_KERNEL_PROPERTIES(name, c_name, argument, exponential, \
+                                   support, accuracy, units)            \
+  {Kernel::name, #name,   KernelArgument::argument,                     \
+   exponential,  support, KernelAccuracy::accuracy,                     \
+   units},
+    ATTNPOOL_KERNEL_TABLE(ATTNPOOL_KERNEL_PROPERTIES)
+#undef ATTNPOOL_KERNEL_PROPERTIES
+};
+constexpr int kKernelCount = static_cast<int>(std::size(kKernels));
+
+// Whether `kernel` is one of the table's (a value cast from an int may not
+// be); the predicates below are false for any other.
+constexpr bool is_kernel(Kernel kernel) {
+  return static_cast<unsigned>(kernel) < static_cast<unsigned>(kKernelCount);
+}
+
+// The table line of `kernel`, one of the table's.
+constexpr const KernelProperties& kernel_properties(Kernel kernel) {
+  return kKernels[static_cast<int>(kernel)];
+}
 
 const char* kernel_name(Kernel kernel);
 Kernel kernel_from_name(const char* name);  // throws Error ("kernel")
+
+// Whether the kernel is exp(·) of a logit (gaussian, exp): such weights are
+// normalized by a max-subtracted softmax of the logits, never by dividing
+// underflowed weights.
+constexpr bool is_exponential(Kernel kernel) {
+  return is_kernel(kernel) && kernel_properties(kernel).exponential;
+}
+
+// Whether the kernel weighs distances (takes u or u²): such a kernel needs a
+// distance (sqeuclidean, euclidean or manhattan) and a bandwidth, and is one
+// of Nadaraya–Watson regression's.
+constexpr bool needs_distance(Kernel kernel) {
+  return is_kernel(kernel) &&
+         (kernel_properties(kernel).argument == KernelArgument::u ||
+          kernel_properties(kernel).argument == KernelArgument::u_squared);
+}
+
+// Whether the weight is exactly 0 outside a bounded support (u ≥ support).
+constexpr bool is_compact(Kernel kernel) {
+  return is_kernel(kernel) && kernel_properties(kernel).support <
+                                  std::numeric_limits<double>::infinity();
+}
 
 struct KernelSpec {
   Kernel kernel = Kernel::gaussian;
@@ -33,11 +127,6 @@ struct KernelSpec {
   std::optional<double> scale;
 };
 
-// Whether the kernel is exp(·) of a logit (gaussian, exp): such weights are
-// normalized by a max-subtracted softmax of the logits, never by dividing
-// underflowed weights.
-bool is_exponential(Kernel kernel);
-
 // In place: values(i, j) ← kernel weight of values(i, j). `input` says what
 // the matrix holds, i.e. which stage-1 distance produced it: sqeuclidean → r²
 // (the Gaussian uses it directly, no sqrt), euclidean or manhattan → r, dot or
@@ -45,11 +134,8 @@ bool is_exponential(Kernel kernel);
 // distance kernel on a similarity is an invalid combination). `depth` (d)
 // gives exp's default scale 1/√d.
 //
-// Accuracy (u = unit roundoff of T, x = the exponent, −u²/2 or scale·s):
-//   gaussian, exp: relative error ≤ 2e-7 + 5·u·|x| (float; 4e-16 + 5·u·|x|
-//   for double); weights below the smallest normal number are 0.
-//   triangular, epanechnikov: absolute error ≤ 4·u.
-//   boxcar: exact except where u is within 4 ulp of 1.
+// Accuracy: each kernel's accuracy and error_units columns (KernelAccuracy;
+// x = the exponent, −u²/2 or scale·s, for exp_of_logit).
 // Non-finite values (README "Non-finite data"): NaN stays NaN, except under
 // `constant` (weight 1); a +inf distance weighs 0; exp gives exp(+inf) =
 // +inf, exp(−inf) = 0, and +inf where scale·s overflows. The distance

@@ -5,8 +5,8 @@
 //
 //   ŷ(q) = Σⱼ K(‖q − xⱼ‖ / h) yⱼ / Σⱼ K(‖q − xⱼ‖ / h)
 //
-// with the kernels gaussian, boxcar, triangular and epanechnikov of
-// <attnpool/kernel.h>. A per-dimension bandwidth (h₁, …, h_d) is the same
+// with the kernels of distances of <attnpool/kernel.h> (needs_distance:
+// gaussian and the compact kernels). A per-dimension bandwidth (h₁, …, h_d) is the same
 // with coordinate k divided by h_k and h = 1.
 #pragma once
 
@@ -34,7 +34,7 @@ namespace attnpool {
 // Requirements (attnpool::Error names the argument, nothing is kept):
 //   x, y: well-formed views ("x", "y", their ".data" and ".stride"), n ≥ 1
 //     ("x.rows"), y.rows = n ("y.rows"), every element finite ("x", "y");
-//   kernel: gaussian, boxcar, triangular or epanechnikov ("kernel");
+//   kernel: one of distances, needs_distance(kernel) ("kernel");
 //   bandwidth: finite, > 0 and a normal number of T ("bandwidth"); a
 //     per-dimension one has d entries ("bandwidth.size"), and every x(j, k) /
 //     h_k must be finite in T ("bandwidth").
@@ -52,7 +52,7 @@ class NadarayaWatson {
   // attention_pool ({sqeuclidean, {kernel, h}, Normalization::sum}): the
   // Gaussian in the stable softmax form (a query far from every training
   // point gets the mean of its nearest points' y), and a query whose kernel
-  // window holds no training point (boxcar, triangular, epanechnikov) gets
+  // window holds no training point (a compact kernel) gets
   // the empty_rows() policy (NaN row by default). Bitwise the same result
   // for every thread count. Throws attnpool::Error naming the argument
   // ("queries", "queries.cols", "out", "out.rows", "out.cols", an overlap of
@@ -146,8 +146,8 @@ struct CrossValidationOptions {
   //     held-out denominator Σⱼ wⱼ ≥ 1, so each held-out prediction moves
   //     by less than 2⁻³²·(max y − min y) (2⁻⁶¹ for double); the kept
   //     pairs are summed exactly as without skipping;
-  //   boxcar, triangular, epanechnikov: only pairs of weight exactly 0
-  //     (some with r ≥ h): the scores are bitwise those of skip_distant =
+  //   the compact kernels: only pairs of weight exactly 0 (some with
+  //     r ≥ support·h): the scores are bitwise those of skip_distant =
   //     false.
   // The saving grows as h shrinks against the spread of x: on the seed data
   // (n = 20000 on [0, 5], 32 bandwidths in [0.03, 0.6]) it forms ~5× fewer

@@ -122,14 +122,13 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
 
   // Make the call valid: distance kernels need a distance, exp's default
   // scale needs d > 0, a bias needs scores.
-  const bool distance_kernel = args.kernel.kernel != Kernel::exp &&
-                               args.kernel.kernel != Kernel::constant;
-  if (api.uses_kernel && distance_kernel &&
+  if (api.uses_kernel && attnpool::needs_distance(args.kernel.kernel) &&
       (args.distance == Distance::dot || args.distance == Distance::cosine)) {
     args.kernel.kernel = Kernel::exp;
   }
-  if (args.kernel.kernel == Kernel::exp && !args.kernel.scale &&
-      sizes[kD] == 0) {
+  if (attnpool::kernel_properties(args.kernel.kernel).argument ==
+          attnpool::KernelArgument::score &&
+      !args.kernel.scale && sizes[kD] == 0) {
     args.kernel.scale = 1.0;
   }
   const bool exponential =
@@ -141,7 +140,7 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   // a distance kernel, weights (≥ 0) for `sum` of weights.
   const bool non_negative =
       (api.uses_kernel && !exponential &&
-       args.kernel.kernel != Kernel::constant) ||
+       attnpool::needs_distance(args.kernel.kernel)) ||
       (!api.uses_kernel && args.normalization == Normalization::sum);
   const bool specials = flags & 2;
 
