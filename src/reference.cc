@@ -7,6 +7,9 @@
 
 namespace attnpool {
 namespace reference {
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+}  // namespace
 
 double distance(Distance distance, const double* query, const double* key,
                 size_t depth) {
@@ -62,6 +65,15 @@ double kernel(const KernelSpec& spec, Distance input, double value,
       return std::isnan(value) ? value : std::max(1 - u * u, 0.0);
     case Kernel::constant:
       return 1;
+    case Kernel::biweight:
+      return std::isnan(value) ? value : std::pow(std::max(1 - u * u, 0.0), 2);
+    case Kernel::triweight:
+      return std::isnan(value) ? value : std::pow(std::max(1 - u * u, 0.0), 3);
+    case Kernel::tricube:
+      return std::isnan(value) ? value
+                               : std::pow(std::max(1 - u * u * u, 0.0), 3);
+    case Kernel::cosine:
+      return std::isnan(value) ? value : u < 1 ? std::cos(kPi / 2 * u) : 0.0;
   }
   throw Error("kernel", "invalid value");
 }

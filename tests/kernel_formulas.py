@@ -12,6 +12,10 @@ DISTANCE_KERNELS = {
     "boxcar": lambda u: (u < 1).astype(np.float64),
     "triangular": lambda u: np.maximum(1 - u, 0),
     "epanechnikov": lambda u: np.maximum(1 - u ** 2, 0),
+    "biweight": lambda u: np.maximum(1 - u ** 2, 0) ** 2,
+    "triweight": lambda u: np.maximum(1 - u ** 2, 0) ** 3,
+    "tricube": lambda u: np.maximum(1 - np.abs(u) ** 3, 0) ** 3,
+    "cosine": lambda u: np.where(u < 1, np.cos(np.pi / 2 * np.minimum(u, 1)), 0.0),
 }
 
 # Kernels of scores or of nothing: exp(scale * s) is tested on its own.

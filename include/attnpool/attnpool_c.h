@@ -91,7 +91,11 @@ typedef enum attnpool_kernel ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_KERNEL_TRIANGULAR = 2,   /* max(1 - u, 0) */
   ATTNPOOL_KERNEL_EPANECHNIKOV = 3, /* max(1 - u^2, 0) */
   ATTNPOOL_KERNEL_CONSTANT = 4,     /* 1 */
-  ATTNPOOL_KERNEL_EXP = 5 /* exp(scale * s), scale default 1/sqrt(d) */
+  ATTNPOOL_KERNEL_EXP = 5,       /* exp(scale * s), scale default 1/sqrt(d) */
+  ATTNPOOL_KERNEL_BIWEIGHT = 6,  /* max(1 - u^2, 0)^2 */
+  ATTNPOOL_KERNEL_TRIWEIGHT = 7, /* max(1 - u^2, 0)^3 */
+  ATTNPOOL_KERNEL_TRICUBE = 8,   /* max(1 - u^3, 0)^3 */
+  ATTNPOOL_KERNEL_COSINE = 9     /* cos(pi u / 2) if u < 1 else 0 */
 } attnpool_kernel;
 
 typedef enum attnpool_normalization ATTNPOOL_C_ENUM_BASE {

@@ -49,7 +49,15 @@ enum class KernelAccuracy : int {
   /* 1 */                                                             \
   X(constant, CONSTANT, none, false, kUnbounded, exact, 0)            \
   /* exp(scale · s) for any score s; scale default 1/√d */         \
-  X(exp, EXP, score, true, kUnbounded, exp_of_logit, 0)
+  X(exp, EXP, score, true, kUnbounded, exp_of_logit, 0)               \
+  /* max(1 − u², 0)², the quartic */                              \
+  X(biweight, BIWEIGHT, u_squared, false, 1.0, absolute, 6)           \
+  /* max(1 − u², 0)³ */                                           \
+  X(triweight, TRIWEIGHT, u_squared, false, 1.0, absolute, 8)         \
+  /* max(1 − u³, 0)³ */                                           \
+  X(tricube, TRICUBE, u, false, 1.0, absolute, 10)                    \
+  /* cos(π·u/2) if u < 1 else 0 */                                  \
+  X(cosine, COSINE, u_squared, false, 1.0, absolute, 8)
 
 // The support column of kernels whose weight is never 0 for finite u.
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
