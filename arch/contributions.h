@@ -57,8 +57,7 @@ bool MaskHides(const Mask<T>& mask, size_t row, size_t key,
 // kernel's support, and nowhere a rounding to 0).
 template <typename T>
 bool ZeroWeightsContributeNothing(const NormalizePlan<T>& plan) {
-  return !plan.logits && (plan.normalization == Normalization::none ||
-                          plan.normalization == Normalization::sum);
+  return !plan.logits && !normalizes_scores(plan.normalization);
 }
 
 // Whether key `key` contributes to query `row`, whose weight for it is

@@ -24,7 +24,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
 HWY_INLINE V ScaledSquare(D d, const detail::KernelPlan<T>& plan, V value) {
   const V inverse = hn::Set(d, plan.inverse_bandwidth);
-  if (plan.input == detail::KernelInput::squared_distance) {
+  if (plan.input == DistanceOutput::squared_distance) {
     return hn::Mul(hn::Mul(value, inverse), inverse);
   }
   const V u = hn::Mul(value, inverse);
@@ -34,9 +34,8 @@ HWY_INLINE V ScaledSquare(D d, const detail::KernelPlan<T>& plan, V value) {
 // u = r/h (a square root of a squared distance).
 template <class D, class V = hn::Vec<D>, typename T = hn::TFromD<D>>
 HWY_INLINE V Scaled(D d, const detail::KernelPlan<T>& plan, V value) {
-  const V r = plan.input == detail::KernelInput::squared_distance
-                  ? hn::Sqrt(value)
-                  : value;
+  const V r =
+      plan.input == DistanceOutput::squared_distance ? hn::Sqrt(value) : value;
   return hn::Mul(r, hn::Set(d, plan.inverse_bandwidth));
 }
 

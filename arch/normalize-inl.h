@@ -223,9 +223,7 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
   const hn::ScalableTag<T> d;
   const Mask<T>& mask = plan.mask;
   const Normalization normalization = plan.normalization;
-  const bool score_domain = plan.logits ||
-                            normalization == Normalization::softmax ||
-                            normalization == Normalization::argmax;
+  const bool score_domain = plan.logits || normalizes_scores(normalization);
   const T hidden = score_domain ? -std::numeric_limits<T>::infinity() : T(0);
   const size_t key_count = values.cols;
   for (size_t i = row_begin; i < row_end; ++i) {

@@ -13,17 +13,14 @@
 namespace attnpool {
 namespace detail {
 
-// How the kernel reads its input: r² (sqeuclidean), r (euclidean,
-// manhattan) or a score (dot, cosine).
-enum class KernelInput : int { squared_distance, distance, score };
-
 template <typename T>
 struct KernelPlan {
   Kernel kernel = Kernel::constant;
   // The kernel's table line (kernel.h), copied for the inner loops.
   KernelArgument argument = KernelArgument::none;
   bool exponential = false;
-  KernelInput input = KernelInput::score;
+  // What the input holds: r², r or a score (distance.h's output column).
+  DistanceOutput input = DistanceOutput::score;
   T inverse_bandwidth = 1;  // 1/h
   T scale = 1;              // exp's factor
   // For exponential kernels: write the logit ℓ instead of exp(ℓ).

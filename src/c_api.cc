@@ -87,7 +87,20 @@ attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
   return result;
 }
 
-// The C enum holds the C++ one's values (kernel.h's table).
+// The C enums hold the C++ ones' values (distance.h's and kernel.h's
+// tables).
+#define ATTNPOOL_C_DISTANCE_MATCHES(name, c_name, ...)                 \
+  static_assert(                                                       \
+      static_cast<int>(attnpool::Distance::name) == ATTNPOOL_##c_name, \
+      "attnpool_distance: ATTNPOOL_" #c_name " differs");
+ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_C_DISTANCE_MATCHES)
+#undef ATTNPOOL_C_DISTANCE_MATCHES
+#define ATTNPOOL_C_NORMALIZATION_MATCHES(name, c_name, ...)                 \
+  static_assert(                                                            \
+      static_cast<int>(attnpool::Normalization::name) == ATTNPOOL_##c_name, \
+      "attnpool_normalization: ATTNPOOL_" #c_name " differs");
+ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_C_NORMALIZATION_MATCHES)
+#undef ATTNPOOL_C_NORMALIZATION_MATCHES
 #define ATTNPOOL_C_KERNEL_MATCHES(name, c_name, ...)                        \
   static_assert(                                                            \
       static_cast<int>(attnpool::Kernel::name) == ATTNPOOL_KERNEL_##c_name, \
@@ -285,7 +298,7 @@ attnpool::PoolSpec CheckedPoolSpecOf(const attnpool_pool_spec* spec) {
   check("spec.kernel.kernel", static_cast<int>(c_spec.kernel.kernel),
         attnpool::kKernelCount);
   check("spec.normalization", static_cast<int>(c_spec.normalization),
-        ATTNPOOL_NORMALIZE_ARGMAX + 1);
+        attnpool::kNormalizationCount);
   return PoolSpecOf(c_spec);
 }
 

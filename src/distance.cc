@@ -16,8 +16,11 @@
 namespace attnpool {
 namespace {
 
-constexpr const char* kDistanceNames[kDistanceCount] = {
-    "sqeuclidean", "euclidean", "manhattan", "dot", "cosine"};
+constexpr const char* kDistanceNames[] = {
+#define ATTNPOOL_DISTANCE_NAME(name, ...) #name,
+    ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_DISTANCE_NAME)
+#undef ATTNPOOL_DISTANCE_NAME
+};
 
 // Queries per dispatched call: a multiple of every target's tile height
 // (6 and 8), large enough to amortize streaming the packed keys through L2.

@@ -260,8 +260,7 @@ class FusedJob {
         mode_ != detail::FusedRowMode::weights)
       return;
     plan_.skip_zero_blocks = true;
-    if (keys.cols != 1 || spec.distance == Distance::dot ||
-        spec.distance == Distance::cosine ||
+    if (keys.cols != 1 || is_similarity(spec.distance) ||
         plan_.packed_values.panels == nullptr) {
       return;
     }

@@ -55,12 +55,9 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
   plan.kernel = spec.kernel;
   plan.argument = kernel_properties(spec.kernel).argument;
   plan.exponential = is_exponential(spec.kernel);
-  plan.input = input == Distance::sqeuclidean ? KernelInput::squared_distance
-               : (input == Distance::euclidean || input == Distance::manhattan)
-                   ? KernelInput::distance
-                   : KernelInput::score;
+  plan.input = distance_properties(input).output;
   if (needs_distance(spec.kernel)) {
-    if (plan.input == KernelInput::score) {
+    if (plan.input == DistanceOutput::score) {
       throw Error(
           "kernel.kernel",
           std::string(kernel_name(spec.kernel)) +

@@ -14,8 +14,11 @@
 namespace attnpool {
 namespace {
 
-constexpr const char* kNormalizationNames[kNormalizationCount] = {
-    "none", "sum", "softmax", "argmax"};
+constexpr const char* kNormalizationNames[] = {
+#define ATTNPOOL_NORMALIZATION_NAME(name, ...) #name,
+    ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_NORMALIZATION_NAME)
+#undef ATTNPOOL_NORMALIZATION_NAME
+};
 
 // Rows per dispatched call.
 constexpr size_t kNormalizeBlockRows = 16;
@@ -67,8 +70,7 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
     CheckSize("mask.bias.rows", mask.bias.rows, rows, "the number of queries");
     CheckSize("mask.bias.cols", mask.bias.cols, cols, "the number of keys");
     CheckNoOverlap(target_name, target, "mask.bias", bias_bytes);
-    const bool scores = logits || normalization == Normalization::softmax ||
-                        normalization == Normalization::argmax;
+    const bool scores = logits || normalizes_scores(normalization);
     if (!scores) {
       throw Error("mask.bias",
                   "is added to scores: it needs softmax or argmax, or an "

@@ -64,8 +64,7 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
                const Mask<T>& mask, std::vector<double>& values, size_t rows,
                size_t cols) {
   const double infinity = std::numeric_limits<double>::infinity();
-  const bool scores = logits || normalization == Normalization::softmax ||
-                      normalization == Normalization::argmax;
+  const bool scores = logits || normalizes_scores(normalization);
   std::vector<bool> seen(cols);
   std::vector<double> weight(cols);
   for (size_t i = 0; i < rows; ++i) {

@@ -224,8 +224,7 @@ std::string CompareNormalized(Normalization normalization, bool logits,
   attnpool::reference::normalize(normalization, logits, empty_rows, mask, want,
                                  rows, cols);
   const double u = kU<T>;
-  const bool scores = logits || normalization == Normalization::softmax ||
-                      normalization == Normalization::argmax;
+  const bool scores = logits || attnpool::normalizes_scores(normalization);
   const double fill = empty_rows == EmptyRows::nan
                           ? std::numeric_limits<double>::quiet_NaN()
                           : 0.0;

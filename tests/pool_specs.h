@@ -15,8 +15,7 @@ namespace attnpool_test {
 // "Non-finite data").
 inline bool ZeroWeightsCount(const attnpool::PoolSpec& spec) {
   return attnpool::is_exponential(spec.kernel.kernel) ||
-         (spec.normalization != attnpool::Normalization::none &&
-          spec.normalization != attnpool::Normalization::sum);
+         attnpool::normalizes_scores(spec.normalization);
 }
 
 // Kernels by their argument (kernel.h's table): exp's score (it takes a
@@ -102,8 +101,7 @@ inline const std::vector<attnpool::PoolSpec> kPoolSpecs = WithEveryKernel({
 // Whether `spec` accepts an additive bias (it is added to scores).
 inline bool TakesBias(const attnpool::PoolSpec& spec) {
   return attnpool::is_exponential(spec.kernel.kernel) ||
-         spec.normalization == attnpool::Normalization::softmax ||
-         spec.normalization == attnpool::Normalization::argmax;
+         attnpool::normalizes_scores(spec.normalization);
 }
 
 }  // namespace attnpool_test

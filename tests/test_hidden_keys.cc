@@ -196,9 +196,7 @@ void HiddenKeysCase(const Shape& shape, const PoolSpec& spec, MaskKind kind,
   queries.FillRandom(rng, 0);
   keys.FillRandom(rng, 0);
   values.FillRandom(rng, 1);
-  const bool scores = attnpool::is_exponential(spec.kernel.kernel) ||
-                      spec.normalization == Normalization::softmax ||
-                      spec.normalization == Normalization::argmax;
+  const bool scores = TakesBias(spec);
   CaseMask<T> mask(kind, scores, n, m, rng);
   // The weights decide which rows a planted value reaches.
   TestMatrix<T> weights(n, m), unused(n, dv);

@@ -408,7 +408,10 @@ Cases<T> InvalidCombination(const Api<T>& api, Workspace<T>&) {
     for (const attnpool::KernelProperties& properties : attnpool::kKernels) {
       if (!attnpool::needs_distance(properties.kernel)) continue;
       const Kernel kernel = properties.kernel;
-      for (Distance similarity : {Distance::dot, Distance::cosine}) {
+      for (const attnpool::DistanceProperties& distance :
+           attnpool::kDistances) {
+        if (!attnpool::is_similarity(distance.distance)) continue;
+        const Distance similarity = distance.distance;
         cases.push_back({std::string(attnpool::kernel_name(kernel)) + " on " +
                              attnpool::distance_name(similarity),
                          {"kernel.kernel"},

@@ -65,12 +65,8 @@ void PlantedSpecials(const Api<T>& api, uint64_t seed) {
         ws.args.mask.causal_offset = 9;
       }
       const bool scores =
-          !api.uses_kernel
-              ? ws.args.normalization == Normalization::softmax ||
-                    ws.args.normalization == Normalization::argmax
-              : attnpool::is_exponential(ws.args.kernel.kernel) ||
-                    ws.args.normalization == Normalization::softmax ||
-                    ws.args.normalization == Normalization::argmax;
+          attnpool::normalizes_scores(ws.args.normalization) ||
+          (api.uses_kernel && attnpool::is_exponential(ws.args.kernel.kernel));
       if (api.uses_mask && scores) ws.UseBias();
       // Plant a few specials in every input; in-place ones (distances,
       // weights) get only what they can hold: NaN, +inf, and −inf where

@@ -41,9 +41,17 @@ void FillKernelInputs(TestMatrix<T>& values, Distance input, double h,
   for (size_t i = 0; i < values.rows(); ++i) {
     for (size_t j = 0; j < values.cols(); ++j) {
       const double x = (j % 7 == 6) ? 1e3 * u(rng) : u(rng) * h;  // some far
-      values(i, j) = T(input == Distance::sqeuclidean ? x * x
-                       : input == Distance::dot       ? score(rng)
-                                                      : x);
+      switch (attnpool::distance_properties(input).output) {
+        case attnpool::DistanceOutput::squared_distance:
+          values(i, j) = T(x * x);
+          break;
+        case attnpool::DistanceOutput::distance:
+          values(i, j) = T(x);
+          break;
+        case attnpool::DistanceOutput::score:
+          values(i, j) = T(score(rng));
+          break;
+      }
     }
   }
   if (values.rows() && values.cols() > 2) {
@@ -93,9 +101,9 @@ void KernelSweep() {
   INFO("seed " << kSeed + 10);
   for (int k = 0; k < attnpool::kKernelCount; ++k) {
     const auto kernel = static_cast<Kernel>(k);
-    for (Distance input : {Distance::sqeuclidean, Distance::euclidean,
-                           Distance::manhattan, Distance::dot}) {
-      if (attnpool::needs_distance(kernel) && input == Distance::dot) {
+    for (const attnpool::DistanceProperties& distance : attnpool::kDistances) {
+      const Distance input = distance.distance;
+      if (attnpool::needs_distance(kernel) && attnpool::is_similarity(input)) {
         TestMatrix<T> values(2, 2);
         REQUIRE_THROWS_AS(
             attnpool::apply_kernel({kernel}, input, values.view(), 4),

@@ -90,29 +90,42 @@ struct OptionInfo {
   const char* help;
 };
 
-// The kernels of kernel.h's table (with distance_only, regression's: those
-// of distances), comma-separated; gaussian marked as the default.
-std::string KernelNames(bool distance_only, bool mark_default) {
+// The names of the entries of one of the library's tables (kKernels,
+// kDistances, kNormalizations) that `keep`, comma-separated, the one named
+// `fallback` (if any) marked as the default.
+template <typename Table, typename Keep>
+std::string TableNames(const Table& table, Keep keep,
+                       const char* fallback = nullptr) {
   std::string names;
-  for (const attnpool::KernelProperties& kernel : attnpool::kKernels) {
-    if (distance_only && !attnpool::needs_distance(kernel.kernel)) continue;
-    names += (names.empty() ? "" : ", ") + std::string(kernel.name);
-    if (mark_default && kernel.kernel == attnpool::Kernel::gaussian) {
+  for (const auto& entry : table) {
+    if (!keep(entry)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(entry.name);
+    if (fallback && std::strcmp(entry.name, fallback) == 0) {
       names += " (default)";
     }
   }
   return names;
 }
-const std::string kPoolKernelHelp = KernelNames(false, true);
-const std::string kRegressKernelHelp = KernelNames(true, true);
+const auto kEvery = [](const auto&) { return true; };
+// Regression's kernels: those of distances.
+const auto kOfDistances = [](const attnpool::KernelProperties& kernel) {
+  return attnpool::needs_distance(kernel.kernel);
+};
+const std::string kPoolKernelHelp =
+    TableNames(attnpool::kKernels, kEvery, "gaussian");
+const std::string kRegressKernelHelp =
+    TableNames(attnpool::kKernels, kOfDistances, "gaussian");
+const std::string kDistanceHelp =
+    TableNames(attnpool::kDistances, kEvery, "sqeuclidean");
+const std::string kNormalizationHelp =
+    "over the keys of each query: " +
+    TableNames(attnpool::kNormalizations, kEvery, "sum");
 
 const OptionInfo kQueries{"--queries", "Q.npy", "queries, n x d (required)"};
 const OptionInfo kKeys{"--keys", "K.npy", "keys, m x d (required)"};
 const OptionInfo kOut{"-o", "OUT.npy",
                       "where to write the result (required; also --out)"};
-const OptionInfo kDistance{
-    "--distance", "NAME",
-    "sqeuclidean (default), euclidean, manhattan, dot, cosine"};
+const OptionInfo kDistance{"--distance", "NAME", kDistanceHelp.c_str()};
 
 // Options of every command, after its own.
 const std::vector<OptionInfo> kRunOptions = {
@@ -143,8 +156,7 @@ const std::vector<OptionInfo> kPoolOptions = {
     {"--bandwidth", "H",
      "the width h of the distance kernels, > 0 (default 1)"},
     {"--scale", "S", "the factor of exp(S * score) (default 1/sqrt(d))"},
-    {"--normalize", "NAME",
-     "over the keys of each query: sum (default), softmax, argmax, none"},
+    {"--normalize", "NAME", kNormalizationHelp.c_str()},
     {"--empty-rows", "nan|zero",
      "output of a query with no weight left (empty boxcar window, all keys "
      "masked): NaN (default) or 0"},
@@ -1348,7 +1360,7 @@ int Regress(const Arguments& arguments) {
   inputs.kernel = ParseName("--kernel", kernel, &attnpool::kernel_from_name);
   if (!attnpool::needs_distance(inputs.kernel)) {
     UsageError("--kernel " + kernel + ": regression takes " +
-               KernelNames(true, false));
+               TableNames(attnpool::kKernels, kOfDistances));
   }
   inputs.empty_rows = ParseEmptyRows(arguments);
   inputs.bandwidth = ParseBandwidthChoice(arguments);

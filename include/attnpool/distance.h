@@ -4,17 +4,64 @@
 #include <attnpool/execution.h>
 #include <attnpool/matrix.h>
 
+#include <iterator>
+
 namespace attnpool {
 
-// Values of DESIGN.md §1, stage 1. For q, k in R^d:
+// What a distance gives the kernels (kernel.h): a squared distance r², a
+// distance r, or a similarity score (which only kernels of scores take).
+enum class DistanceOutput : int { squared_distance, distance, score };
+
+// The distances and similarities of stage 1 (DESIGN.md §1), one line each;
+// the enum, names, kDistances and the predicates below are generated from
+// it. For q, k in R^d. Columns: name, C enum suffix, output.
+#define ATTNPOOL_DISTANCE_TABLE(X)                                             \
+  X(sqeuclidean, SQEUCLIDEAN, squared_distance) /* Σ (qᵢ − kᵢ)² */     \
+  X(euclidean, EUCLIDEAN, distance)             /* √ Σ (qᵢ − kᵢ)² */ \
+  X(manhattan, MANHATTAN, distance)             /* Σ |qᵢ − kᵢ| */       \
+  X(dot, DOT, score)                            /* Σ qᵢ kᵢ */             \
+  /* dot / (‖q‖ ‖k‖); 0 when either norm is 0 */                       \
+  X(cosine, COSINE, score)
+
 enum class Distance : int {
-  sqeuclidean = 0,  // Σ (qᵢ − kᵢ)²
-  euclidean = 1,    // √ Σ (qᵢ − kᵢ)²
-  manhattan = 2,    // Σ |qᵢ − kᵢ|
-  dot = 3,          // Σ qᵢ kᵢ
-  cosine = 4,       // dot / (‖q‖ ‖k‖); 0 when either norm is 0
+#define ATTNPOOL_DISTANCE_ENUM(name, ...) name,
+  ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_DISTANCE_ENUM)
+#undef ATTNPOOL_DISTANCE_ENUM
 };
-constexpr int kDistanceCount = 5;
+
+struct DistanceProperties {
+  Distance distance;
+  const char* name;
+  DistanceOutput output;
+};
+
+// kDistances[k] describes Distance(k).
+inline constexpr DistanceProperties kDistances[] = {
+#define ATTNPOOL_DISTANCE_PROPERTIES(name, c_name, output) \
+  {Distance::name, #name, DistanceOutput::output},
+    ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_DISTANCE_PROPERTIES)
+#undef ATTNPOOL_DISTANCE_PROPERTIES
+};
+constexpr int kDistanceCount = static_cast<int>(std::size(kDistances));
+
+// Whether `distance` is one of the table's; the predicates are false for
+// any other.
+constexpr bool is_distance(Distance distance) {
+  return static_cast<unsigned>(distance) <
+         static_cast<unsigned>(kDistanceCount);
+}
+
+// The table line of `distance`, one of the table's.
+constexpr const DistanceProperties& distance_properties(Distance distance) {
+  return kDistances[static_cast<int>(distance)];
+}
+
+// Whether it gives similarity scores (dot, cosine) rather than distances
+// r ≥ 0; for d = 1 a distance is a function of |q − k|.
+constexpr bool is_similarity(Distance distance) {
+  return is_distance(distance) &&
+         distance_properties(distance).output == DistanceOutput::score;
+}
 
 // "sqeuclidean", "euclidean", ...; throws attnpool::Error for an invalid value.
 const char* distance_name(Distance distance);

@@ -6,16 +6,56 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 namespace attnpool {
 
+// What a normalization takes: weights (≥ 0; a masked key weighs 0, and a
+// zero weight of a non-exponential kernel contributes nothing) or scores
+// (any real; a masked key scores −inf, and a bias is added).
+enum class NormalizationInput : int { weights, scores };
+
+// The normalizations of stage 3 (DESIGN.md §1), one line each; the enum,
+// names, kNormalizations and the predicate below are generated from it.
+// Columns: name, C enum suffix, input.
+#define ATTNPOOL_NORMALIZATION_TABLE(X)                                        \
+  X(none, NORMALIZE_NONE, weights) /* weights as they are (masked keys 0) */   \
+  X(sum, NORMALIZE_SUM, weights) /* aᵢ / Σⱼ aⱼ — Nadaraya–Watson */ \
+  /* exp(aᵢ − max) / Σⱼ exp(aⱼ − max) */                            \
+  X(softmax, NORMALIZE_SOFTMAX, scores)                                        \
+  /* 1 on the largest visible value (ties: lowest index), else 0 */            \
+  X(argmax, NORMALIZE_ARGMAX, scores)
+
 enum class Normalization : int {
-  none = 0,     // weights as they are (masked keys 0)
-  sum = 1,      // aᵢ / Σⱼ aⱼ — Nadaraya–Watson
-  softmax = 2,  // exp(aᵢ − max) / Σⱼ exp(aⱼ − max)
-  argmax = 3,   // 1 on the largest visible value (ties: lowest index), else 0
+#define ATTNPOOL_NORMALIZATION_ENUM(name, ...) name,
+  ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_NORMALIZATION_ENUM)
+#undef ATTNPOOL_NORMALIZATION_ENUM
 };
-constexpr int kNormalizationCount = 4;
+
+struct NormalizationProperties {
+  Normalization normalization;
+  const char* name;
+  NormalizationInput input;
+};
+
+// kNormalizations[k] describes Normalization(k).
+inline constexpr NormalizationProperties kNormalizations[] = {
+#define ATTNPOOL_NORMALIZATION_PROPERTIES(name, c_name, input) \
+  {Normalization::name, #name, NormalizationInput::input},
+    ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_NORMALIZATION_PROPERTIES)
+#undef ATTNPOOL_NORMALIZATION_PROPERTIES
+};
+constexpr int kNormalizationCount =
+    static_cast<int>(std::size(kNormalizations));
+
+// Whether it takes scores (softmax, argmax) rather than weights; false for
+// a value outside the table.
+constexpr bool normalizes_scores(Normalization normalization) {
+  return static_cast<unsigned>(normalization) <
+             static_cast<unsigned>(kNormalizationCount) &&
+         kNormalizations[static_cast<int>(normalization)].input ==
+             NormalizationInput::scores;
+}
 
 const char* normalization_name(Normalization normalization);
 Normalization normalization_from_name(const char* name);  // throws Error

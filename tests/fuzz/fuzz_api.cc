@@ -123,7 +123,7 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   // Make the call valid: distance kernels need a distance, exp's default
   // scale needs d > 0, a bias needs scores.
   if (api.uses_kernel && attnpool::needs_distance(args.kernel.kernel) &&
-      (args.distance == Distance::dot || args.distance == Distance::cosine)) {
+      attnpool::is_similarity(args.distance)) {
     args.kernel.kernel = Kernel::exp;
   }
   if (attnpool::kernel_properties(args.kernel.kernel).argument ==
@@ -133,9 +133,8 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   }
   const bool exponential =
       api.uses_kernel && attnpool::is_exponential(args.kernel.kernel);
-  const bool scores = exponential ||
-                      args.normalization == Normalization::softmax ||
-                      args.normalization == Normalization::argmax;
+  const bool scores =
+      exponential || attnpool::normalizes_scores(args.normalization);
   // In-place matrices hold what the function expects: distances (≥ 0) for
   // a distance kernel, weights (≥ 0) for `sum` of weights.
   const bool non_negative =
