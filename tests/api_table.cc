@@ -56,8 +56,14 @@ template <typename T>
 constexpr double kTiny = std::numeric_limits<T>::min();
 
 // The relative change e^error − 1 of exp(x) when x is off by `error`
-// (first order: error), kept finite so that 0 times it is 0.
-double ExpFactor(double error) { return std::min(std::expm1(error), 1e300); }
+// (first order: error); +inf where that overflows (huge logits rounded to
+// T: no relative bound is left).
+double ExpFactor(double error) { return std::expm1(error); }
+
+// A relative bound times |x|: 0 for x = 0 even when the bound is +inf.
+double Times(double relative, double x) {
+  return x == 0 ? 0 : relative * std::fabs(x);
+}
 
 // Collects the first disagreement.
 class Report {
@@ -325,19 +331,28 @@ std::string CompareNormalized(Normalization normalization, bool logits,
         // factor e^error (first order: error; not so for huge logits).
         const double exponent =
             4 * u * (magnitude(seen[j]) + magnitude(largest)) + relative;
-        bound = ((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent)) * w +
-                kTiny<T>;
-        // A weight that underflows in double may not in T, off by e^error:
-        // at most e^(aᵢ − max + error) (the max's weight ≤ 1).
-        if (w == 0 && std::isfinite(seen[j]) && std::isfinite(largest)) {
-          bound += std::exp(std::min(0.0, seen[j] - largest + exponent));
+        bound =
+            Times((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent), w) +
+            kTiny<T>;
+        // Whatever the relative error, the weight in T is at most
+        // e^(aᵢ − max + error) (the max's weight is 1 in the sum it is
+        // divided by; a little more for the exps' and the sum's rounding):
+        // it bounds a weight that underflows in double but not in T, and
+        // every weight where the error of huge logits leaves no relative
+        // bound.
+        if (std::isfinite(seen[j]) && std::isfinite(largest)) {
+          const double at_most =
+              std::exp(std::min(0.0, seen[j] - largest + exponent)) *
+              (1 + 2 * kExpError<T> + (cols + 8) * u);
+          bound =
+              w == 0 ? bound + at_most : std::min(bound, std::max(w, at_most));
         }
       } else {  // sum of weights, none of exp(logits)
         const double exponent =
             (logits ? 4 * u * magnitude(seen[j]) : 0) + relative;
-        bound = ((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent)) *
-                    std::fabs(w) +
-                kTiny<T>;
+        bound =
+            Times((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent), w) +
+            kTiny<T>;
       }
       if (!Close<T>(g, w, bound)) {
         report.Fail(attnpool::normalization_name(normalization),
@@ -579,7 +594,7 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
         continue;
       }
       const bool argmax = spec.normalization == Normalization::argmax;
-      const double bound = argmax ? 0 : relative * scale + 4 * kTiny<T>;
+      const double bound = argmax ? 0 : Times(relative, scale) + 4 * kTiny<T>;
       if (!Close<T>(got, want, bound)) {
         report.Fail("fused out (", i, ", ", c, ") got ", got, " staged ", want,
                     " bound ", bound);
