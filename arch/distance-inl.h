@@ -1,4 +1,4 @@
-// Per-ISA kernels of the distance stage (DESIGN.md §1, stage 1).
+// Per-ISA kernels of the distance stage (docs/design.md §1, stage 1).
 //
 // Every metric runs through one register-blocked tile kernel: kTileRows
 // queries × one panel of 2 vectors of keys per step, the keys packed

@@ -1,4 +1,4 @@
-// Per-ISA fused attention pooling (DESIGN.md §1, "Fused"): all four stages
+// Per-ISA fused attention pooling (docs/design.md §1, "Fused"): all four stages
 // in one pass over key blocks, FlashAttention-2 style, never holding more
 // than a block of scores.
 //

@@ -1,4 +1,4 @@
-// Per-ISA kernel stage (DESIGN.md §1, stage 2): element-wise, in place.
+// Per-ISA kernel stage (docs/design.md §1, stage 2): element-wise, in place.
 
 #if defined(ATTNPOOL_ARCH_KERNEL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNPOOL_ARCH_KERNEL_INL_H_

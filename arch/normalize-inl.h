@@ -1,4 +1,5 @@
-// Per-ISA normalization stage (DESIGN.md §1, stage 3): row by row, in place.
+// Per-ISA normalization stage (docs/design.md §1, stage 3): row by row, in
+// place.
 //
 // A row is handled in the "score" domain (softmax, argmax, and every
 // normalization of logits), where a hidden key is −inf, or in the "weight"

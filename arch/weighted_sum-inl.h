@@ -1,4 +1,4 @@
-// Per-ISA kernels of the weighted-sum stage (DESIGN.md §1, stage 4):
+// Per-ISA kernels of the weighted-sum stage (docs/design.md §1, stage 4):
 // out(i, :) = Σⱼ weights(i, j) · values(j, :).
 //
 // A register-blocked GEMM micro-kernel: a tile of kTileRows rows of `out` ×

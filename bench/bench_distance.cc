@@ -33,7 +33,7 @@ struct Shape {
   size_t n, m, d;
 };
 
-// W3 of shared/BASELINES.md, then the small-d shapes of regression.
+// W3 of docs/benchmarks.md, then the small-d shapes of regression.
 const Shape kShapes[] = {
     {4096, 4096, 128}, {4096, 4096, 16}, {4096, 4096, 3}, {4096, 4096, 1}};
 

@@ -1,4 +1,4 @@
-// The fused kernel on the workloads of shared/BASELINES.md, per target, with
+// The fused kernel on the workloads of docs/benchmarks.md, per target, with
 // the staged pipeline in the same binary where its n×m weights fit.
 //
 // Names: fused/<TARGET>/<workload>/<shape>/threads:<t> and

@@ -1,5 +1,5 @@
 // The scalar reference: the oracle every target is tested against. Written
-// for obviousness, in double, never optimized (DESIGN.md §2).
+// for obviousness, in double, never optimized (docs/design.md §2).
 #pragma once
 
 #include <attnpool/distance.h>
@@ -57,7 +57,7 @@ bool hidden(const Mask<T>& mask, size_t i, size_t j) {
 }
 
 // Normalizes the row-major rows×cols `values` in place, in double, as
-// DESIGN.md §1 stage 3 says; `logits`: values are logits of exponential
+// docs/design.md §1 stage 3 says; `logits`: values are logits of exponential
 // weights (none → exp, sum and softmax → softmax, argmax → argmax).
 template <typename T>
 void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,

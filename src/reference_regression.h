@@ -1,6 +1,6 @@
 // The scalar reference of Nadaraya–Watson cross-validation: the oracle
 // tests/test_regression.cc holds cross_validate to. Written for obviousness,
-// in double, never optimized (DESIGN.md §2).
+// in double, never optimized (docs/design.md §2).
 #pragma once
 
 #include <attnpool/kernel.h>

@@ -1,4 +1,4 @@
-// Argument checks shared by every public entry point (DESIGN.md §5). Each
+// Argument checks shared by every public entry point (docs/design.md §5). Each
 // throws attnpool::Error naming the argument; none writes anything.
 #pragma once
 

@@ -208,7 +208,7 @@ std::string VerifyKernel(const attnpool::KernelSpec& spec, Distance input,
 
 // --------------------------------------------------------- normalization
 
-// Whether query i sees key j (DESIGN.md §1 masks; a bias of −inf hides).
+// Whether query i sees key j (docs/design.md §1 masks; a bias of −inf hides).
 template <typename T>
 bool Seen(const attnpool::Mask<T>& mask, size_t i, size_t j) {
   return !attnpool::reference::hidden(mask, i, j);

@@ -1,4 +1,4 @@
-// The bad-input check of DESIGN.md §5, shared by the error tests.
+// The bad-input check of docs/design.md §5, shared by the error tests.
 #pragma once
 
 #include <attnpool/error.h>

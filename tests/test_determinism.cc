@@ -1,4 +1,4 @@
-// Determinism (DESIGN.md §4): every function of the API table gives
+// Determinism (docs/design.md §4): every function of the API table gives
 // bitwise the same outputs for 1, 2, 3 and 7 threads — set per call
 // (Execution::threads) or through the OpenMP default (omp_set_num_threads,
 // what OMP_NUM_THREADS sets) — and on repeated runs, on every target. CTest

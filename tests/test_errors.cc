@@ -1,5 +1,5 @@
-// Invalid arguments (DESIGN.md §5): each check names its argument and leaves
-// the output untouched.
+// Invalid arguments (docs/design.md §5): each check names its argument and
+// leaves the output untouched.
 #include <attnpool/attnpool.h>
 
 #include <catch2/catch.hpp>

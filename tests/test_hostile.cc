@@ -1,4 +1,4 @@
-// Hostile inputs (DESIGN.md §5): every public function of the API table
+// Hostile inputs (docs/design.md §5): every public function of the API table
 // (tests/api_table.h) × every class of invalid argument. Each case must
 // throw attnpool::Error naming the argument before anything is written: the
 // whole workspace — outputs full of canaries, inputs, padding, guards, mask

@@ -12,7 +12,7 @@ namespace attnpool {
 // distance r, or a similarity score (which only kernels of scores take).
 enum class DistanceOutput : int { squared_distance, distance, score };
 
-// The distances and similarities of stage 1 (DESIGN.md §1), one line each;
+// The distances and similarities of stage 1 (docs/design.md §1), one line each;
 // the enum, names, kDistances and the predicates below are generated from
 // it. For q, k in R^d. Columns: name, C enum suffix, output.
 #define ATTNPOOL_DISTANCE_TABLE(X)                                             \

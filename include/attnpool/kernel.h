@@ -12,7 +12,7 @@
 
 namespace attnpool {
 
-// What a kernel's formula takes (DESIGN.md §1, stage 2): with bandwidth h
+// What a kernel's formula takes (docs/design.md §1, stage 2): with bandwidth h
 // and the distance r, the scaled distance u = r / h or its square u²; `exp`
 // takes a score s; `constant` nothing.
 enum class KernelArgument : int { u, u_squared, score, none };

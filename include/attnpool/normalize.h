@@ -15,7 +15,7 @@ namespace attnpool {
 // (any real; a masked key scores −inf, and a bias is added).
 enum class NormalizationInput : int { weights, scores };
 
-// The normalizations of stage 3 (DESIGN.md §1), one line each; the enum,
+// The normalizations of stage 3 (docs/design.md §1), one line each; the enum,
 // names, kNormalizations and the predicate below are generated from it.
 // Columns: name, C enum suffix, input.
 #define ATTNPOOL_NORMALIZATION_TABLE(X)                                        \

@@ -1,13 +1,13 @@
-// Nadaraya–Watson kernel regression with bandwidth selection (DESIGN.md §1,
-// "Layers"): a fitted regressor that predicts through the fused pooling
+// Nadaraya–Watson kernel regression with bandwidth selection (docs/design.md
+// §1, "Layers"): a fitted regressor that predicts through the fused pooling
 // kernel, normal-reference rules of thumb, and cross-validation that scores a
 // whole grid of bandwidths in one streaming pass over the pairs.
 //
 //   ŷ(q) = Σⱼ K(‖q − xⱼ‖ / h) yⱼ / Σⱼ K(‖q − xⱼ‖ / h)
 //
 // with the kernels of distances of <attnpool/kernel.h> (needs_distance:
-// gaussian and the compact kernels). A per-dimension bandwidth (h₁, …, h_d) is the same
-// with coordinate k divided by h_k and h = 1.
+// gaussian and the compact kernels). A per-dimension bandwidth (h₁, …, h_d) is
+// the same with coordinate k divided by h_k and h = 1.
 #pragma once
 
 #include <attnpool/execution.h>
