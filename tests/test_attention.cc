@@ -93,12 +93,12 @@ class Tensor {
       for (size_t c = 0; c < cols_; ++c) m[r * cols_ + c] = (*this)(b, h, r, c);
     return m;
   }
-  const std::vector<T>& storage() const { return storage_; }
+  const AlignedVector<T>& storage() const { return storage_; }
 
  private:
   size_t batch_, heads_, rows_, cols_;
   size_t batch_stride_ = 0, head_stride_ = 0, row_stride_ = 0;
-  std::vector<T> storage_;
+  AlignedVector<T> storage_;
   std::vector<bool> inside_;
 };
 

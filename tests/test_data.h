@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -41,7 +42,7 @@ inline bool ThinSweep() { return CurrentSweep() != Sweep::full; }
 // `rotation` (e.g. the index of the spec it runs with) so that every case
 // runs for some rotation.
 inline bool InSweep(size_t index, size_t rotation = 0, size_t stride = 3) {
-  const size_t every = CurrentSweep() == Sweep::full    ? 1
+  const size_t every = CurrentSweep() == Sweep::full   ? 1
                        : CurrentSweep() == Sweep::thin ? stride
                                                        : 3 * stride;
   return (index + rotation) % every == 0;
@@ -52,9 +53,38 @@ inline size_t SweepCount(size_t full, size_t thin) {
   return ThinSweep() ? thin : full;
 }
 
+// An allocator aligned like the widest vector of any target (2048-bit
+// SVE), so that the offsets tests apply are the misalignments the kernels
+// see.
+template <typename T>
+struct VectorAligned {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{256};
+  VectorAligned() = default;
+  template <typename U>
+  VectorAligned(const VectorAligned<U>&) {}
+  T* allocate(size_t count) {
+    return static_cast<T*>(::operator new(count * sizeof(T), kAlignment));
+  }
+  void deallocate(T* pointer, size_t) {
+    ::operator delete(pointer, kAlignment);
+  }
+  template <typename U>
+  bool operator==(const VectorAligned<U>&) const {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const VectorAligned<U>&) const {
+    return false;
+  }
+};
+template <typename T>
+using AlignedVector = std::vector<T, VectorAligned<T>>;
+
 // A rows×cols matrix stored with `padding` extra elements per row and the
-// first element `offset` elements past an aligned allocation, so that kernels
-// see misaligned, strided rows. Padding holds NaN: any over-read shows up.
+// first element `offset` elements past a vector-aligned allocation, so that
+// kernels see misaligned, strided rows. Padding holds NaN: any over-read shows
+// up.
 template <typename T>
 class TestMatrix {
  public:
@@ -82,7 +112,7 @@ class TestMatrix {
     return {data(), rows_, cols_, stride_};
   }
   // Everything, padding included: to check that nothing else was written.
-  const std::vector<T>& storage() const { return storage_; }
+  const AlignedVector<T>& storage() const { return storage_; }
 
   // Whether everything outside the view (padding and guards) is bitwise the
   // same as in `other`, a matrix of the same shape.
@@ -111,7 +141,7 @@ class TestMatrix {
 
  private:
   size_t rows_, cols_, stride_, offset_;
-  std::vector<T> storage_;
+  AlignedVector<T> storage_;
 };
 
 }  // namespace attnpool_test

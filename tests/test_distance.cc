@@ -90,7 +90,7 @@ void CheckShape(Distance distance, const TestMatrix<T>& queries,
   for (size_t i = 0; i < out.rows(); ++i) {
     for (size_t j = 0; j < out.cols(); ++j) out(i, j) = kCanary;
   }
-  const std::vector<T> before = out.storage();
+  const auto before = out.storage();
   attnpool::pairwise_distances(distance, queries.view(), keys.view(),
                                out.view(), attnpool::Execution{threads});
   if (queries.rows() && keys.rows()) RequireRanOnTarget();

@@ -52,7 +52,7 @@ void CheckShape(const TestMatrix<T>& weights, const TestMatrix<T>& values,
   for (size_t i = 0; i < rows; ++i) {
     for (size_t c = 0; c < columns; ++c) out(i, c) = kCanary;
   }
-  const std::vector<T> before = out.storage();
+  const auto before = out.storage();
   attnpool::weighted_sum(weights.view(), values.view(), out.view(),
                          attnpool::Execution{threads});
   if (rows && columns) RequireRanOnTarget();
