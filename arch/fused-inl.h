@@ -373,7 +373,7 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
   return true;
 }
 
-// Sorted 1-D keys under a compact kernel (FusedPlan::sorted_keys): narrows
+// Sorted 1-D keys under a compact kernel (FusedPath::sorted_window): narrows
 // the panels [*panel_begin, *panel_end) over keys [key_begin, limit) to
 // those holding keys within support·h of `query` (kernel.h's support
 // column; a relative margin of 1e-5 covers the rounding of r). The other
@@ -466,11 +466,13 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
     };
     size_t panel_begin = key_begin / width;
     size_t panel_end = (limit + width - 1) / width;
-    if (plan.sorted_keys && panel_begin < panel_end) {
+    if (plan.path == detail::FusedPath::sorted_window &&
+        panel_begin < panel_end) {
       SortedKeyWindow(plan, query[0], key_begin, limit, &panel_begin,
                       &panel_end);
     }
-    if (kGaussianOfSquares && mode == RowMode::softmax) {
+    if (kGaussianOfSquares &&
+        plan.path == detail::FusedPath::gaussian_one_pass) {
       T* HWY_RESTRICT acc = state.accumulator.row(row);
       std::fill(acc, acc + columns, T(0));
       bool done = false;
@@ -613,39 +615,40 @@ HWY_INLINE bool SumsFinite(D d, const T* HWY_RESTRICT sums, size_t count) {
   return hn::AllTrue(d, hn::Eq(hn::Mul(probe, zero), zero));
 }
 
-// Whether SmallDepthAccumulate applies (src/ then packs the values too).
-template <typename T>
-bool SmallDepthApplies(const detail::FusedPlan<T>& plan) {
-  return plan.packed_values.panels != nullptr;
-}
-
 // Accumulates queries [row_begin, row_end) over keys [key_begin, key_end)
 // and writes their partial state (arch/fused.h).
 template <typename T>
 void FusedAccumulate(const detail::FusedPlan<T>& plan,
                      const detail::FusedState<T>& state, size_t row_begin,
                      size_t row_end, size_t key_begin, size_t key_end) {
-  if (SmallDepthApplies(plan)) {
-    switch (plan.distance) {
-      case Distance::sqeuclidean:
-        if (plan.kernel.kernel == Kernel::gaussian &&
-            plan.kernel.write_logits) {
-          return SmallDepthAccumulate<SquaredDifferenceStep, true>(
+  switch (plan.path) {
+    case detail::FusedPath::small_depth:
+    case detail::FusedPath::gaussian_one_pass:
+    case detail::FusedPath::sorted_window:
+      switch (plan.distance) {
+        case Distance::sqeuclidean:
+          if (plan.kernel.kernel == Kernel::gaussian &&
+              plan.kernel.write_logits) {
+            return SmallDepthAccumulate<SquaredDifferenceStep, true>(
+                plan, state, row_begin, row_end, key_begin, key_end);
+          }
+          return SmallDepthAccumulate<SquaredDifferenceStep, false>(
               plan, state, row_begin, row_end, key_begin, key_end);
-        }
-        return SmallDepthAccumulate<SquaredDifferenceStep, false>(
-            plan, state, row_begin, row_end, key_begin, key_end);
-      case Distance::euclidean:
-        return SmallDepthAccumulate<SquaredDifferenceStep, false>(
-            plan, state, row_begin, row_end, key_begin, key_end);
-      case Distance::manhattan:
-        return SmallDepthAccumulate<AbsoluteDifferenceStep, false>(
-            plan, state, row_begin, row_end, key_begin, key_end);
-      case Distance::dot:
-      case Distance::cosine:
-        return SmallDepthAccumulate<DotStep, false>(
-            plan, state, row_begin, row_end, key_begin, key_end);
-    }
+        case Distance::euclidean:
+          return SmallDepthAccumulate<SquaredDifferenceStep, false>(
+              plan, state, row_begin, row_end, key_begin, key_end);
+        case Distance::manhattan:
+          return SmallDepthAccumulate<AbsoluteDifferenceStep, false>(
+              plan, state, row_begin, row_end, key_begin, key_end);
+        case Distance::dot:
+        case Distance::cosine:
+          return SmallDepthAccumulate<DotStep, false>(
+              plan, state, row_begin, row_end, key_begin, key_end);
+      }
+      return;
+    case detail::FusedPath::tile:
+    case detail::FusedPath::decode:
+      break;
   }
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
@@ -693,7 +696,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     const size_t count = std::min(key_block, widest - key);
     const size_t panel_begin = key / width;
     const size_t panel_end = (key + count + width - 1) / width;
-    if (plan.packed.panels != nullptr) {
+    if (plan.path == detail::FusedPath::tile) {
       const MatrixView<T> score_view(scores, rows, key_block, key_block);
       DistanceWindow(plan.distance, plan.queries, plan.keys, plan.packed,
                      ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,

@@ -26,6 +26,37 @@ FusedRowMode FusedModeOf(const NormalizePlan<T>& plan) {
   return FusedRowMode::weights;
 }
 
+// The fused kernel's paths. src/fused.cc chooses one per call
+// (ChooseFusedPath, the only place) and reports it (last_fused_path(),
+// pool.h); FusedAccumulate runs it.
+enum class FusedPath : int {
+  // Keys packed in panels, a tile of distances per key block, then the
+  // kernel, the online normalization and the weighted sum per row: any shape.
+  tile,
+  // A few queries of dot products: the keys read in place, once (packing
+  // would double their traffic).
+  decode,
+  // d ≤ kFusedSmallDepth, dv ≤ kFusedSmallColumns (kernel regression), no
+  // bias or visible matrix, not argmax: distances, weights and sums in
+  // registers, the values packed like keys.
+  small_depth,
+  // small_depth for the Gaussian of squared distances under a softmax of
+  // its logits: one pass, no max first (arch/fused-inl.h).
+  gaussian_one_pass,
+  // small_depth for a compact kernel under none or sum with d = 1, sorted
+  // keys and r a function of |q − k|: each query visits only the panels
+  // within the kernel's support (SortedKeyWindow).
+  sorted_window,
+};
+constexpr int kFusedPathCount = 5;
+
+// Whether the path packs the values like keys (the small-depth kernels).
+constexpr bool PacksValues(FusedPath path) {
+  return path == FusedPath::small_depth ||
+         path == FusedPath::gaussian_one_pass ||
+         path == FusedPath::sorted_window;
+}
+
 // Everything a block of queries needs, validated by src/. Keys are packed
 // once for the whole call (PackDistanceKeys); everything else is read in
 // place.
@@ -39,18 +70,14 @@ struct FusedPlan {
   // Index of keys' first row in the whole sequence (a shard's offset): the
   // valid-length and causal masks and argmax indices count from there.
   size_t key_offset = 0;
-  // The small-depth path (d ≤ kFusedSmallDepth, dv ≤ kFusedSmallColumns, no
-  // bias or visible matrix, not argmax) is taken when src/ packs the values
-  // like keys (PackDistanceKeys with dot); otherwise panels is null.
+  FusedPath path = FusedPath::tile;
+  // The values packed like keys (PackDistanceKeys with dot) where the path
+  // PacksValues; otherwise panels is null.
   PackedKeys<T> packed_values;
   // Compact kernels (kernel.h: weight 0 at r ≥ support·h) under none or
   // sum: key blocks where every weight is 0 skip the weighted sum (zero
   // weights contribute nothing, arch/contributions.h).
   bool skip_zero_blocks = false;
-  // With skip_zero_blocks, d = 1 and an r of |q − k| (sqeuclidean,
-  // euclidean, manhattan): the keys are sorted ascending, so a query only
-  // visits the panels of keys within h of it (binary search).
-  bool sorted_keys = false;
 };
 
 constexpr size_t kFusedSmallDepth = 8;

@@ -154,6 +154,54 @@ void SetEmpty(const detail::FusedState<T>& state, size_t rows) {
   }
 }
 
+constexpr const char* kFusedPathNames[detail::kFusedPathCount] = {
+    "tile", "decode", "small_depth", "gaussian_one_pass", "sorted_window"};
+// The path of the calling thread's last fused call (last_fused_path).
+thread_local int last_path = -1;
+
+// Whether the keys' single column ascends (no NaN).
+template <typename T>
+bool KeysSorted(ConstMatrixView<T> keys) {
+  for (size_t j = 0; j < keys.rows; ++j) {
+    if (!(keys(j, 0) == keys(j, 0)) || (j > 0 && keys(j - 1, 0) > keys(j, 0))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The path of one fused call (arch/fused.h): chosen here and nowhere else,
+// from the shape, the spec and (sorted_window) whether 1-D keys ascend.
+template <typename T>
+detail::FusedPath ChooseFusedPath(const PoolSpec& spec,
+                                  const detail::PoolPlans<T>& plans,
+                                  detail::FusedRowMode mode,
+                                  ConstMatrixView<T> queries,
+                                  ConstMatrixView<T> keys,
+                                  ConstMatrixView<T> values) {
+  const auto& mask = plans.normalize.mask;
+  const bool small_depth =
+      queries.cols <= detail::kFusedSmallDepth &&
+      values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
+      mode != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
+      mask.visible.data == nullptr;
+  if (!small_depth) {
+    return queries.rows <= kDecodeRows && spec.distance == Distance::dot
+               ? detail::FusedPath::decode
+               : detail::FusedPath::tile;
+  }
+  if (spec.distance == Distance::sqeuclidean &&
+      spec.kernel.kernel == Kernel::gaussian &&
+      mode == detail::FusedRowMode::softmax) {
+    return detail::FusedPath::gaussian_one_pass;
+  }
+  if (is_compact(spec.kernel.kernel) && mode == detail::FusedRowMode::weights &&
+      keys.cols == 1 && !is_similarity(spec.distance) && KeysSorted(keys)) {
+    return detail::FusedPath::sorted_window;
+  }
+  return detail::FusedPath::small_depth;
+}
+
 // One fused pooling of all queries over all `keys` (a sequence, or a shard
 // starting at key_offset) into `state`, prepared to run: keys packed (or
 // not: decode), the plan, and the keys split into chunks when there are few
@@ -182,19 +230,9 @@ class FusedJob {
     }
     keys.rows = values.rows = key_count;
     plan_.queries = queries;
+    plan_.path = ChooseFusedPath(spec, plans, mode_, queries, keys, values);
     if (key_count == 0) return;  // no items; Merge writes empty states
-    // Kernel regression shapes take the small-depth path, which reads the
-    // values packed like keys.
-    const bool small_depth =
-        queries.cols <= detail::kFusedSmallDepth &&
-        values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
-        mode_ != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
-        mask.visible.data == nullptr;
-    // Decode (a few queries of dot-product attention): keys are read in
-    // place once instead of packed (a copy that would double their traffic).
-    const bool decode =
-        rows <= kDecodeRows && spec.distance == Distance::dot && !small_depth;
-    if (decode) {
+    if (plan_.path == detail::FusedPath::decode) {
       packed_.view = {nullptr, nullptr, key_count, keys.cols,
                       detail::DistancePanelWidth(T())};
     } else {
@@ -207,11 +245,14 @@ class FusedJob {
     plan_.values = values;
     plan_.packed = packed_.view;
     plan_.key_offset = key_offset;
-    if (small_depth) {
+    if (detail::PacksValues(plan_.path)) {
       packed_values_ = detail::PackKeys(Distance::dot, values, threads);
       plan_.packed_values = packed_values_.view;
     }
-    SetUpCompactSkips(spec, keys);
+    // Compact kernels under none or sum: all-zero key blocks are skipped
+    // (arch/fused.h).
+    plan_.skip_zero_blocks = is_compact(spec.kernel.kernel) &&
+                             mode_ == detail::FusedRowMode::weights;
     // Key chunks: one, or for few query blocks up to kMaxChunks of at least
     // kMinChunkKeys keys, each a multiple of the panel width.
     row_calls_ = (rows + kFusedRows - 1) / kFusedRows;
@@ -231,6 +272,7 @@ class FusedJob {
   }
 
   size_t items() const { return row_calls_ * chunks_; }
+  detail::FusedPath path() const { return plan_.path; }
 
   // Work item `item`; returns the target bit it ran on.
   int64_t Run(size_t item) const {
@@ -250,26 +292,6 @@ class FusedJob {
       MergeState(mode_, state_, chunk.view, plan_.queries.rows,
                  plan_.values.cols);
     }
-  }
-
-  // Compact kernels under none or sum: all-zero key blocks are skipped
-  // (arch/fused.h); with sorted 1-D keys and r = |q − k|, a query visits
-  // only its window.
-  void SetUpCompactSkips(const PoolSpec& spec, ConstMatrixView<T> keys) {
-    if (!is_compact(spec.kernel.kernel) ||
-        mode_ != detail::FusedRowMode::weights)
-      return;
-    plan_.skip_zero_blocks = true;
-    if (keys.cols != 1 || is_similarity(spec.distance) ||
-        plan_.packed_values.panels == nullptr) {
-      return;
-    }
-    bool sorted = true;
-    for (size_t j = 0; j < keys.rows && sorted; ++j) {
-      sorted =
-          keys(j, 0) == keys(j, 0) && (j == 0 || keys(j - 1, 0) <= keys(j, 0));
-    }
-    plan_.sorted_keys = sorted;
   }
 
   // Bytes of the packed copies this job holds.
@@ -301,6 +323,7 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                           [&](size_t item, size_t) { return job.Run(item); });
   // Every key hidden: no item ran, the result is the target's all the same.
   if (job.items() == 0) detail::RecordRunTarget(detail::DispatchedTarget());
+  last_path = static_cast<int>(job.path());
   job.Merge();
 }
 
@@ -555,5 +578,9 @@ template void AttentionPoolBatch(const PoolSpec&,
 ATTNPOOL_FUSED_OVERLOADS(float)
 ATTNPOOL_FUSED_OVERLOADS(double)
 #undef ATTNPOOL_FUSED_OVERLOADS
+
+std::string last_fused_path() {
+  return last_path < 0 ? std::string() : kFusedPathNames[last_path];
+}
 
 }  // namespace attnpool

@@ -175,6 +175,88 @@ ATTNPOOL_TEST_EACH_TARGET(FusedDouble, "fused.vs_staged.double", "[fused]") {
 }
 
 // Bitwise identical for 1, 2 and 3 threads.
+// Each fused path (arch/fused.h), chosen by the shape and spec, runs on
+// every target and agrees with the staged pipeline.
+template <typename T>
+void PathCases() {
+  std::mt19937_64 rng(kSeed + 61);
+  INFO("seed " << kSeed + 61);
+  struct Case {
+    const char* path;
+    size_t n, d, dv;
+    PoolSpec spec;
+    bool sorted_keys;
+  };
+  const Case cases[] = {
+      {"tile",
+       20,
+       16,
+       8,
+       {Distance::dot, {Kernel::exp}, Normalization::softmax},
+       false},
+      {"tile",
+       20,
+       2,
+       2,
+       {Distance::dot, {Kernel::exp}, Normalization::argmax},
+       false},
+      {"decode",
+       2,
+       16,
+       8,
+       {Distance::dot, {Kernel::exp}, Normalization::softmax},
+       false},
+      {"small_depth",
+       20,
+       3,
+       2,
+       {Distance::euclidean,
+        {Kernel::triangular, 2.0},
+        Normalization::sum,
+        EmptyRows::zero},
+       false},
+      {"gaussian_one_pass",
+       20,
+       1,
+       1,
+       {Distance::sqeuclidean, {Kernel::gaussian, 0.5}, Normalization::sum},
+       false},
+      {"sorted_window",
+       20,
+       1,
+       2,
+       {Distance::manhattan,
+        {Kernel::epanechnikov, 0.3},
+        Normalization::sum,
+        EmptyRows::zero},
+       true},
+  };
+  const size_t m = 300;
+  for (const Case& c : cases) {
+    INFO(c.path << " n=" << c.n << " d=" << c.d << " dv=" << c.dv);
+    TestMatrix<T> queries(c.n, c.d), keys(m, c.d), values(m, c.dv);
+    queries.FillRandom(rng, 0);
+    keys.FillRandom(rng, 0);
+    values.FillRandom(rng, 1);
+    if (c.sorted_keys) {
+      std::vector<T> column(m);
+      for (size_t j = 0; j < m; ++j) column[j] = keys(j, 0);
+      std::sort(column.begin(), column.end());
+      for (size_t j = 0; j < m; ++j) keys(j, 0) = column[j];
+    }
+    CheckFused<T>(c.spec, {}, queries, keys, values);
+    REQUIRE(attnpool::last_fused_path() == c.path);
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(PathsFloat, "fused.paths.float", "[fused]") {
+  PathCases<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(PathsDouble, "fused.paths.double", "[fused]") {
+  PathCases<double>();
+}
+
 ATTNPOOL_TEST_EACH_TARGET(FusedThreads, "fused.threads", "[fused]") {
   std::mt19937_64 rng(kSeed + 41);
   INFO("seed " << kSeed + 41);
@@ -416,6 +498,7 @@ void CompactSkipCase() {
     attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
                              windowed.view());
     RequireRanOnTarget();
+    REQUIRE(attnpool::last_fused_path() == "sorted_window");
     TestMatrix<T> keys_plus(m + 1, 1), values_plus(m + 1, 2);
     for (size_t j = 0; j < m; ++j) {
       keys_plus(j, 0) = keys(j, 0);
@@ -426,6 +509,7 @@ void CompactSkipCase() {
     values_plus(m, 0) = values_plus(m, 1) = T(1);
     attnpool::attention_pool(spec, queries.view(), keys_plus.view(),
                              values_plus.view(), everything.view());
+    REQUIRE(attnpool::last_fused_path() == "small_depth");
     REQUIRE(std::memcmp(windowed.data(), everything.data(),
                         windowed.storage().size() * sizeof(T)) == 0);
     // A NaN value of a key outside every query's window changes nothing

@@ -7,6 +7,8 @@
 #include <attnpool/matrix.h>
 #include <attnpool/normalize.h>
 
+#include <string>
+
 namespace attnpool {
 
 // The whole mechanism: out(i, :) = Σⱼ wᵢⱼ · values(j, :) with
@@ -50,6 +52,16 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
                     ConstMatrixView<double> values, MatrixView<double> out,
                     const Mask<double>& mask = {},
                     const Execution& execution = {});
+
+// The path the calling thread's last fused call took (attention_pool, its
+// shards, and the attention layers over it), as last_run_target() reports
+// the target: "tile" (keys packed, tiles of distances: any shape),
+// "decode" (a few dot-product queries, keys read in place once),
+// "small_depth" (d ≤ 8, dv ≤ 4, no bias or visible matrix, not argmax),
+// "gaussian_one_pass" (small_depth for the Gaussian of sqeuclidean under a
+// softmax of its logits) or "sorted_window" (small_depth for a compact
+// kernel of 1-D ascending keys under none or sum); "" before any call.
+std::string last_fused_path();
 
 // attention_pool that also writes each query's normalizer to
 // normalizer[0, n): for exponential kernels under sum or softmax, and for
