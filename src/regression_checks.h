@@ -1,0 +1,73 @@
+// Argument checks shared by Nadaraya–Watson regression and its
+// cross-validation (internal): each throws attnpool::Error naming the
+// argument.
+#pragma once
+
+#include <attnpool/error.h>
+#include <attnpool/kernel.h>
+#include <attnpool/matrix.h>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+
+#include "src/enum_names.h"
+#include "src/validate.h"
+
+namespace attnpool {
+namespace detail {
+
+// Regression's kernels weigh distances (kernel.h, needs_distance).
+inline void CheckKernel(Kernel kernel) {
+  detail::CheckEnum("kernel", static_cast<int>(kernel), kKernelCount);
+  if (needs_distance(kernel)) return;
+  std::string known;
+  for (const KernelProperties& k : kKernels) {
+    if (needs_distance(k.kernel))
+      known += (known.empty() ? "" : ", ") + std::string(k.name);
+  }
+  throw Error("kernel", std::string("is ") + kernel_name(kernel) +
+                            "; Nadaraya–Watson regression takes " + known);
+}
+
+template <typename T>
+void CheckFinite(const std::string& name, ConstMatrixView<T> view) {
+  for (size_t r = 0; r < view.rows; ++r) {
+    for (size_t c = 0; c < view.cols; ++c) {
+      if (!std::isfinite(view(r, c))) {
+        throw Error(name, "element (" + std::to_string(r) + ", " +
+                              std::to_string(c) + ") is not finite");
+      }
+    }
+  }
+}
+
+// A bandwidth (or scale) usable in T: finite, > 0 and a normal number of T.
+template <typename T>
+void CheckPositive(const std::string& name, double value) {
+  if (!(std::isfinite(value) &&
+        value >= double(std::numeric_limits<T>::min()) &&
+        value <= double(std::numeric_limits<T>::max()))) {
+    throw Error(name, "is " + std::to_string(value) +
+                          "; it must be finite, > 0 and a normal number of "
+                          "the element type");
+  }
+}
+
+// x and y of a fit or a cross-validation: views, shapes, finite elements.
+template <typename T>
+void CheckData(ConstMatrixView<T> x, ConstMatrixView<T> y, size_t least_rows) {
+  detail::CheckView("x", x);
+  detail::CheckView("y", y);
+  detail::CheckSize("y.rows", y.rows, x.rows, "x.rows");
+  if (x.rows < least_rows) {
+    throw Error("x.rows", "is " + std::to_string(x.rows) + "; at least " +
+                              std::to_string(least_rows) + " are needed");
+  }
+  CheckFinite("x", x);
+  CheckFinite("y", y);
+}
+
+}  // namespace detail
+}  // namespace attnpool
