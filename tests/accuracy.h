@@ -64,6 +64,88 @@ double KernelErrorBound(const attnpool::KernelSpec& spec,
   return 0;
 }
 
+// The magnitudes distance.h's bounds are stated in, for one pair q, k.
+struct PairMagnitudes {
+  double abs_dot = 0;       // Σ|qᵢkᵢ|
+  double norms = 0;         // ‖q‖² + ‖k‖²
+  double norm_product = 0;  // ‖q‖‖k‖
+};
+
+template <typename Q, typename K>
+PairMagnitudes MagnitudesOf(const Q& q, const K& k, size_t depth) {
+  PairMagnitudes s;
+  double q_norm = 0, k_norm = 0;
+  for (size_t p = 0; p < depth; ++p) {
+    const double a = q[p], b = k[p];
+    s.abs_dot += std::fabs(a * b);
+    q_norm += a * a;
+    k_norm += b * b;
+  }
+  s.norms = q_norm + k_norm;
+  s.norm_product = std::sqrt(q_norm) * std::sqrt(k_norm);
+  return s;
+}
+
+// distance.h's contract for one distance whose reference value is `want`:
+// the bound on |got − want|.
+template <typename T>
+double DistanceErrorBound(attnpool::Distance distance, double want,
+                          size_t depth, const PairMagnitudes& s) {
+  const double u = kUnitRoundoff<T>;
+  const double d = static_cast<double>(depth);
+  // Squared distances: absolute (2d+8)·u·(‖q‖² + ‖k‖²) and relative
+  // 32·(2d+8)·u (the Gram form keeps results ≥ 1/32 of the norms; 1.01 is
+  // the slack of comparing a rounded result with that threshold); 0 for
+  // q = k.
+  const double squared_absolute = (2 * d + 8) * u * s.norms;
+  const double squared_relative = 32 * 1.01 * (2 * d + 8) * u;
+  switch (distance) {
+    case attnpool::Distance::dot:
+      return (d + 1) * u * s.abs_dot;
+    case attnpool::Distance::cosine:
+      return s.norm_product == 0
+                 ? 0
+                 : (d + 6) * u * (s.abs_dot / s.norm_product + std::fabs(want));
+    case attnpool::Distance::manhattan:
+      return (d + 1) * u * want;
+    case attnpool::Distance::sqeuclidean:
+      return std::min(squared_absolute, squared_relative * want);
+    case attnpool::Distance::euclidean:
+      // √ of the above: √(absolute), or relative/2; and the root's rounding.
+      return std::min(std::sqrt(squared_absolute),
+                      squared_relative / 2 * want) +
+             2 * u * want;
+  }
+  return 0;
+}
+
+// normalize.h's contract for one weight `want` of a row of `cols` keys;
+// softmax's exponents are off by u·logit_gap (the gap between the row's
+// largest score and this one, plus the bias).
+template <typename T>
+double NormalizeErrorBound(attnpool::Normalization normalization, double want,
+                           size_t cols, double logit_gap) {
+  const double u = kUnitRoundoff<T>;
+  switch (normalization) {
+    case attnpool::Normalization::none:
+    case attnpool::Normalization::argmax:
+      return 0;
+    case attnpool::Normalization::sum:
+    case attnpool::Normalization::softmax:
+      break;
+  }
+  const double gap =
+      normalization == attnpool::Normalization::softmax ? u * logit_gap : 0;
+  return ((cols + 8) * u + 2 * kExpError<T> + gap) * want +
+         std::numeric_limits<T>::min();
+}
+
+// weighted_sum.h's contract for one output: (depth + 1)·u·Σⱼ|wⱼ·vⱼ|.
+template <typename T>
+double WeightedSumErrorBound(size_t depth, double abs_sum) {
+  return (double(depth) + 1) * kUnitRoundoff<T> * abs_sum;
+}
+
 // The largest error ÷ bound seen per stage and target (thread-safe).
 class AccuracyLog {
  public:

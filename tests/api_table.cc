@@ -113,35 +113,12 @@ std::vector<double> Dense(ConstMatrixView<T> view) {
 // ------------------------------------------------------------- distances
 
 // The bound of distance.h on out(i, j) = distance(q, k), in double, around
-// the reference value `want`.
+// the reference value `want` (tests/accuracy.h).
 template <typename T>
 double DistanceBound(Distance distance, const double* q, const double* k,
                      size_t depth, double want) {
-  const double u = kU<T>;
-  double q_norm = 0, k_norm = 0, products = 0;
-  for (size_t p = 0; p < depth; ++p) {
-    q_norm += q[p] * q[p];
-    k_norm += k[p] * k[p];
-    products += std::fabs(q[p] * k[p]);
-  }
-  switch (distance) {
-    case Distance::dot:
-      return (depth + 1) * u * products;
-    case Distance::cosine:
-      return q_norm > 0 && k_norm > 0
-                 ? (depth + 6) * u *
-                       (products / std::sqrt(q_norm * k_norm) + std::fabs(want))
-                 : 0;
-    case Distance::manhattan:
-      return (depth + 1) * u * want;
-    case Distance::sqeuclidean:
-      return want == 0 ? 0 : (2 * depth + 8) * u * (q_norm + k_norm);
-    case Distance::euclidean:
-      return want == 0 ? 0
-                       : std::sqrt((2 * depth + 8) * u * (q_norm + k_norm)) +
-                             2 * u * want;
-  }
-  return 0;
+  return DistanceErrorBound<T>(distance, want, depth,
+                               MagnitudesOf(q, k, depth));
 }
 
 template <typename T>

@@ -21,62 +21,12 @@ using attnpool::Distance;
 
 Distance AllDistances(int i) { return static_cast<Distance>(i); }
 
-// Per-pair magnitudes that the error bounds of include/attnpool/distance.h
-// are stated in, computed in double from the data.
-struct PairScale {
-  double abs_dot = 0;       // Σ|qᵢkᵢ|
-  double norms = 0;         // ‖q‖² + ‖k‖²
-  double norm_product = 0;  // ‖q‖‖k‖
-};
-
+// The pair's magnitudes (tests/accuracy.h) from the data, in double.
 template <typename T>
-PairScale ScaleOf(const TestMatrix<T>& queries, size_t i,
-                  const TestMatrix<T>& keys, size_t j) {
-  PairScale s;
-  double query_norm = 0, key_norm = 0;
-  for (size_t p = 0; p < queries.cols(); ++p) {
-    const double q = queries(i, p), k = keys(j, p);
-    s.abs_dot += std::fabs(q * k);
-    query_norm += q * q;
-    key_norm += k * k;
-  }
-  s.norms = query_norm + key_norm;
-  s.norm_product = std::sqrt(query_norm) * std::sqrt(key_norm);
-  return s;
-}
-
-// The documented bound (include/attnpool/distance.h) for one result.
-// Returns whether |got − want| is within it; `bound` receives the bound.
-template <typename T>
-bool WithinBound(Distance distance, double got, double want, size_t depth,
-                 const PairScale& s, double* bound) {
-  const double u = kUnitRoundoff<T>;
-  const double d = static_cast<double>(depth);
-  const double error = std::fabs(got - want);
-  // The Gram form keeps results ≥ 1/32 of the norms: relative error
-  // ≤ 32·(2d+8)·u, plus the slack of comparing a rounded result with the
-  // threshold (≤ 1.01 for every depth tested here).
-  const double squared_relative = 32 * 1.01 * (2 * d + 8) * u;
-  switch (distance) {
-    case Distance::dot:
-      *bound = (d + 1) * u * s.abs_dot;
-      return error <= *bound;
-    case Distance::cosine:
-      if (s.norm_product == 0) return *bound = 0, got == 0;
-      *bound = (d + 6) * u * (s.abs_dot / s.norm_product + std::fabs(want));
-      return error <= *bound;
-    case Distance::manhattan:
-      *bound = (d + 1) * u * want;
-      return error <= *bound;
-    case Distance::sqeuclidean:
-      *bound = std::min((2 * d + 8) * u * s.norms, squared_relative * want);
-      return error <= (2 * d + 8) * u * s.norms &&
-             error <= squared_relative * want;
-    case Distance::euclidean:
-      *bound = (squared_relative / 2 + u) * want;
-      return error <= *bound;
-  }
-  return false;
+PairMagnitudes ScaleOf(const TestMatrix<T>& queries, size_t i,
+                       const TestMatrix<T>& keys, size_t j) {
+  return MagnitudesOf(queries.view().row(i), keys.view().row(j),
+                      queries.cols());
 }
 
 // Runs one shape through the forced target and checks every output against
@@ -100,10 +50,13 @@ void CheckShape(Distance distance, const TestMatrix<T>& queries,
   for (size_t i = 0; i < queries.rows(); ++i) {
     for (size_t j = 0; j < keys.rows(); ++j) {
       const double got = out(i, j), expected = want[i * keys.rows() + j];
-      double bound = 0;
-      if (!WithinBound<T>(distance, got, expected, queries.cols(),
-                          ScaleOf(queries, i, keys, j), &bound) &&
-          failures++ < 5) {
+      const double bound = DistanceErrorBound<T>(
+          distance, expected, queries.cols(), ScaleOf(queries, i, keys, j));
+      AccuracyLog::Get().Record(std::string("distance ") +
+                                    attnpool::distance_name(distance) + " " +
+                                    kTypeName<T>,
+                                got - expected, bound);
+      if (!(std::fabs(got - expected) <= bound) && failures++ < 5) {
         FAIL_CHECK("pair (" << i << ", " << j << "): got " << got
                             << ", reference " << expected << ", bound "
                             << bound);

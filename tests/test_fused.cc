@@ -94,8 +94,11 @@ void CheckFused(const PoolSpec& spec, const Mask<T>& mask,
       if (spec.normalization == Normalization::argmax) {
         REQUIRE(got == want);  // the same value row
       } else {
-        REQUIRE(std::fabs(got - want) <=
-                relative * scale + 4 * std::numeric_limits<T>::min());
+        const double bound =
+            relative * scale + 4 * std::numeric_limits<T>::min();
+        AccuracyLog::Get().Record(
+            std::string("fused vs staged ") + kTypeName<T>, got - want, bound);
+        REQUIRE(std::fabs(got - want) <= bound);
       }
     }
   }

@@ -133,21 +133,6 @@ ATTNPOOL_TEST_EACH_TARGET(KernelsDouble, "kernel.sweep.double", "[kernel]") {
 
 // ------------------------------------------------------------ normalization
 
-// The stated bound (include/attnpool/normalize.h) for one weight.
-template <typename T>
-double NormalizeBound(Normalization normalization, double want, size_t cols,
-                      double logit_gap) {
-  const double u = kUnitRoundoff<T>;
-  if (normalization == Normalization::none ||
-      normalization == Normalization::argmax) {
-    return 0;
-  }
-  const double gap =
-      normalization == Normalization::softmax ? u * logit_gap : 0;
-  return ((cols + 8) * u + 2 * kExpError<T> + gap) * want +
-         std::numeric_limits<T>::min();
-}
-
 struct MaskCase {
   bool valid_lengths, causal, visible, bias;
   std::ptrdiff_t offset;
@@ -203,8 +188,13 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
       REQUIRE(SameNaN(got, expected));
       if (std::isnan(expected)) continue;
       const double gap = std::fabs(best - input(i, j)) + 6;  // + |bias| ≤ 3
-      REQUIRE(std::fabs(got - expected) <=
-              NormalizeBound<T>(normalization, expected, cols, gap));
+      const double bound =
+          NormalizeErrorBound<T>(normalization, expected, cols, gap);
+      AccuracyLog::Get().Record(
+          std::string("normalize ") +
+              attnpool::normalization_name(normalization) + " " + kTypeName<T>,
+          got - expected, bound);
+      REQUIRE(std::fabs(got - expected) <= bound);
       row_sum += got;
     }
     // Normalized rows sum to 1 (rows emptied to zeros: 0).

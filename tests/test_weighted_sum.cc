@@ -58,7 +58,6 @@ void CheckShape(const TestMatrix<T>& weights, const TestMatrix<T>& values,
   if (rows && columns) RequireRanOnTarget();
   const auto want =
       attnpool::reference::weighted_sum(weights.view(), values.view());
-  const double u = kUnitRoundoff<T>;
   size_t failures = 0;
   double worst = 0;  // largest error / bound
   for (size_t i = 0; i < rows; ++i) {
@@ -67,10 +66,12 @@ void CheckShape(const TestMatrix<T>& weights, const TestMatrix<T>& values,
       for (size_t j = 0; j < depth; ++j) {
         scale += std::fabs(double(weights(i, j)) * double(values(j, c)));
       }
-      const double bound = (double(depth) + 1) * u * scale;
+      const double bound = WeightedSumErrorBound<T>(depth, scale);
       const double got = out(i, c), expected = want[i * columns + c];
       const double error = std::fabs(got - expected);
       if (bound > 0) worst = std::max(worst, error / bound);
+      AccuracyLog::Get().Record(std::string("weighted_sum ") + kTypeName<T>,
+                                got - expected, bound);
       if (!(error <= bound) && failures++ < 5) {
         FAIL_CHECK("element (" << i << ", " << c << "): got " << got
                                << ", reference " << expected << ", bound "
