@@ -3,8 +3,8 @@
 // (arch/fused-inl.h).
 //
 // For d ≤ kFusedSmallDepth and dv ≤ kFusedSmallColumns (kernel regression)
-// without element-wise masks: one query at a time against panels of 2N keys, the
-// distance, kernel and weights in registers, Σp and Σp·v accumulated in
+// without element-wise masks: one query at a time against panels of 2N keys,
+// the distance, kernel and weights in registers, Σp and Σp·v accumulated in
 // vector lanes; no score block is stored. Softmax rows take two passes (the
 // max of the logits, then the exps), so each key costs one exp.
 
