@@ -1,0 +1,108 @@
+#include "tools/cli/arrays.h"
+
+namespace attnpool_cli {
+
+NpyArray Load(const std::string& option, const std::string& path) {
+  try {
+    return attnpool_tools::ReadNpy(path);
+  } catch (const NpyError& error) {
+    throw CliError{option + " " + path + ": " + error.what()};
+  }
+}
+
+void RequireFloat(const std::string& label, const NpyArray& array) {
+  if (array.type != NpyType::float32 && array.type != NpyType::float64) {
+    throw CliError{label + ": dtype " + NpyTypeName(array.type) +
+                   " is not supported: use float32 or float64 (e.g. "
+                   "a.astype(np.float32))"};
+  }
+}
+
+InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
+  InputMatrix matrix{option, path, Load(option, path)};
+  const auto& shape = matrix.array.shape;
+  RequireFloat(matrix.Label(), matrix.array);
+  if (shape.size() == 2) {
+    matrix.rows = shape[0];
+    matrix.cols = shape[1];
+  } else if (shape.size() == 1) {
+    matrix.rows = shape[0];
+    matrix.cols = 1;
+    matrix.one_dimensional = true;
+  } else {
+    throw CliError{matrix.Describe() + ": expected a 1-D or 2-D array, not " +
+                   std::to_string(shape.size()) + "-D"};
+  }
+  return matrix;
+}
+
+void RequireShape(const InputMatrix& matrix, const std::vector<size_t>& shape,
+                  const std::string& why) {
+  if (matrix.array.shape != shape) {
+    throw CliError{matrix.Describe() + ": expected shape " + ShapeText(shape) +
+                   ": " + why};
+  }
+}
+
+void RequireArrayShape(const std::string& label, const NpyArray& array,
+                       const std::vector<size_t>& shape,
+                       const std::string& why) {
+  if (array.shape != shape) {
+    throw CliError{label + ": shape " + ShapeText(array.shape) + ", expected " +
+                   ShapeText(shape) + ": " + why};
+  }
+}
+
+NpyArray LoadVisible(const std::string& path) {
+  NpyArray visible = Load("--visible", path);
+  if (visible.type != NpyType::bool8 && visible.type != NpyType::uint8) {
+    throw CliError{"--visible " + path + ": dtype " +
+                   NpyTypeName(visible.type) +
+                   " is not supported: use bool or uint8"};
+  }
+  return visible;
+}
+
+std::vector<size_t> LengthEntries(const std::string& label,
+                                  const NpyArray& array, size_t key_count) {
+  std::vector<size_t> lengths(array.count);
+  for (size_t i = 0; i < array.count; ++i) {
+    long double value;
+    switch (array.type) {
+      case NpyType::int32:
+        value = array.data<int32_t>()[i];
+        break;
+      case NpyType::int64:
+        value = array.data<int64_t>()[i];
+        break;
+      case NpyType::uint32:
+        value = array.data<uint32_t>()[i];
+        break;
+      case NpyType::uint64:
+        value = array.data<uint64_t>()[i];
+        break;
+      default:
+        throw CliError{label + ": dtype " + NpyTypeName(array.type) +
+                       " is not supported: use an integer array (int64, "
+                       "int32, uint64 or uint32)"};
+    }
+    if (value < 0 || value > static_cast<long double>(key_count)) {
+      throw CliError{label + ": entry " + std::to_string(i) + " is " +
+                     std::to_string(static_cast<long long>(value)) +
+                     ", outside [0, " + std::to_string(key_count) +
+                     "] (the number of keys)"};
+    }
+    lengths[i] = static_cast<size_t>(value);
+  }
+  return lengths;
+}
+
+void Save(const std::string& path, const NpyArray& array) {
+  try {
+    attnpool_tools::WriteNpy(path, array);
+  } catch (const NpyError& error) {
+    throw CliError{std::string("-o ") + path + ": " + error.what()};
+  }
+}
+
+}  // namespace attnpool_cli

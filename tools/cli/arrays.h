@@ -1,0 +1,136 @@
+// The command line's input and output arrays: .npy files read for an
+// option, checked (dtype, shape, agreement with the other inputs), seen as
+// the library's views, and written.
+#pragma once
+
+#include <attnpool/attnpool.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/cli/options.h"
+#include "tools/npy.h"
+
+namespace attnpool_cli {
+
+using attnpool_tools::NpyArray;
+using attnpool_tools::NpyError;
+using attnpool_tools::NpyType;
+using attnpool_tools::NpyTypeName;
+using attnpool_tools::ShapeText;
+
+// A 1-D or 2-D float array from a file, seen as a matrix.
+struct InputMatrix {
+  std::string option, path;
+  NpyArray array;
+  size_t rows = 0, cols = 0;
+  bool one_dimensional = false;
+
+  std::string Label() const { return option + " " + path; }
+  std::string Describe() const {
+    return Label() + " (shape " + ShapeText(array.shape) + ")";
+  }
+};
+
+NpyArray Load(const std::string& option, const std::string& path);
+
+void RequireFloat(const std::string& label, const NpyArray& array);
+
+InputMatrix LoadMatrix(const std::string& option, const std::string& path);
+
+// The array of `label`, of dtype `type`, has the dtype of `reference` (an
+// InputMatrix or InputTensor, as are the inputs below).
+template <class Reference>
+void RequireTypeOf(const Reference& reference, const std::string& label,
+                   NpyType type) {
+  if (type != reference.array.type) {
+    throw CliError{label + " is " + NpyTypeName(type) + " but " +
+                   reference.Label() + " is " +
+                   NpyTypeName(reference.array.type) +
+                   ": all arrays of a call must have one dtype (convert with "
+                   "a.astype(...))"};
+  }
+}
+
+template <class Reference, class Other>
+void RequireSameType(const Reference& reference, const Other& other) {
+  RequireTypeOf(reference, other.Label(), other.array.type);
+}
+
+template <class Input>
+void RequireExtent(const Input& matrix, const char* what, size_t actual,
+                   size_t expected, const std::string& because) {
+  if (actual != expected) {
+    throw CliError{matrix.Describe() + " has " + std::to_string(actual) + " " +
+                   what + ", expected " + std::to_string(expected) + " " +
+                   because};
+  }
+}
+
+// `input` has as many `what` (`count` of them) as `reference` has columns.
+template <class Reference, class Input>
+void RequireColumnsOf(const Reference& reference, const Input& input,
+                      const char* what, size_t count) {
+  RequireExtent(input, what, count, reference.cols,
+                "(the columns of " + reference.Describe() + ")");
+}
+
+template <class Reference, class Input>
+void RequireSameColumns(const Reference& reference, const Input& input) {
+  RequireColumnsOf(reference, input, "columns", input.cols);
+}
+
+// `values` has a row per key.
+template <class Input>
+void RequireRowPerKey(const Input& keys, const Input& values) {
+  RequireExtent(values, "rows", values.rows, keys.rows,
+                "(one per key: the rows of " + keys.Describe() + ")");
+}
+
+// `matrix` has the shape `shape`, as `why` says.
+void RequireShape(const InputMatrix& matrix, const std::vector<size_t>& shape,
+                  const std::string& why);
+
+// `array`, read for `label`, has the shape `shape`, as `why` says.
+void RequireArrayShape(const std::string& label, const NpyArray& array,
+                       const std::vector<size_t>& shape,
+                       const std::string& why);
+
+// --visible: a bool or uint8 array.
+NpyArray LoadVisible(const std::string& path);
+
+// The entries of an integer array of valid lengths, each in [0, key_count].
+std::vector<size_t> LengthEntries(const std::string& label,
+                                  const NpyArray& array, size_t key_count);
+
+void Save(const std::string& path, const NpyArray& array);
+
+// ---------------------------------------------------------------- views
+
+template <typename T>
+attnpool::ConstMatrixView<T> View(const InputMatrix& matrix) {
+  return {matrix.array.data<T>(), matrix.rows, matrix.cols};
+}
+
+template <typename T>
+attnpool::ConstMatrixView<T> Rows(attnpool::ConstMatrixView<T> view,
+                                  size_t begin, size_t count) {
+  return {view.row(begin), count, view.cols, view.stride};
+}
+template <typename T>
+attnpool::MatrixView<T> Rows(attnpool::MatrixView<T> view, size_t begin,
+                             size_t count) {
+  return {view.row(begin), count, view.cols, view.stride};
+}
+
+// Rows [begin, begin + count) of a 1-D or 2-D array, as a matrix.
+template <typename T>
+attnpool::MatrixView<T> MatrixRows(NpyArray& array, size_t begin,
+                                   size_t count) {
+  const size_t cols = array.shape.size() == 2 ? array.shape[1] : 1;
+  return {array.mutable_data<T>() + begin * cols, count, cols};
+}
+
+}  // namespace attnpool_cli

@@ -1,0 +1,202 @@
+// attnpool pool: attention pooling of the values by the kernel weights of
+// the query-key distances, with the masks.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/cli/arrays.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/options.h"
+#include "tools/cli/run.h"
+
+namespace attnpool_cli {
+namespace {
+
+struct PoolInputs {
+  InputMatrix queries, keys, values;
+  std::optional<InputMatrix> bias;
+  std::optional<NpyArray> visible;
+  std::vector<size_t> valid_lengths;
+  bool has_valid_lengths = false;
+  attnpool::PoolSpec spec;
+  bool causal = false;
+  std::ptrdiff_t causal_offset = 0;
+};
+
+// The one place that runs the pooling, on a block of query rows: the fused
+// kernel (no n x m matrix), or the staged pipeline when the weights of the
+// block are wanted (weights.data non-null).
+template <typename T>
+void PoolBlock(const attnpool::PoolSpec& spec,
+               attnpool::ConstMatrixView<T> queries,
+               attnpool::ConstMatrixView<T> keys,
+               attnpool::ConstMatrixView<T> values, attnpool::MatrixView<T> out,
+               attnpool::MatrixView<T> weights, const attnpool::Mask<T>& mask,
+               const attnpool::Execution& execution) {
+  if (weights.data != nullptr) {
+    attnpool::attention_pool_staged(spec, queries, keys, values, out, weights,
+                                    mask, execution);
+  } else {
+    attnpool::attention_pool(spec, queries, keys, values, out, mask, execution);
+  }
+}
+
+// The mask of query rows [begin, begin + count) of the whole call's mask.
+template <typename T>
+attnpool::Mask<T> MaskRows(const attnpool::Mask<T>& mask, size_t begin,
+                           size_t count) {
+  attnpool::Mask<T> rows = mask;
+  if (mask.valid_lengths) rows.valid_lengths = mask.valid_lengths + begin;
+  rows.causal_offset = mask.causal_offset + static_cast<std::ptrdiff_t>(begin);
+  if (mask.bias.data) rows.bias = Rows(mask.bias, begin, count);
+  if (mask.visible.data) rows.visible = Rows(mask.visible, begin, count);
+  return rows;
+}
+
+std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
+                                     size_t key_count) {
+  const std::string label = "--valid-lengths " + path;
+  const NpyArray array = Load("--valid-lengths", path);
+  RequireArrayShape(label, array, {rows}, "one entry per query");
+  return LengthEntries(label, array, key_count);
+}
+
+template <typename T>
+int RunPool(const PoolInputs& inputs, const std::string& out_path,
+            const std::optional<std::string>& weights_path, const Run& run) {
+  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
+  Results results =
+      PoolResults(out_path, weights_path, rows, inputs.values, key_count);
+  attnpool::Mask<T> mask;
+  if (inputs.has_valid_lengths)
+    mask.valid_lengths = inputs.valid_lengths.data();
+  mask.causal = inputs.causal;
+  mask.causal_offset = inputs.causal_offset;
+  if (inputs.bias) mask.bias = View<T>(*inputs.bias);
+  if (inputs.visible) {
+    mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
+  }
+  const auto queries = View<T>(inputs.queries);
+  const auto keys = View<T>(inputs.keys);
+  const auto values = View<T>(inputs.values);
+  const auto compute_time =
+      ComputeInChunks(run, rows, key_count, [&](size_t begin, size_t count) {
+        PoolBlock<T>(inputs.spec, Rows(queries, begin, count), keys, values,
+                     MatrixRows<T>(results.out, begin, count),
+                     WeightRows<T>(results, begin, count),
+                     MaskRows(mask, begin, count), run.settings.execution);
+      });
+  return Finish(run, results, compute_time,
+                "n=" + std::to_string(rows) +
+                    " m=" + std::to_string(key_count) +
+                    " d=" + std::to_string(inputs.queries.cols) +
+                    " dv=" + std::to_string(inputs.values.cols));
+}
+
+}  // namespace
+
+Command PoolCommand() {
+  return MakeCommand(
+      "pool",
+      "attnpool pool --queries Q.npy --keys K.npy --values V.npy "
+      "-o OUT.npy [options]\n\n"
+      "Attention pooling: OUT (n x dv) = W . V, where W (n x m) "
+      "holds the normalized\nkernel weights of the query-key "
+      "distances. Nadaraya-Watson is the default\n(sqeuclidean, "
+      "gaussian, sum); scaled dot-product attention is --distance "
+      "dot\n--kernel exp --normalize softmax.",
+      {{
+           kQueries,
+           kKeys,
+           {"--values", "V.npy", "values, m x dv (required)", {"values"}},
+           kOut,
+           {"--weights", "W.npy",
+            "also write the n x m attention weights (this runs the staged "
+            "pipeline, which forms them; without it, the fused kernel runs)"},
+           kDistance,
+           {"--kernel", "NAME", kPoolKernelHelp.c_str(), {"kernel"}},
+           {"--bandwidth",
+            "H",
+            "the width h of the distance kernels, > 0 (default 1)",
+            {"kernel.bandwidth"}},
+           {"--scale",
+            "S",
+            "the factor of exp(S * score) (default 1/sqrt(d))",
+            {"kernel.scale"}},
+           {"--normalize", "NAME", kNormalizationHelp.c_str()},
+           {"--empty-rows", "nan|zero",
+            "output of a query with no weight left (empty boxcar window, all "
+            "keys masked): NaN (default) or 0"},
+           {"--valid-lengths",
+            "L.npy",
+            "integers, n entries: query i sees keys j < L[i]",
+            {"mask.valid_lengths"}},
+           {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
+           {"--causal-offset", "K", "the offset of --causal (default 0)"},
+           {"--bias",
+            "B.npy",
+            "n x m, added to the scores before a softmax",
+            {"mask.bias"}},
+           {"--visible",
+            "M.npy",
+            "n x m, bool or uint8: 0 hides key j from query i",
+            {"mask.visible"}},
+       },
+       kRunOptions});
+}
+
+int Pool(const Arguments& arguments) {
+  const std::string queries_path = arguments.Required("--queries");
+  const std::string keys_path = arguments.Required("--keys");
+  const std::string values_path = arguments.Required("--values");
+  const std::string out_path = arguments.Required("-o");
+  const auto weights_path = arguments.Get("--weights");
+  const RunSettings settings = ReadSettings(arguments);
+
+  PoolInputs inputs{};
+  auto& spec = inputs.spec;
+  spec.distance = NameOption(arguments, "--distance", "sqeuclidean",
+                             &attnpool::distance_from_name);
+  spec.kernel.kernel = NameOption(arguments, "--kernel", "gaussian",
+                                  &attnpool::kernel_from_name);
+  if (const auto bandwidth = NumberOption(arguments, "--bandwidth")) {
+    spec.kernel.bandwidth = *bandwidth;
+  }
+  spec.kernel.scale = NumberOption(arguments, "--scale");
+  spec.normalization = NameOption(arguments, "--normalize", "sum",
+                                  &attnpool::normalization_from_name);
+  spec.empty_rows = ParseEmptyRows(arguments);
+  ParseCausal(arguments, &inputs.causal, &inputs.causal_offset);
+  ApplyIsa(arguments);
+
+  const auto read_start = Clock::now();
+  inputs.queries = LoadMatrix("--queries", queries_path);
+  inputs.keys = LoadMatrix("--keys", keys_path);
+  inputs.values = LoadMatrix("--values", values_path);
+  RequireSameType(inputs.queries, inputs.keys);
+  RequireSameType(inputs.queries, inputs.values);
+  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
+  RequireSameColumns(inputs.queries, inputs.keys);
+  RequireRowPerKey(inputs.keys, inputs.values);
+  if (const auto path = arguments.Get("--valid-lengths")) {
+    inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
+    inputs.has_valid_lengths = true;
+  }
+  if (const auto path = arguments.Get("--bias")) {
+    inputs.bias = LoadMatrix("--bias", *path);
+    RequireSameType(inputs.queries, *inputs.bias);
+    RequireShape(*inputs.bias, {rows, key_count}, "queries x keys");
+  }
+  if (const auto path = arguments.Get("--visible")) {
+    inputs.visible = LoadVisible(*path);
+    RequireArrayShape("--visible " + *path, *inputs.visible, {rows, key_count},
+                      "queries x keys");
+  }
+  const Run run{arguments.command(), settings, Clock::now() - read_start};
+  return WithElementType(inputs.queries.array.type, [&](auto zero) {
+    return RunPool<decltype(zero)>(inputs, out_path, weights_path, run);
+  });
+}
+
+}  // namespace attnpool_cli

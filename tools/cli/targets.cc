@@ -1,0 +1,24 @@
+// attnpool targets: the instruction sets compiled, supported and active.
+#include <attnpool/attnpool.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/cli/commands.h"
+
+namespace attnpool_cli {
+
+int Targets() {
+  const auto join = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const auto& name : names) text += (text.empty() ? "" : " ") + name;
+    return text;
+  };
+  std::printf("compiled:  %s\n", join(attnpool::compiled_targets()).c_str());
+  std::printf("supported: %s\n", join(attnpool::supported_targets()).c_str());
+  std::printf("active:    %s\n", attnpool::active_target().c_str());
+  return 0;
+}
+
+}  // namespace attnpool_cli
