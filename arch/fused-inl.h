@@ -96,7 +96,6 @@ HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
   const T old_max = state.max;
   if (old_max == infinity) return false;  // earlier +inf scores take all
   const T new_max = std::max(old_max, block_max);
-  const T rescale = old_max == -infinity ? T(0) : std::exp(old_max - new_max);
   const auto factor = hn::Set(d, scale), shift = hn::Set(d, -new_max);
   auto sum = hn::Zero(d);
   for (size_t j = 0; j < count; j += N) {
@@ -113,9 +112,8 @@ HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
   }
   const T block_sum = hn::GetLane(hn::SumOfLanes(d, sum));
   state.nan |= block_sum != block_sum;
-  state.max = new_max;
-  state.sum = state.sum * rescale + block_sum;
-  *rescale_out = rescale;
+  *rescale_out =
+      detail::AdvanceSoftmax(&state.max, &state.sum, new_max, block_sum);
   return true;
 }
 
@@ -186,14 +184,12 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
     std::fill(row, row + count, T(0));
     return T(1);
   }
-  T rescale;
   if (new_max == infinity) {
     // The limit of softmax: the +inf scores share all the weight.
-    rescale = old_max == infinity ? T(1) : T(0);
-    for (size_t j = 0; j < count; ++j)
-      row[j] = row[j] == infinity ? T(1) : T(0);
+    for (size_t j = 0; j < count; ++j) {
+      row[j] = detail::SoftmaxWeight(row[j], new_max);
+    }
   } else {
-    rescale = old_max == -infinity ? T(0) : std::exp(old_max - new_max);
     const auto shift = hn::Set(d, new_max);
     for (size_t j = 0; j < count; j += N) {
       const auto p = attnpool::HWY_NAMESPACE::Exp(
@@ -205,9 +201,8 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
       }
     }
   }
-  state.max = new_max;
-  state.sum = state.sum * rescale + RowSum(d, row, count);
-  return rescale;
+  return detail::AdvanceSoftmax(&state.max, &state.sum, new_max,
+                                RowSum(d, row, count));
 }
 
 // Whether every one of the `count` elements at `sums` (aligned, a multiple

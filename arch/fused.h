@@ -1,8 +1,10 @@
 // The fused attention-pooling kernel's interface between src/ and arch/.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include <attnpool/distance.h>
 #include <attnpool/matrix.h>
@@ -24,6 +26,30 @@ FusedRowMode FusedModeOf(const NormalizePlan<T>& plan) {
     return FusedRowMode::softmax;
   }
   return FusedRowMode::weights;
+}
+
+// The online softmax's one rule (a running max m and sum l of exp(a − m),
+// FlashAttention style), shared by every fused path's updates and by the
+// merges of partial states (attention_pool_merge): the weight exp(a − m)
+// of a score, or an earlier max, `a` relative to a max m ≥ a. A −inf score
+// (masked, or nothing seen yet) weighs 0; under m = +inf, the limit of
+// softmax, the +inf scores share all the weight: 1 each, every other 0.
+template <typename T>
+T SoftmaxWeight(T a, T m) {
+  const T infinity = std::numeric_limits<T>::infinity();
+  if (m == infinity) return a == infinity ? T(1) : T(0);
+  return a == -infinity ? T(0) : std::exp(a - m);
+}
+
+// Moves a running (max, sum) to new_max ≥ max and adds a block's sum of
+// weights relative to new_max; returns the factor by which what was
+// accumulated relative to the old max is rescaled.
+template <typename T>
+T AdvanceSoftmax(T* max, T* sum, T new_max, T block_sum) {
+  const T rescale = SoftmaxWeight(*max, new_max);
+  *max = new_max;
+  *sum = *sum * rescale + block_sum;
+  return rescale;
 }
 
 // The fused kernel's paths. src/fused.cc chooses one per call

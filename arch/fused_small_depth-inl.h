@@ -402,7 +402,7 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
         const size_t panel = key / width, lane = key % width;
         HWY_ALIGN T logits[kMaxLanesBytes / sizeof(T)];
         hn::Store(kernel_of(panel, lane / N, -infinity), d, logits);
-        const T weight = logits[lane % N] == infinity ? T(1) : T(0);
+        const T weight = detail::SoftmaxWeight(logits[lane % N], infinity);
         sum_out += weight;
         for (size_t c = 0; c < columns; ++c) {
           acc_out[c] += weight * plan.values(key, c);

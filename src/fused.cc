@@ -69,12 +69,9 @@ void MergeState(detail::FusedRowMode mode, const detail::FusedState<T>& into,
       const T old_max = into.max[i], other = part.max[i];
       const T new_max = std::max(old_max, other);
       if (new_max == -infinity) continue;  // both empty: accumulator 0
-      // Weights relative to the new max; +inf maxima share equally.
-      const auto factor = [&](T m) {
-        if (new_max == infinity) return m == infinity ? T(1) : T(0);
-        return m == -infinity ? T(0) : std::exp(m - new_max);
-      };
-      const T keep = factor(old_max), take = factor(other);
+      // Each part's weight relative to the new max (arch/fused.h).
+      const T keep = detail::SoftmaxWeight(old_max, new_max);
+      const T take = detail::SoftmaxWeight(other, new_max);
       into.max[i] = new_max;
       into.sum[i] = into.sum[i] * keep + part.sum[i] * take;
       for (size_t c = 0; c < columns; ++c)
