@@ -1,0 +1,436 @@
+// The C API's conversions and guards (internal to src/c_api*.cc): the
+// plain structs of include/attnpool/attnpool_c.h to the C++ views and specs,
+// every exception to a status code with a thread-local message.
+#pragma once
+
+#include <attnpool/attnpool.h>
+#include <attnpool/attnpool_c.h>
+
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnpool_c_api {
+
+inline thread_local std::string last_error;
+inline thread_local std::string last_error_argument;
+
+inline attnpool_status Fail(attnpool_status status, const std::string& argument,
+                            const std::string& message) {
+  last_error_argument = argument;
+  last_error = message;
+  return status;
+}
+
+// Runs `body`, turning what it throws into a status and the last error.
+template <class Body>
+attnpool_status Guard(const Body& body) {
+  try {
+    body();
+    return ATTNPOOL_OK;
+  } catch (const attnpool::Error& error) {
+    const bool target =
+        error.argument() == "target" || error.argument() == "ATTNPOOL_ISA";
+    return Fail(
+        target ? ATTNPOOL_UNSUPPORTED_TARGET : ATTNPOOL_INVALID_ARGUMENT,
+        error.argument(), error.what());
+  } catch (const std::bad_alloc&) {
+    return Fail(ATTNPOOL_OUT_OF_MEMORY, "", "attnpool: out of memory");
+  } catch (const std::exception& error) {
+    return Fail(ATTNPOOL_INTERNAL_ERROR, "",
+                std::string("attnpool: internal error: ") + error.what());
+  } catch (...) {
+    return Fail(ATTNPOOL_INTERNAL_ERROR, "", "attnpool: internal error");
+  }
+}
+
+// Arguments the C++ API cannot see: null struct pointers, invalid dtypes.
+template <typename P>
+P& Required(P* pointer, const char* argument) {
+  if (pointer == nullptr) throw attnpool::Error(argument, "is a null pointer");
+  return *pointer;
+}
+
+inline void CheckDtype(attnpool_dtype dtype) {
+  if (dtype != ATTNPOOL_FLOAT32 && dtype != ATTNPOOL_FLOAT64) {
+    throw attnpool::Error(
+        "dtype", "invalid value " + std::to_string(static_cast<int>(dtype)) +
+                     " (ATTNPOOL_FLOAT32 or ATTNPOOL_FLOAT64)");
+  }
+}
+
+template <typename T>
+attnpool::ConstMatrixView<T> View(const attnpool_const_matrix& m) {
+  return {static_cast<const T*>(m.data), m.rows, m.cols,
+          m.stride == 0 ? m.cols : m.stride};
+}
+template <typename T>
+attnpool::MatrixView<T> View(const attnpool_matrix& m) {
+  return {static_cast<T*>(m.data), m.rows, m.cols,
+          m.stride == 0 ? m.cols : m.stride};
+}
+
+// The view of a required matrix argument, named `argument` when null.
+template <typename T, typename CMatrix>
+auto ViewOf(const CMatrix* matrix, const char* argument) {
+  return View<T>(Required(matrix, argument));
+}
+
+inline attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
+  attnpool::Execution result;
+  if (execution) result.threads = execution->threads;
+  return result;
+}
+
+// The C enums hold the C++ ones' values (distance.h's and kernel.h's
+// tables).
+#define ATTNPOOL_C_DISTANCE_MATCHES(name, c_name, ...)                 \
+  static_assert(                                                       \
+      static_cast<int>(attnpool::Distance::name) == ATTNPOOL_##c_name, \
+      "attnpool_distance: ATTNPOOL_" #c_name " differs");
+ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_C_DISTANCE_MATCHES)
+#undef ATTNPOOL_C_DISTANCE_MATCHES
+#define ATTNPOOL_C_NORMALIZATION_MATCHES(name, c_name, ...)                 \
+  static_assert(                                                            \
+      static_cast<int>(attnpool::Normalization::name) == ATTNPOOL_##c_name, \
+      "attnpool_normalization: ATTNPOOL_" #c_name " differs");
+ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_C_NORMALIZATION_MATCHES)
+#undef ATTNPOOL_C_NORMALIZATION_MATCHES
+#define ATTNPOOL_C_KERNEL_MATCHES(name, c_name, ...)                        \
+  static_assert(                                                            \
+      static_cast<int>(attnpool::Kernel::name) == ATTNPOOL_KERNEL_##c_name, \
+      "attnpool_kernel: ATTNPOOL_KERNEL_" #c_name " differs");
+ATTNPOOL_KERNEL_TABLE(ATTNPOOL_C_KERNEL_MATCHES)
+#undef ATTNPOOL_C_KERNEL_MATCHES
+
+inline attnpool::KernelSpec KernelSpecOf(const attnpool_kernel_spec& spec) {
+  attnpool::KernelSpec result;
+  result.kernel = static_cast<attnpool::Kernel>(spec.kernel);
+  result.bandwidth = spec.bandwidth;
+  if (spec.has_scale) result.scale = spec.scale;
+  return result;
+}
+
+inline attnpool::PoolSpec PoolSpecOf(const attnpool_pool_spec& spec) {
+  attnpool::PoolSpec result;
+  result.distance = static_cast<attnpool::Distance>(spec.distance);
+  result.kernel = KernelSpecOf(spec.kernel);
+  result.normalization =
+      static_cast<attnpool::Normalization>(spec.normalization);
+  result.empty_rows = static_cast<attnpool::EmptyRows>(spec.empty_rows);
+  return result;
+}
+
+template <typename T>
+attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
+  attnpool::Mask<T> result;
+  if (mask == nullptr) return result;
+  result.valid_lengths = mask->valid_lengths;
+  result.causal = mask->causal != 0;
+  result.causal_offset = mask->causal_offset;
+  if (mask->bias.data != nullptr || mask->bias.rows != 0) {
+    result.bias = View<T>(mask->bias);
+  }
+  if (mask->visible.data != nullptr || mask->visible.rows != 0) {
+    const auto& visible = mask->visible;
+    result.visible = {static_cast<const uint8_t*>(visible.data), visible.rows,
+                      visible.cols,
+                      visible.stride == 0 ? visible.cols : visible.stride};
+  }
+  return result;
+}
+
+// A tensor stride: `given`, or the dense value count · inner when 0.
+inline size_t StrideOf(const std::string& name, size_t given, size_t count,
+                       size_t inner) {
+  if (given != 0) return given;
+  size_t stride = 0;
+  if (__builtin_mul_overflow(count, inner, &stride)) {
+    throw attnpool::Error(name, "the dense stride overflows");
+  }
+  return stride;
+}
+
+// The C++ view of a C tensor, its zero strides made dense.
+template <typename U, typename CTensor>
+attnpool::TensorView<U> TensorOf(const std::string& name,
+                                 const CTensor& tensor) {
+  const size_t row_stride =
+      tensor.row_stride != 0 ? tensor.row_stride : tensor.cols;
+  const size_t head_stride = StrideOf(name + ".head_stride", tensor.head_stride,
+                                      tensor.rows, row_stride);
+  const size_t batch_stride = StrideOf(
+      name + ".batch_stride", tensor.batch_stride, tensor.heads, head_stride);
+  return {static_cast<U*>(tensor.data),
+          tensor.batch,
+          tensor.heads,
+          tensor.rows,
+          tensor.cols,
+          batch_stride,
+          head_stride,
+          row_stride};
+}
+
+// The view of a required tensor argument, its errors named `argument`.
+template <typename T>
+attnpool::TensorView<const T> Tensor(const attnpool_const_tensor* tensor,
+                                     const char* argument) {
+  return TensorOf<const T>(argument, Required(tensor, argument));
+}
+template <typename T>
+attnpool::TensorView<T> Tensor(const attnpool_tensor* tensor,
+                               const char* argument) {
+  return TensorOf<T>(argument, Required(tensor, argument));
+}
+
+// The tensors every attention layer takes, converted in argument order (the
+// first null or overflowing one is the error).
+template <typename T>
+struct LayerTensors {
+  attnpool::TensorView<const T> queries, keys, values;
+  attnpool::TensorView<T> out;
+};
+
+template <typename T>
+LayerTensors<T> LayerTensorsOf(const attnpool_const_tensor* queries,
+                               const attnpool_const_tensor* keys,
+                               const attnpool_const_tensor* values,
+                               const attnpool_tensor* out) {
+  return {Tensor<T>(queries, "queries"), Tensor<T>(keys, "keys"),
+          Tensor<T>(values, "values"), Tensor<T>(out, "out")};
+}
+
+// A mask tensor: none when its data is null and its shape empty; null data
+// with a shape is an error here (the C++ API reads null data as none).
+template <typename U>
+attnpool::TensorView<const U> MaskTensor(const std::string& name,
+                                         const attnpool_const_tensor& tensor) {
+  if (tensor.data == nullptr) {
+    if (tensor.batch != 0 && tensor.heads != 0 && tensor.rows != 0 &&
+        tensor.cols != 0) {
+      throw attnpool::Error(name + ".data",
+                            "is null but the tensor is not empty");
+    }
+    return {};
+  }
+  return TensorOf<const U>(name, tensor);
+}
+
+template <typename T>
+attnpool::AttentionMask<T> AttentionMaskOf(
+    const attnpool_attention_mask* mask) {
+  attnpool::AttentionMask<T> result;
+  if (mask == nullptr) return result;
+  result.valid_lengths = mask->valid_lengths;
+  result.lengths_per_query = mask->lengths_per_query != 0;
+  result.causal = mask->causal != 0;
+  result.causal_offset = mask->causal_offset;
+  result.bias = MaskTensor<T>("mask.bias", mask->bias);
+  result.visible = MaskTensor<uint8_t>("mask.visible", mask->visible);
+  return result;
+}
+
+template <typename T>
+attnpool::PoolPartial<T> PartialOf(const attnpool_partial_state& partial) {
+  attnpool::PoolPartial<T> result;
+  result.accumulator = View<T>(partial.accumulator);
+  result.max = static_cast<T*>(partial.max);
+  result.sum = static_cast<T*>(partial.sum);
+  result.best = partial.best;
+  return result;
+}
+
+// The C++ weights of a layer (pointers of the call's dtype).
+template <typename T>
+attnpool::AdditiveWeights<T> WeightsOf(const attnpool_additive_weights& w) {
+  attnpool::AdditiveWeights<T> result;
+  result.w_q = View<T>(w.w_q);
+  result.w_k = View<T>(w.w_k);
+  result.w_v = static_cast<const T*>(w.w_v);
+  return result;
+}
+
+template <typename T>
+attnpool::MultiHeadWeights<T> WeightsOf(const attnpool_multi_head_weights& w) {
+  attnpool::MultiHeadWeights<T> result;
+  result.heads = w.heads;
+  result.w_q = View<T>(w.w_q);
+  result.w_k = View<T>(w.w_k);
+  result.w_v = View<T>(w.w_v);
+  result.w_o = View<T>(w.w_o);
+  result.b_q = static_cast<const T*>(w.b_q);
+  result.b_k = static_cast<const T*>(w.b_k);
+  result.b_v = static_cast<const T*>(w.b_v);
+  result.b_o = static_cast<const T*>(w.b_o);
+  return result;
+}
+
+// The spec, queries, keys and values every pooling call takes, converted in
+// argument order (the first null one is the error).
+template <typename T>
+struct PoolInputs {
+  attnpool::PoolSpec spec;
+  attnpool::ConstMatrixView<T> queries, keys, values;
+};
+
+template <typename T>
+PoolInputs<T> PoolInputsOf(const attnpool_pool_spec* spec,
+                           const attnpool_const_matrix* queries,
+                           const attnpool_const_matrix* keys,
+                           const attnpool_const_matrix* values) {
+  return {PoolSpecOf(Required(spec, "spec")), ViewOf<T>(queries, "queries"),
+          ViewOf<T>(keys, "keys"), ViewOf<T>(values, "values")};
+}
+
+// The spec of a call whose C++ API does not check its enums (merge, finish).
+inline attnpool::PoolSpec CheckedPoolSpecOf(const attnpool_pool_spec* spec) {
+  const auto& c_spec = Required(spec, "spec");
+  const auto check = [](const char* name, int value, int count) {
+    if (value < 0 || value >= count) {
+      throw attnpool::Error(name, "invalid value " + std::to_string(value));
+    }
+  };
+  check("spec.kernel.kernel", static_cast<int>(c_spec.kernel.kernel),
+        attnpool::kKernelCount);
+  check("spec.normalization", static_cast<int>(c_spec.normalization),
+        attnpool::kNormalizationCount);
+  return PoolSpecOf(c_spec);
+}
+
+// The empty-row policy of a call whose C++ API takes it unchecked.
+inline void CheckEmptyRows(attnpool_empty_rows empty_rows) {
+  if (empty_rows != ATTNPOOL_EMPTY_ROWS_NAN &&
+      empty_rows != ATTNPOOL_EMPTY_ROWS_ZERO) {
+    throw attnpool::Error(
+        "empty_rows",
+        "invalid value " + std::to_string(static_cast<int>(empty_rows)) +
+            " (ATTNPOOL_EMPTY_ROWS_NAN or ATTNPOOL_EMPTY_ROWS_ZERO)");
+  }
+}
+
+// `count` doubles at `data` (NULL only when count is 0), named `argument`.
+inline std::vector<double> Doubles(const double* data, size_t count,
+                                   const char* argument) {
+  if (data == nullptr && count != 0) {
+    throw attnpool::Error(argument, "is a null pointer");
+  }
+  return std::vector<double>(data, data + count);
+}
+
+// A Nadaraya-Watson regressor of the C call: one bandwidth or one per
+// column of x; the C++ errors on "bandwidth" renamed to the C argument.
+template <typename T>
+attnpool::NadarayaWatson<T> FitNadarayaWatson(attnpool_kernel kernel,
+                                              const double* bandwidths,
+                                              size_t bandwidth_count,
+                                              const attnpool_const_matrix& x,
+                                              const attnpool_const_matrix& y) {
+  const auto h = Doubles(bandwidths, bandwidth_count, "bandwidths");
+  if (bandwidth_count != 1 && bandwidth_count != x.cols) {
+    throw attnpool::Error("bandwidth_count",
+                          "is " + std::to_string(bandwidth_count) +
+                              " but must be 1 (one bandwidth) or x.cols (" +
+                              std::to_string(x.cols) + ", one per dimension)");
+  }
+  const auto cpp_kernel = static_cast<attnpool::Kernel>(kernel);
+  try {
+    return bandwidth_count == 1 ? attnpool::NadarayaWatson<T>(
+                                      cpp_kernel, h[0], View<T>(x), View<T>(y))
+                                : attnpool::NadarayaWatson<T>(
+                                      cpp_kernel, h, View<T>(x), View<T>(y));
+  } catch (const attnpool::Error& error) {
+    if (error.argument() != "bandwidth") throw;
+    const std::string what = error.what();
+    const std::string prefix = "attnpool: bandwidth: ";
+    throw attnpool::Error("bandwidths", what.rfind(prefix, 0) == 0
+                                            ? what.substr(prefix.size())
+                                            : what);
+  }
+}
+
+// Calls body.template operator()<T>() with T = float or double.
+template <class Body>
+attnpool_status Typed(attnpool_dtype dtype, const Body& body) {
+  return Guard([&] {
+    CheckDtype(dtype);
+    if (dtype == ATTNPOOL_FLOAT32) {
+      body(float{});
+    } else {
+      body(double{});
+    }
+  });
+}
+
+// An attention layer with weights: the weights, then the tensors (in
+// argument order), then layer(weights, queries, keys, values, out, mask,
+// empty_rows, execution) with the C++ types.
+template <class CWeights, class Layer>
+attnpool_status WeightedLayer(
+    attnpool_dtype dtype, const CWeights* weights,
+    const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,
+    const attnpool_const_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution, const Layer& layer) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto cpp_weights = WeightsOf<T>(Required(weights, "weights"));
+    const auto t = LayerTensorsOf<T>(queries, keys, values, out);
+    layer(cpp_weights, t.queries, t.keys, t.values, t.out,
+          AttentionMaskOf<T>(mask),
+          static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
+// The name of a C enum value by its C++ name function; NULL when invalid.
+template <typename CppEnum, typename CEnum>
+const char* NameOrNull(const char* (*name)(CppEnum), CEnum value) {
+  try {
+    return name(static_cast<CppEnum>(value));
+  } catch (const attnpool::Error&) {
+    return nullptr;
+  }
+}
+
+// Stores the value of `name` by its C++ function at the C enum argument
+// `result`, named `argument`.
+template <typename CEnum, typename CppEnum>
+attnpool_status FromName(CppEnum (*from_name)(const char*), const char* name,
+                         CEnum* result, const char* argument) {
+  return Guard([&] {
+    auto& value = Required(result, argument);
+    value = static_cast<CEnum>(from_name(name));
+  });
+}
+
+inline std::string Join(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : " ") + name;
+  return text;
+}
+
+// What `text` returns; "" when it throws.
+template <class Text>
+std::string TextOrEmpty(const Text& text) {
+  try {
+    return text();
+  } catch (const std::exception&) {
+    return std::string();
+  }
+}
+
+// A list of target names, space-separated; "" on error.
+inline std::string JoinedOrEmpty(std::vector<std::string> (*targets)()) {
+  return TextOrEmpty([&] { return Join(targets()); });
+}
+
+// The string of a name function, kept in thread-local storage; "" on error.
+template <class Text>
+const char* ThreadLocalText(std::string& storage, const Text& text) {
+  storage = TextOrEmpty(text);
+  return storage.c_str();
+}
+
+}  // namespace attnpool_c_api
