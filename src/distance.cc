@@ -16,12 +16,6 @@
 namespace attnpool {
 namespace {
 
-constexpr const char* kDistanceNames[] = {
-#define ATTNPOOL_DISTANCE_NAME(name, ...) #name,
-    ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_DISTANCE_NAME)
-#undef ATTNPOOL_DISTANCE_NAME
-};
-
 // Queries per dispatched call: a multiple of every target's tile height
 // (6 and 8), large enough to amortize streaming the packed keys through L2.
 constexpr size_t kQueryBlock = 96;
@@ -92,11 +86,11 @@ template OwnedPackedKeys<double> PackKeys(Distance, ConstMatrixView<double>,
 }  // namespace detail
 
 const char* distance_name(Distance distance) {
-  return detail::EnumName("distance", kDistanceNames, distance);
+  return detail::EnumName("distance", kDistances, distance);
 }
 
 Distance distance_from_name(const char* name) {
-  return detail::EnumFromName<Distance>("distance", kDistanceNames, name);
+  return detail::EnumFromName<Distance>("distance", kDistances, name);
 }
 
 void pairwise_distances(Distance distance, ConstMatrixView<float> queries,

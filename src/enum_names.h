@@ -3,6 +3,7 @@
 
 #include <attnpool/error.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -16,24 +17,30 @@ inline void CheckEnum(const char* argument, int value, int count) {
   }
 }
 
-template <typename Enum, int Count>
-const char* EnumName(const char* argument, const char* const (&names)[Count],
+// The name of `value` in one of the public tables (kKernels, kDistances,
+// kNormalizations: entries with a `name`, entry k describing value k);
+// throws Error(argument) for a value outside it.
+template <typename Enum, typename Entry, size_t Count>
+const char* EnumName(const char* argument, const Entry (&table)[Count],
                      Enum value) {
-  CheckEnum(argument, static_cast<int>(value), Count);
-  return names[static_cast<int>(value)];
+  CheckEnum(argument, static_cast<int>(value), static_cast<int>(Count));
+  return table[static_cast<int>(value)].name;
 }
 
-template <typename Enum, int Count>
-Enum EnumFromName(const char* argument, const char* const (&names)[Count],
+// The value named `name` in such a table; throws Error(argument) listing
+// the known names.
+template <typename Enum, typename Entry, size_t Count>
+Enum EnumFromName(const char* argument, const Entry (&table)[Count],
                   const char* name) {
-  for (int i = 0; i < Count; ++i) {
-    if (name != nullptr && std::strcmp(name, names[i]) == 0) {
+  for (size_t i = 0; i < Count; ++i) {
+    if (name != nullptr && std::strcmp(name, table[i].name) == 0) {
       return static_cast<Enum>(i);
     }
   }
   std::string known;
-  for (const char* candidate : names)
-    known += (known.empty() ? "" : ", ") + std::string(candidate);
+  for (const Entry& entry : table) {
+    known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  }
   throw Error(argument, std::string("unknown name '") +
                             (name ? name : "(null)") + "' (known: " + known +
                             ")");

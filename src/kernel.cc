@@ -16,12 +16,6 @@
 namespace attnpool {
 namespace {
 
-constexpr const char* kKernelNames[] = {
-#define ATTNPOOL_KERNEL_NAME(name, ...) #name,
-    ATTNPOOL_KERNEL_TABLE(ATTNPOOL_KERNEL_NAME)
-#undef ATTNPOOL_KERNEL_NAME
-};
-
 // Rows per dispatched call: element-wise work, so only enough to amortize
 // the call and balance threads.
 constexpr size_t kKernelBlockRows = 16;
@@ -99,11 +93,11 @@ template KernelPlan<double> MakeKernelPlan<double>(const KernelSpec&, Distance,
 }  // namespace detail
 
 const char* kernel_name(Kernel kernel) {
-  return detail::EnumName("kernel", kKernelNames, kernel);
+  return detail::EnumName("kernel", kKernels, kernel);
 }
 
 Kernel kernel_from_name(const char* name) {
-  return detail::EnumFromName<Kernel>("kernel", kKernelNames, name);
+  return detail::EnumFromName<Kernel>("kernel", kKernels, name);
 }
 
 void apply_kernel(const KernelSpec& spec, Distance input,

@@ -14,12 +14,6 @@
 namespace attnpool {
 namespace {
 
-constexpr const char* kNormalizationNames[] = {
-#define ATTNPOOL_NORMALIZATION_NAME(name, ...) #name,
-    ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_NORMALIZATION_NAME)
-#undef ATTNPOOL_NORMALIZATION_NAME
-};
-
 // Rows per dispatched call.
 constexpr size_t kNormalizeBlockRows = 16;
 
@@ -110,12 +104,12 @@ template NormalizePlan<double> MakeNormalizePlan(Normalization, bool, EmptyRows,
 }  // namespace detail
 
 const char* normalization_name(Normalization normalization) {
-  return detail::EnumName("normalization", kNormalizationNames, normalization);
+  return detail::EnumName("normalization", kNormalizations, normalization);
 }
 
 Normalization normalization_from_name(const char* name) {
-  return detail::EnumFromName<Normalization>("normalization",
-                                             kNormalizationNames, name);
+  return detail::EnumFromName<Normalization>("normalization", kNormalizations,
+                                             name);
 }
 
 void normalize(Normalization normalization, MatrixView<float> values,

@@ -3,8 +3,7 @@
 
 #include <attnpool/execution.h>
 #include <attnpool/matrix.h>
-
-#include <iterator>
+#include <attnpool/table.h>
 
 namespace attnpool {
 
@@ -24,9 +23,7 @@ enum class DistanceOutput : int { squared_distance, distance, score };
   X(cosine, COSINE, score)
 
 enum class Distance : int {
-#define ATTNPOOL_DISTANCE_ENUM(name, ...) name,
-  ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_DISTANCE_ENUM)
-#undef ATTNPOOL_DISTANCE_ENUM
+  ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_TABLE_ENUMERATOR)
 };
 
 struct DistanceProperties {
@@ -42,13 +39,12 @@ inline constexpr DistanceProperties kDistances[] = {
     ATTNPOOL_DISTANCE_TABLE(ATTNPOOL_DISTANCE_PROPERTIES)
 #undef ATTNPOOL_DISTANCE_PROPERTIES
 };
-constexpr int kDistanceCount = static_cast<int>(std::size(kDistances));
+constexpr int kDistanceCount = table_size(kDistances);
 
 // Whether `distance` is one of the table's; the predicates are false for
 // any other.
 constexpr bool is_distance(Distance distance) {
-  return static_cast<unsigned>(distance) <
-         static_cast<unsigned>(kDistanceCount);
+  return in_table(kDistances, distance);
 }
 
 // The table line of `distance`, one of the table's.

@@ -4,9 +4,9 @@
 #include <attnpool/distance.h>
 #include <attnpool/execution.h>
 #include <attnpool/matrix.h>
+#include <attnpool/table.h>
 
 #include <cstddef>
-#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -62,11 +62,7 @@ enum class KernelAccuracy : int {
 // The support column of kernels whose weight is never 0 for finite u.
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
-enum class Kernel : int {
-#define ATTNPOOL_KERNEL_ENUM(name, ...) name,
-  ATTNPOOL_KERNEL_TABLE(ATTNPOOL_KERNEL_ENUM)
-#undef ATTNPOOL_KERNEL_ENUM
-};
+enum class Kernel : int { ATTNPOOL_KERNEL_TABLE(ATTNPOOL_TABLE_ENUMERATOR) };
 
 struct KernelProperties {
   Kernel kernel;
@@ -88,13 +84,11 @@ inline constexpr KernelProperties kKernels[] = {
     ATTNPOOL_KERNEL_TABLE(ATTNPOOL_KERNEL_PROPERTIES)
 #undef ATTNPOOL_KERNEL_PROPERTIES
 };
-constexpr int kKernelCount = static_cast<int>(std::size(kKernels));
+constexpr int kKernelCount = table_size(kKernels);
 
 // Whether `kernel` is one of the table's (a value cast from an int may not
 // be); the predicates below are false for any other.
-constexpr bool is_kernel(Kernel kernel) {
-  return static_cast<unsigned>(kernel) < static_cast<unsigned>(kKernelCount);
-}
+constexpr bool is_kernel(Kernel kernel) { return in_table(kKernels, kernel); }
 
 // The table line of `kernel`, one of the table's.
 constexpr const KernelProperties& kernel_properties(Kernel kernel) {

@@ -3,10 +3,10 @@
 
 #include <attnpool/execution.h>
 #include <attnpool/matrix.h>
+#include <attnpool/table.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 
 namespace attnpool {
 
@@ -27,9 +27,7 @@ enum class NormalizationInput : int { weights, scores };
   X(argmax, NORMALIZE_ARGMAX, scores)
 
 enum class Normalization : int {
-#define ATTNPOOL_NORMALIZATION_ENUM(name, ...) name,
-  ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_NORMALIZATION_ENUM)
-#undef ATTNPOOL_NORMALIZATION_ENUM
+  ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_TABLE_ENUMERATOR)
 };
 
 struct NormalizationProperties {
@@ -45,14 +43,12 @@ inline constexpr NormalizationProperties kNormalizations[] = {
     ATTNPOOL_NORMALIZATION_TABLE(ATTNPOOL_NORMALIZATION_PROPERTIES)
 #undef ATTNPOOL_NORMALIZATION_PROPERTIES
 };
-constexpr int kNormalizationCount =
-    static_cast<int>(std::size(kNormalizations));
+constexpr int kNormalizationCount = table_size(kNormalizations);
 
 // Whether it takes scores (softmax, argmax) rather than weights; false for
 // a value outside the table.
 constexpr bool normalizes_scores(Normalization normalization) {
-  return static_cast<unsigned>(normalization) <
-             static_cast<unsigned>(kNormalizationCount) &&
+  return in_table(kNormalizations, normalization) &&
          kNormalizations[static_cast<int>(normalization)].input ==
              NormalizationInput::scores;
 }
