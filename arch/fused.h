@@ -67,7 +67,7 @@ enum class FusedPath : int {
   // registers, the values packed like keys.
   small_depth,
   // small_depth for the Gaussian of squared distances under a softmax of
-  // its logits: one pass, no max first (arch/fused-inl.h).
+  // its logits: one pass, no max first (arch/fused_small_depth-inl.h).
   gaussian_one_pass,
   // small_depth for a compact kernel under none or sum with d = 1, sorted
   // keys and r a function of |q − k|: each query visits only the panels

@@ -19,12 +19,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "arch/distance-inl.h"
 #include "arch/fused.h"
 #include "arch/kernel-inl.h"
 #include "arch/math-inl.h"
 #include "arch/normalize-inl.h"
+#include "arch/prefix_io-inl.h"
+#include "arch/visible_limit.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();

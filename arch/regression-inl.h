@@ -322,10 +322,8 @@ HWY_INLINE V Weights(D d, const CrossValidationPlan<T>& plan, V value,
   if (plan.weights == CrossValidationWeights::gaussian_each) {
     return attnpool::HWY_NAMESPACE::ExpOfFinite(d, scaled);
   }
-  const V formula = KernelFormula(d, plan.kernel, scaled);
-  return is_exponential(plan.kernel)
-             ? attnpool::HWY_NAMESPACE::ExpOfFinite(d, formula)
-             : formula;
+  // kernel_formula: the non-exponential kernels (src/cross_validation.cc).
+  return KernelFormula(d, plan.kernel, scaled);
 }
 
 // Scratch and accumulators of one CrossValidationRows call.

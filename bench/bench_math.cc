@@ -8,9 +8,8 @@
 //   baseline/std/...               a plain std::exp / std::tanh loop.
 //
 // Names: math/<TARGET>/<exp|tanh>/<float|double>/<n>; items_per_second
-// counts elements. exp inputs are uniform in [−20, 0] (softmax arguments,
-// as in the project's baseline exp benchmark), tanh inputs uniform in [−5, 5]
-// (both of its branches).
+// counts elements. exp inputs are uniform in [−20, 0] (softmax arguments),
+// tanh inputs uniform in [−5, 5] (both of its branches).
 #include <attnpool/attnpool.h>
 #include <benchmark/benchmark.h>
 

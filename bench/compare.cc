@@ -6,10 +6,9 @@
 // memory on n = m = 65536, d = 64. For 1 and 2 threads.
 //
 // Prints RESULT|group|name|threads|unit|median|min|max|median_seconds|bg|note
-// lines (the format of the project's baseline scripts: "min"/"max" are the
-// worst/best run, bg the CPUs other processes used meanwhile; rows with
-// bg > 0.15 are not to be trusted), then a table of attnpool ÷ best baseline
-// and of fractions of the machine's limits.
+// lines ("min"/"max" are the worst/best run, bg the CPUs other processes
+// used meanwhile; rows with bg > 0.15 are not to be trusted), then a table
+// of attnpool ÷ best baseline and of fractions of the machine's limits.
 //
 // usage: compare [--quick] [--no-memory]   env: REPS (default 5),
 //   ATTNPOOL_BENCH_THREADS (default 1,2). --quick: REPS 1 and smaller

@@ -85,8 +85,8 @@ inline attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
   return result;
 }
 
-// The C enums hold the C++ ones' values (distance.h's and kernel.h's
-// tables).
+// The C enums hold the C++ ones' values (the tables of distance.h,
+// kernel.h and normalize.h).
 #define ATTNPOOL_C_DISTANCE_MATCHES(name, c_name, ...)                 \
   static_assert(                                                       \
       static_cast<int>(attnpool::Distance::name) == ATTNPOOL_##c_name, \

@@ -33,6 +33,22 @@ constexpr double kMinParallelWork = 1 << 20;
 // of the query's largest (CrossValidationOptions::skip_distant).
 constexpr double kSkipBitsFloat = 32, kSkipBitsDouble = 61;
 
+// The Gaussian has its own ways (powers, shifted exps); every other kernel
+// of distances takes KernelFormula's weights as they are, so none of them
+// may be exponential.
+constexpr bool OnlyTheGaussianIsExponential() {
+  for (const KernelProperties& kernel : kKernels) {
+    if (needs_distance(kernel.kernel) && kernel.exponential &&
+        kernel.kernel != Kernel::gaussian) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(OnlyTheGaussianIsExponential(),
+              "cross-validation forms exponential kernels' weights only for "
+              "the Gaussian");
+
 template <typename T>
 void CheckArguments(Kernel kernel, ConstMatrixView<T> x, ConstMatrixView<T> y,
                     const std::vector<double>& grid,

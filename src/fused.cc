@@ -5,6 +5,7 @@
 #include <attnpool/pool.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -151,8 +152,10 @@ void SetEmpty(const detail::FusedState<T>& state, size_t rows) {
   }
 }
 
-constexpr const char* kFusedPathNames[detail::kFusedPathCount] = {
+constexpr const char* kFusedPathNames[] = {
     "tile", "decode", "small_depth", "gaussian_one_pass", "sorted_window"};
+static_assert(std::size(kFusedPathNames) == detail::kFusedPathCount,
+              "a name for every FusedPath");
 // The path of the calling thread's last fused call (last_fused_path).
 thread_local int last_path = -1;
 
@@ -320,7 +323,8 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                           [&](size_t item, size_t) { return job.Run(item); });
   // Every key hidden: no item ran, the result is the target's all the same.
   if (job.items() == 0) detail::RecordRunTarget(detail::DispatchedTarget());
-  last_path = static_cast<int>(job.path());
+  // (No item: every key hidden, nothing ran.)
+  if (job.items() != 0) last_path = static_cast<int>(job.path());
   job.Merge();
 }
 
@@ -384,6 +388,7 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                            detail::CheckView("values", values));
   }
   detail::RecordRunTarget(0);
+  last_path = -1;
   if (rows == 0) return;
   const auto mode = ModeOf(spec);
   if (keys.rows == 0) {
@@ -420,6 +425,7 @@ void RunPoolBatch(const PoolSpec& spec,
                                          call.mask, execution));
   }
   detail::RecordRunTarget(0);
+  last_path = -1;
   const int threads = detail::ThreadCount(execution);
   const auto mode = ModeOf(spec);
   for (size_t first = 0; first < calls.size();) {
@@ -454,6 +460,9 @@ void RunPoolBatch(const PoolSpec& spec,
         });
     if (offsets.back() == 0) {  // every key hidden (or none)
       detail::RecordRunTarget(detail::DispatchedTarget());
+    }
+    for (const auto& job : jobs) {  // the last call's that ran
+      if (job->items() != 0) last_path = static_cast<int>(job->path());
     }
     for (size_t j = 0; j < jobs.size(); ++j) {
       jobs[j]->Merge();
@@ -493,6 +502,7 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   const auto state =
       CheckPartial("partial", partial, queries.rows, values.cols);
   detail::RecordRunTarget(0);
+  last_path = -1;
   if (queries.rows == 0) return;
   AccumulateAll(spec, plans, queries, keys, values, key_offset, state,
                 detail::ThreadCount(execution));

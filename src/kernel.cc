@@ -52,12 +52,15 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
   plan.input = distance_properties(input).output;
   if (needs_distance(spec.kernel)) {
     if (plan.input == DistanceOutput::score) {
-      throw Error(
-          "kernel.kernel",
-          std::string(kernel_name(spec.kernel)) +
-              " needs a distance (sqeuclidean, euclidean or manhattan), "
-              "not the similarity " +
-              distance_name(input));
+      std::string distances;
+      for (const DistanceProperties& d : kDistances) {
+        if (is_similarity(d.distance)) continue;
+        distances += (distances.empty() ? "" : ", ") + std::string(d.name);
+      }
+      throw Error("kernel.kernel", std::string(kernel_name(spec.kernel)) +
+                                       " needs a distance (" + distances +
+                                       "), not the similarity " +
+                                       distance_name(input));
     }
     const double h = spec.bandwidth;
     if (!(h >= static_cast<double>(std::numeric_limits<T>::min()) &&

@@ -33,8 +33,10 @@ constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
 
 // kernel.h's contract for one weight of apply_kernel: the bound on |got −
 // want| for the stage-1 value x whose reference weight is `want` (finite).
-// Under the step accuracy (boxcar) the bound is 1 where u is within 8 ulp of
-// the step, else 0.
+// Under the step accuracy (boxcar) the bound is 1 where r/h is within 8·u
+// (4 ulp) of the step, else 0. Outside a compact kernel's support (r/h ≥
+// support, with a margin of 16·u for the rounding of r/h) the weight is
+// exactly 0: bound 0.
 template <typename T>
 double KernelErrorBound(const attnpool::KernelSpec& spec,
                         attnpool::Distance input, double x, size_t depth,
@@ -42,6 +44,11 @@ double KernelErrorBound(const attnpool::KernelSpec& spec,
   const attnpool::KernelProperties& kernel =
       attnpool::kernel_properties(spec.kernel);
   const double u = kUnitRoundoff<T>;
+  if (attnpool::is_compact(spec.kernel)) {
+    const double r =
+        input == attnpool::Distance::sqeuclidean ? std::sqrt(x) : x;
+    if (r / spec.bandwidth >= kernel.support * (1 + 16 * u)) return 0;
+  }
   switch (kernel.accuracy) {
     case attnpool::KernelAccuracy::exact:
       return 0;

@@ -528,6 +528,7 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
   for (size_t i = 0; i < n && report.ok(); ++i) {
     for (size_t c = 0; c < dv && report.ok(); ++c) {
       double scale = 0;  // over the keys that contribute
+      double largest_value = 0;
       bool infinite_value = false;
       for (size_t j = 0; j < m; ++j) {
         if (attnpool::reference::hidden(before.mask, i, j) ||
@@ -539,6 +540,8 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
         // Non-finite factors make both sums non-finite: Close() compares
         // those (finite ones that overflow are not compared, below).
         if (std::isfinite(w) && std::isfinite(v)) scale += std::fabs(w * v);
+        if (std::isfinite(v))
+          largest_value = std::max(largest_value, std::fabs(v));
       }
       if (!(scale <= double(std::numeric_limits<T>::max()) / 4)) continue;
       const double got = fused(i, c), want = staged(i, c);
@@ -549,7 +552,14 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
         continue;
       }
       const bool argmax = spec.normalization == Normalization::argmax;
-      const double bound = argmax ? 0 : Times(relative, scale) + 4 * kTiny<T>;
+      double bound = argmax ? 0 : Times(relative, scale) + 4 * kTiny<T>;
+      // Normalized weights make both outputs convex combinations of the
+      // contributing values: within 2·max|v| of each other whatever the
+      // logits' error (which for huge logits leaves no relative bound).
+      if (spec.normalization == Normalization::sum ||
+          spec.normalization == Normalization::softmax) {
+        bound = std::min(bound, 2 * largest_value * (1 + 4 * u) + 4 * kTiny<T>);
+      }
       if (!Close<T>(got, want, bound)) {
         report.Fail("fused out (", i, ", ", c, ") got ", got, " staged ", want,
                     " bound ", bound);

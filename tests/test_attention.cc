@@ -338,6 +338,7 @@ void GroupedQuery() {
     attnpool::scaled_dot_product_attention(queries.view(), keys.view(),
                                            values.view(), grouped.view(), mask);
     RequireRanOnTarget();
+    REQUIRE_FALSE(attnpool::last_fused_path().empty());  // the layer's path
     attnpool::scaled_dot_product_attention(queries.view(), repeated_keys.view(),
                                            repeated_values.view(),
                                            ordinary.view(), mask);

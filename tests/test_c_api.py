@@ -349,7 +349,8 @@ class CApiTest(unittest.TestCase):
                 formula = kernel_formulas.weights(name, u)  # every kernel has one
                 spec = lib.attnpool_kernel_spec_init()
                 spec.kernel, spec.bandwidth = value, h
-                # Every other kernel takes r² (sqeuclidean), the rest r.
+                # r² (sqeuclidean) for even enum values, r (euclidean) for
+                # odd ones: both inputs over the kernels.
                 squared = value % 2 == 0
                 values = (r ** 2 if squared else r).copy()
                 status = lib.attnpool_apply_kernel(

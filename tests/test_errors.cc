@@ -76,7 +76,8 @@ TEST_CASE("apply_kernel rejects bad arguments", "[kernel][errors]") {
   RequireRejected("kernel.kernel", values,
                   run({static_cast<Kernel>(attnpool::kKernelCount)}, sq, v, 4));
   RequireRejected("input", values,
-                  run({Kernel::gaussian}, static_cast<Distance>(5), v, 4));
+                  run({Kernel::gaussian},
+                      static_cast<Distance>(attnpool::kDistanceCount), v, 4));
   RequireRejected("kernel.kernel", values,
                   run({Kernel::gaussian}, Distance::dot, v, 4));
   RequireRejected("kernel.kernel", values,

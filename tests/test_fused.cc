@@ -249,6 +249,22 @@ void PathCases() {
     }
     CheckFused<T>(c.spec, {}, queries, keys, values);
     REQUIRE(attnpool::last_fused_path() == c.path);
+    // No key visited (every key hidden, or none): no path.
+    const std::vector<size_t> none(c.n, 0);
+    Mask<T> hidden;
+    hidden.valid_lengths = none.data();
+    TestMatrix<T> out(c.n, c.dv);
+    attnpool::attention_pool(c.spec, queries.view(), keys.view(), values.view(),
+                             out.view(), hidden);
+    REQUIRE(attnpool::last_fused_path().empty());
+    attnpool::attention_pool(c.spec, queries.view(), keys.view(), values.view(),
+                             out.view());
+    REQUIRE(attnpool::last_fused_path() == c.path);
+    attnpool::attention_pool(
+        c.spec, queries.view(),
+        attnpool::ConstMatrixView<T>(keys.data(), 0, c.d),
+        attnpool::ConstMatrixView<T>(values.data(), 0, c.dv), out.view());
+    REQUIRE(attnpool::last_fused_path().empty());
   }
 }
 

@@ -95,6 +95,15 @@ void CheckKernel(const KernelSpec& spec, Distance input, std::mt19937_64& rng) {
   }
 }
 
+// The tables' predicates are false for a value outside the table (one
+// cast from an int), never a read past it.
+static_assert(!attnpool::is_kernel(Kernel(attnpool::kKernelCount)) &&
+              !attnpool::is_exponential(Kernel(attnpool::kKernelCount)) &&
+              !attnpool::needs_distance(Kernel(-1)) &&
+              !attnpool::is_compact(Kernel(attnpool::kKernelCount)) &&
+              !attnpool::is_similarity(Distance(attnpool::kDistanceCount)) &&
+              !attnpool::normalizes_scores(Normalization(-1)));
+
 template <typename T>
 void KernelSweep() {
   std::mt19937_64 rng(kSeed + 10);

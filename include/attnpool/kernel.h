@@ -20,10 +20,11 @@ enum class KernelArgument : int { u, u_squared, score, none };
 // How close a kernel's weights are to the exact ones (the accuracy contract
 // of apply_kernel below; every test's bound comes from it).
 enum class KernelAccuracy : int {
+  // ε below is the unit roundoff of the element type (2⁻²⁴, 2⁻⁵³).
   exact,         // bit-exact
-  step,          // exact, except where u is within 4 ulp of the step at 1
-  absolute,      // |error| ≤ error_units · u  (u: unit roundoff of the type)
-  exp_of_logit,  // relative error ≤ 2e-7 + 5·u·|x| (float; 4e-16 + 5·u·|x|
+  step,          // exact, except where r/h is within 4 ulp of the step at 1
+  absolute,      // |error| ≤ error_units·ε
+  exp_of_logit,  // relative error ≤ 2e-7 + 5·ε·|x| (float; 4e-16 + 5·ε·|x|
                  // for double), x the logit; weights below the smallest
                  // normal number are 0
 };
@@ -33,7 +34,7 @@ enum class KernelAccuracy : int {
 // CLI) is generated from this table. Columns:
 //   name, C enum suffix, argument, exponential (the weight is exp of a
 //   logit, normalized by a max-subtracted softmax), support (the weight is
-//   exactly 0 where u ≥ support; +inf: everywhere positive), accuracy,
+//   exactly 0 where u ≥ support; +inf: no bounded support), accuracy,
 //   error_units.
 // The vector formula of each is in arch/kernel-inl.h (KernelFormula), the
 // reference in src/reference.cc (reference::kernel).

@@ -54,13 +54,15 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
                     const Execution& execution = {});
 
 // The path the calling thread's last fused call took (attention_pool, its
-// shards, and the attention layers over it), as last_run_target() reports
-// the target: "tile" (keys packed, tiles of distances: any shape),
-// "decode" (a few dot-product queries, keys read in place once),
-// "small_depth" (d ≤ 8, dv ≤ 4, no bias or visible matrix, not argmax),
-// "gaussian_one_pass" (small_depth for the Gaussian of sqeuclidean under a
-// softmax of its logits) or "sorted_window" (small_depth for a compact
-// kernel of 1-D ascending keys under none or sum); "" before any call.
+// shards, and the attention layers over it: their last head's), as
+// last_run_target() reports the target: "tile" (keys packed, tiles of
+// distances: any shape), "decode" (a few dot-product queries, keys read in
+// place once), "small_depth" (d ≤ 8, dv ≤ 4, no bias or visible matrix, not
+// argmax), "gaussian_one_pass" (small_depth for the Gaussian of sqeuclidean
+// under a softmax of its logits; a query whose logits all lie far below 0
+// takes two passes) or "sorted_window" (small_depth for a compact kernel of
+// 1-D ascending keys under none or sum); "" where no key was visited (no
+// query, no key, every key hidden) and before any call.
 std::string last_fused_path();
 
 // attention_pool that also writes each query's normalizer to

@@ -34,7 +34,7 @@ namespace attnpool {
 // Requirements (attnpool::Error names the argument, nothing is kept):
 //   x, y: well-formed views ("x", "y", their ".data" and ".stride"), n ≥ 1
 //     ("x.rows"), y.rows = n ("y.rows"), every element finite ("x", "y");
-//   kernel: one of distances, needs_distance(kernel) ("kernel");
+//   kernel: a kernel of distances, needs_distance(kernel) ("kernel");
 //   bandwidth: finite, > 0 and a normal number of T ("bandwidth"); a
 //     per-dimension one has d entries ("bandwidth.size"), and every x(j, k) /
 //     h_k must be finite in T ("bandwidth").
