@@ -431,8 +431,8 @@ void LayersCase(bool per_query_lengths, uint64_t seed) {
     TestMatrix<T> w_q(d, heads * dh), w_k(d, heads * dh), w_v(dv, heads * dv),
         w_o(heads * dv, dv);
     for (auto* w : {&w_q, &w_k, &w_v, &w_o}) w->FillRandom(rng, 0);
-    const attnpool::MultiHeadWeights<T> weights{
-        heads, w_q.view(), w_k.view(), w_v.view(), w_o.view()};
+    const attnpool::MultiHeadWeights<T> weights{heads, w_q.view(), w_k.view(),
+                                                w_v.view(), w_o.view()};
     Dense<T> planted_x_k = x_k, planted_x_v = x_v;
     for (size_t b = 0; b < batch; ++b) {
       for (size_t j = 0; j < m; ++j) {
