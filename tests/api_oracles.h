@@ -17,14 +17,16 @@
 #include "tests/pool_specs.h"
 
 namespace attnpool_test {
-namespace oracles {
 
+// (Also the API table's names: tests/api_table.cc.)
 using attnpool::ConstMatrixView;
 using attnpool::Distance;
 using attnpool::EmptyRows;
 using attnpool::Kernel;
 using attnpool::MatrixView;
 using attnpool::Normalization;
+
+namespace oracles {
 
 // ------------------------------------------------------------ comparisons
 

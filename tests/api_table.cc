@@ -20,13 +20,6 @@
 
 namespace attnpool_test {
 
-using attnpool::ConstMatrixView;
-using attnpool::Distance;
-using attnpool::EmptyRows;
-using attnpool::Kernel;
-using attnpool::MatrixView;
-using attnpool::Normalization;
-
 // LeakSanitizer (ASan builds): libomp keeps its thread teams' structures
 // until exit; they are not leaks of ours. A weak hook: inert elsewhere.
 extern "C" const char* __lsan_default_suppressions() {
