@@ -30,6 +30,7 @@
 
 #include "arch/distance.h"
 #include "arch/prefix_io-inl.h"
+#include "arch/tile_rows.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -125,29 +126,39 @@ HWY_INLINE void ComputeTile(D d, const T* const* rows,
 #undef ATTNPOOL_TILE_STORE
 }
 
+// Σ term(qᵢ, kᵢ) over `depth` coordinates, read in place: two vector chains
+// of accumulate(sum, q, k) (lanes past `depth` are zero in both q and k),
+// then the lanes summed — a fixed order for given data and target.
+template <class D, class Accumulate, typename T = hn::TFromD<D>>
+HWY_INLINE T DirectSum(D d, const T* HWY_RESTRICT query,
+                       const T* HWY_RESTRICT key, size_t depth,
+                       const Accumulate& accumulate) {
+  const size_t N = hn::Lanes(d);
+  auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+  size_t p = 0;
+  for (; p + 2 * N <= depth; p += 2 * N) {
+    sum0 = accumulate(sum0, hn::LoadU(d, query + p), hn::LoadU(d, key + p));
+    sum1 = accumulate(sum1, hn::LoadU(d, query + p + N),
+                      hn::LoadU(d, key + p + N));
+  }
+  for (; p < depth; p += N) {
+    const size_t count = std::min(N, depth - p);
+    sum0 = accumulate(sum0, LoadPrefix(d, query + p, count),
+                      LoadPrefix(d, key + p, count));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+}
+
 // Σ (qᵢ − kᵢ)² over `depth` coordinates, vectorized along the coordinates.
 // A sum of non-negative terms: relative error ≤ (depth+1)·u; exactly 0 for
 // q = k. Used to repair pairs whose Gram form cancelled.
 template <class D, typename T = hn::TFromD<D>>
 HWY_NOINLINE T DirectSquaredDistance(D d, const T* HWY_RESTRICT query,
                                      const T* HWY_RESTRICT key, size_t depth) {
-  const size_t N = hn::Lanes(d);
-  auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
-  size_t p = 0;
-  for (; p + 2 * N <= depth; p += 2 * N) {
-    const auto diff0 = hn::Sub(hn::LoadU(d, query + p), hn::LoadU(d, key + p));
-    const auto diff1 =
-        hn::Sub(hn::LoadU(d, query + p + N), hn::LoadU(d, key + p + N));
-    sum0 = hn::MulAdd(diff0, diff0, sum0);
-    sum1 = hn::MulAdd(diff1, diff1, sum1);
-  }
-  for (; p < depth; p += N) {
-    const size_t count = std::min(N, depth - p);
-    const auto diff =
-        hn::Sub(LoadPrefix(d, query + p, count), LoadPrefix(d, key + p, count));
-    sum0 = hn::MulAdd(diff, diff, sum0);
-  }
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+  return DirectSum(d, query, key, depth, [](auto sum, auto q, auto k) {
+    const auto diff = hn::Sub(q, k);
+    return hn::MulAdd(diff, diff, sum);
+  });
 }
 
 // ---------------------------------------------------------------- finishers
@@ -231,26 +242,14 @@ struct SquaredDistanceFromDots {
   }
 };
 
-// q·k over `depth` coordinates, read in place: two vector chains, then the
-// lanes summed (a fixed order for given data and target). The decode path's
+// q·k over `depth` coordinates (DirectSum's order). The decode path's
 // score: each key row is read once, no packing.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T DirectDot(D d, const T* HWY_RESTRICT query,
                        const T* HWY_RESTRICT key, size_t depth) {
-  const size_t N = hn::Lanes(d);
-  auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
-  size_t p = 0;
-  for (; p + 2 * N <= depth; p += 2 * N) {
-    sum0 = hn::MulAdd(hn::LoadU(d, query + p), hn::LoadU(d, key + p), sum0);
-    sum1 = hn::MulAdd(hn::LoadU(d, query + p + N), hn::LoadU(d, key + p + N),
-                      sum1);
-  }
-  for (; p < depth; p += N) {
-    const size_t count = std::min(N, depth - p);
-    sum0 = hn::MulAdd(LoadPrefix(d, query + p, count),
-                      LoadPrefix(d, key + p, count), sum0);
-  }
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+  return DirectSum(d, query, key, depth, [](auto sum, auto q, auto k) {
+    return hn::MulAdd(q, k, sum);
+  });
 }
 
 // ------------------------------------------------------------------ drivers
@@ -342,12 +341,8 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
       for (size_t tile_row = row_begin; tile_row < row_end;
            tile_row += kTileRows) {
         const size_t tile_rows = std::min(kTileRows, row_end - tile_row);
-        // Rows past the end repeat the last row; their results are dropped.
         const T* rows[kTileRows];
-        for (size_t r = 0; r < kTileRows; ++r) {
-          rows[r] =
-              queries.row(tile_row + std::min(r, tile_rows - 1)) + pass_begin;
-        }
+        detail::TileRowPointers(queries, tile_row, tile_rows, pass_begin, rows);
         for (size_t panel = panel_begin; panel < panel_end; ++panel) {
           const size_t key = panel * width;
           const size_t key_count = std::min(width, keys.count - key);

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "arch/tile_rows.h"
 #include "arch/weighted_sum.h"
 #include "hwy/highway.h"
 
@@ -243,10 +244,8 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
          tile_row += kTileRows) {
       const size_t tile_rows = std::min(kTileRows, row_end - tile_row);
       const T* weight_rows[kTileRows];
-      for (size_t r = 0; r < kTileRows; ++r) {
-        weight_rows[r] =
-            weights.row(tile_row + std::min(r, tile_rows - 1)) + pass_begin;
-      }
+      detail::TileRowPointers(weights, tile_row, tile_rows, pass_begin,
+                              weight_rows);
       for (size_t panel_column = column_begin; panel_column < column_end;
            panel_column += width) {
         const size_t panel_columns = std::min(width, column_end - panel_column);

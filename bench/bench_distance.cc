@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "bench/bench_targets.h"
 
 #if ATTNPOOL_BENCH_FAISS
@@ -37,56 +38,40 @@ struct Shape {
 const Shape kShapes[] = {
     {4096, 4096, 128}, {4096, 4096, 16}, {4096, 4096, 3}, {4096, 4096, 1}};
 
-std::string ShapeName(const Shape& s) {
-  return std::to_string(s.n) + "x" + std::to_string(s.m) + "x" +
-         std::to_string(s.d);
-}
+std::string Name(const Shape& s) { return ShapeName(s.n, s.m, s.d); }
 
 struct Inputs {
   std::vector<float> queries, keys, out;
   explicit Inputs(const Shape& s)
-      : queries(s.n * s.d), keys(s.m * s.d), out(s.n * s.m) {
-    std::mt19937 rng(42);
-    std::normal_distribution<float> normal;
-    for (float& x : queries) x = normal(rng);
-    for (float& x : keys) x = normal(rng);
-  }
+      : queries(Normal(s.n * s.d, 1, 42)),
+        keys(Normal(s.m * s.d, 1, 43)),
+        out(s.n * s.m) {}
 };
 
-void SetPairRates(benchmark::State& state, const Shape& s) {
-  SetRates(state, double(s.n) * s.m, 2.0 * s.n * s.m * s.d);
+Rates PairRates(const Shape& s) {
+  return {double(s.n) * s.m, 2.0 * s.n * s.m * s.d};
 }
 
 void AttnpoolDistance(benchmark::State& state, std::string target,
                       Distance distance, Shape s, int threads) {
   Inputs in(s);
   ForcedTarget forced(state, target);
-  for (auto _ : state) {
+  Measure(state, in.out, PairRates(s), [&] {
     attnpool::pairwise_distances(distance, {in.queries.data(), s.n, s.d},
                                  {in.keys.data(), s.m, s.d},
                                  {in.out.data(), s.n, s.m}, {threads});
-    benchmark::DoNotOptimize(in.out.data());
-  }
-  SetPairRates(state, s);
+  });
 }
 
-// What a user writes without a library: per pair, a loop over coordinates.
+// Per pair, a loop over coordinates.
 void NaiveSquaredL2(benchmark::State& state, Shape s) {
   Inputs in(s);
-  for (auto _ : state) {
-    for (size_t i = 0; i < s.n; ++i) {
-      for (size_t j = 0; j < s.m; ++j) {
-        float sum = 0;
-        for (size_t p = 0; p < s.d; ++p) {
-          const float diff = in.queries[i * s.d + p] - in.keys[j * s.d + p];
-          sum += diff * diff;
-        }
-        in.out[i * s.m + j] = sum;
-      }
-    }
-    benchmark::DoNotOptimize(in.out.data());
-  }
-  SetPairRates(state, s);
+  Measure(state, in.out, PairRates(s), [&] {
+    NaiveSums(s.n, s.m, s.d, in.out.data(), [&](size_t i, size_t j, size_t p) {
+      const float diff = in.queries[i * s.d + p] - in.keys[j * s.d + p];
+      return diff * diff;
+    });
+  });
 }
 
 #if ATTNPOOL_BENCH_FAISS
@@ -97,13 +82,11 @@ void FaissSquaredL2(benchmark::State& state, Shape s, int threads) {
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
-  for (auto _ : state) {
+  Measure(state, in.out, PairRates(s), [&] {
     faiss::pairwise_L2sqr(s.d, s.n, in.queries.data(), s.m, in.keys.data(),
                           in.out.data());
-    benchmark::DoNotOptimize(in.out.data());
-  }
+  });
   omp_set_num_threads(saved);
-  SetPairRates(state, s);
 }
 #endif
 
@@ -111,7 +94,7 @@ void RegisterAll() {
   for (const Shape& shape : kShapes) {
     for (int threads : ThreadCounts()) {
       const std::string suffix =
-          ShapeName(shape) + "/threads:" + std::to_string(threads);
+          Name(shape) + "/threads:" + std::to_string(threads);
       for (const std::string& target : attnpool::supported_targets()) {
         for (int metric = 0; metric < attnpool::kDistanceCount; ++metric) {
           const auto distance = static_cast<Distance>(metric);
@@ -125,7 +108,7 @@ void RegisterAll() {
                threads);
 #endif
     }
-    Register(("baseline/naive/sqeuclidean/" + ShapeName(shape) + "/threads:1"),
+    Register(("baseline/naive/sqeuclidean/" + Name(shape) + "/threads:1"),
              NaiveSquaredL2, shape);
   }
 }

@@ -16,19 +16,12 @@
 #include <vector>
 
 #include "arch/math.h"
+#include "bench/bench_data.h"
 #include "bench/bench_targets.h"
 #include "bench/unfused_attention.h"
 
 namespace attnpool_bench {
 namespace {
-
-std::vector<float> Normal(size_t count, float sigma, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0, sigma);
-  std::vector<float> v(count);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 // ------------------------------------------------------------------ GEMM
 
@@ -38,10 +31,7 @@ struct GemmShape {
 // The projection shapes of the goal: 4096×512 · 512×512, 1024×512 · 512×1536.
 const GemmShape kGemmShapes[] = {{4096, 512, 512}, {1024, 512, 1536}};
 
-std::string Name(const GemmShape& s) {
-  return std::to_string(s.n) + "x" + std::to_string(s.k) + "x" +
-         std::to_string(s.c);
-}
+std::string Name(const GemmShape& s) { return ShapeName(s.n, s.k, s.c); }
 
 void Linear(benchmark::State& state, std::string target, GemmShape s,
             int threads) {

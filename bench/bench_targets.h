@@ -22,6 +22,24 @@ class ForcedTarget {
 void SetRates(benchmark::State& state, double items_per_iteration,
               double flops_per_iteration);
 
+// Work per iteration: items (pairs, outputs, ...) and floating-point
+// operations, reported as items per second and GFLOP/s.
+struct Rates {
+  double items, flops;
+};
+
+// Times `run` once per iteration, keeping `out` (what it writes) live so
+// that the work is not optimized away, then reports `rates`.
+template <class Run>
+void Measure(benchmark::State& state, const std::vector<float>& out,
+             Rates rates, const Run& run) {
+  for (auto _ : state) {
+    run();
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetRates(state, rates.items, rates.flops);
+}
+
 // Registers a benchmark timed by wall clock (it runs OpenMP threads) and
 // reported in milliseconds.
 template <class... Args>

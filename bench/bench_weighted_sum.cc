@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "bench/bench_targets.h"
 
 #if ATTNPOOL_BENCH_OPENBLAS
@@ -32,58 +33,43 @@ struct Shape {
 // The goal shape (4096 queries and keys, 64 value columns) first.
 const Shape kShapes[] = {{4096, 4096, 64}, {1024, 1024, 64}, {4096, 4096, 128}};
 
-std::string ShapeName(const Shape& s) {
-  return std::to_string(s.n) + "x" + std::to_string(s.m) + "x" +
-         std::to_string(s.dv);
-}
+std::string Name(const Shape& s) { return ShapeName(s.n, s.m, s.dv); }
 
 // Weights as a softmax leaves them (positive, rows summing to 1) and normal
 // values.
 struct Inputs {
   std::vector<float> weights, values, out;
   explicit Inputs(const Shape& s)
-      : weights(s.n * s.m), values(s.m * s.dv), out(s.n * s.dv) {
+      : weights(s.n * s.m), values(Normal(s.m * s.dv, 1, 43)), out(s.n * s.dv) {
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> uniform(0, 2.0f / s.m);
-    std::normal_distribution<float> normal;
     for (float& x : weights) x = uniform(rng);
-    for (float& x : values) x = normal(rng);
   }
 };
 
-void SetOutputRates(benchmark::State& state, const Shape& s) {
-  SetRates(state, double(s.n) * s.dv, 2.0 * s.n * s.m * s.dv);
+Rates OutputRates(const Shape& s) {
+  return {double(s.n) * s.dv, 2.0 * s.n * s.m * s.dv};
 }
 
 void AttnpoolWeightedSum(benchmark::State& state, std::string target, Shape s,
                          int threads) {
   Inputs in(s);
   ForcedTarget forced(state, target);
-  for (auto _ : state) {
+  Measure(state, in.out, OutputRates(s), [&] {
     attnpool::weighted_sum({in.weights.data(), s.n, s.m},
                            {in.values.data(), s.m, s.dv},
                            {in.out.data(), s.n, s.dv}, {threads});
-    benchmark::DoNotOptimize(in.out.data());
-  }
-  SetOutputRates(state, s);
+  });
 }
 
-// What a user writes without a library: per output, a loop over the weights.
+// Per output, a loop over the weights.
 void NaiveWeightedSum(benchmark::State& state, Shape s) {
   Inputs in(s);
-  for (auto _ : state) {
-    for (size_t i = 0; i < s.n; ++i) {
-      for (size_t c = 0; c < s.dv; ++c) {
-        float sum = 0;
-        for (size_t j = 0; j < s.m; ++j) {
-          sum += in.weights[i * s.m + j] * in.values[j * s.dv + c];
-        }
-        in.out[i * s.dv + c] = sum;
-      }
-    }
-    benchmark::DoNotOptimize(in.out.data());
-  }
-  SetOutputRates(state, s);
+  Measure(state, in.out, OutputRates(s), [&] {
+    NaiveSums(s.n, s.dv, s.m, in.out.data(), [&](size_t i, size_t c, size_t j) {
+      return in.weights[i * s.m + j] * in.values[j * s.dv + c];
+    });
+  });
 }
 
 #if ATTNPOOL_BENCH_OPENBLAS
@@ -92,13 +78,11 @@ void OpenblasSgemm(benchmark::State& state, Shape s, int threads) {
   openblas_set_num_threads(threads);
   const int n = static_cast<int>(s.n), m = static_cast<int>(s.m),
             dv = static_cast<int>(s.dv);
-  for (auto _ : state) {
+  Measure(state, in.out, OutputRates(s), [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, m, 1.0f,
                 in.weights.data(), m, in.values.data(), dv, 0.0f, in.out.data(),
                 dv);
-    benchmark::DoNotOptimize(in.out.data());
-  }
-  SetOutputRates(state, s);
+  });
 }
 #endif
 
@@ -106,7 +90,7 @@ void RegisterAll() {
   for (const Shape& shape : kShapes) {
     for (int threads : ThreadCounts()) {
       const std::string suffix =
-          ShapeName(shape) + "/threads:" + std::to_string(threads);
+          Name(shape) + "/threads:" + std::to_string(threads);
       for (const std::string& target : attnpool::supported_targets()) {
         Register(("weighted_sum/" + target + "/float/" + suffix),
                  AttnpoolWeightedSum, target, shape, threads);
@@ -116,7 +100,7 @@ void RegisterAll() {
                shape, threads);
 #endif
     }
-    Register(("baseline/naive/float/" + ShapeName(shape) + "/threads:1"),
+    Register(("baseline/naive/float/" + Name(shape) + "/threads:1"),
              NaiveWeightedSum, shape);
   }
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "arch/math.h"
+#include "bench/bench_data.h"
 #include "bench/compare_probes.h"
 #include "bench/unfused_attention.h"
 
@@ -40,6 +41,7 @@
 
 namespace {
 
+using attnpool_bench::Normal;
 #if ATTNPOOL_BENCH_OPENBLAS
 using attnpool_bench::OpenblasHead;
 #endif
@@ -138,14 +140,6 @@ void SetBlasThreads(int threads) {
   openblas_set_num_threads(threads);
 #endif
   omp_set_num_threads(threads);
-}
-
-std::vector<float> Normal(size_t count, float sigma, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0, sigma);
-  std::vector<float> v(count);
-  for (float& x : v) x = normal(rng);
-  return v;
 }
 
 // -------------------------------------------------------------- probes

@@ -15,6 +15,12 @@ namespace attnpool_compare {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// chain = chain·a + b on every chain: independent multiply-adds.
+template <class V, class... Chains>
+HWY_INLINE void StepChains(V a, V b, Chains&... chains) {
+  ((chains = hn::MulAdd(chains, a, b)), ...);
+}
+
 double FmaLoop(size_t iterations) {
   const hn::ScalableTag<float> d;
   const auto a = hn::Set(d, 0.999999f), b = hn::Set(d, 1e-7f);
@@ -22,26 +28,16 @@ double FmaLoop(size_t iterations) {
        x3 = hn::Set(d, 1.3f), x4 = hn::Set(d, 1.4f), x5 = hn::Set(d, 1.5f),
        x6 = hn::Set(d, 1.6f), x7 = hn::Set(d, 1.7f), x8 = hn::Set(d, 1.8f),
        x9 = hn::Set(d, 1.9f), x10 = hn::Set(d, 2.0f), x11 = hn::Set(d, 2.1f);
+  constexpr int kChains = 12;
   for (size_t i = 0; i < iterations; ++i) {
-    x0 = hn::MulAdd(x0, a, b);
-    x1 = hn::MulAdd(x1, a, b);
-    x2 = hn::MulAdd(x2, a, b);
-    x3 = hn::MulAdd(x3, a, b);
-    x4 = hn::MulAdd(x4, a, b);
-    x5 = hn::MulAdd(x5, a, b);
-    x6 = hn::MulAdd(x6, a, b);
-    x7 = hn::MulAdd(x7, a, b);
-    x8 = hn::MulAdd(x8, a, b);
-    x9 = hn::MulAdd(x9, a, b);
-    x10 = hn::MulAdd(x10, a, b);
-    x11 = hn::MulAdd(x11, a, b);
+    StepChains(a, b, x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11);
   }
   const auto sum = hn::Add(hn::Add(hn::Add(hn::Add(x0, x1), hn::Add(x2, x3)),
                                    hn::Add(hn::Add(x4, x5), hn::Add(x6, x7))),
                            hn::Add(hn::Add(x8, x9), hn::Add(x10, x11)));
   // Never true; keeps the chains' results live.
   if (hn::GetLane(sum) == 42.0f) return 0;
-  return 2.0 * 12 * hn::Lanes(d) * static_cast<double>(iterations);
+  return 2.0 * kChains * hn::Lanes(d) * static_cast<double>(iterations);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -75,14 +75,8 @@ void CheckLinear(const std::string& x_name, ConstMatrixView<T> x,
                  const std::string& w_name, ConstMatrixView<T> w,
                  const std::string& bias_name, const T* bias,
                  const std::string& out_name, MatrixView<T> out) {
-  const auto xr = detail::CheckView(x_name, x);
-  const auto wr = detail::CheckView(w_name, w);
-  const auto o = detail::CheckView(out_name, out);
-  detail::CheckSize(w_name + ".rows", w.rows, x.cols, x_name + ".cols");
-  detail::CheckSize(out_name + ".rows", out.rows, x.rows, x_name + ".rows");
-  detail::CheckSize(out_name + ".cols", out.cols, w.cols, w_name + ".cols");
-  detail::CheckNoOverlap(out_name, o, x_name, xr);
-  detail::CheckNoOverlap(out_name, o, w_name, wr);
+  const auto o = detail::CheckBinaryRowOp(x_name, x, w_name, w, out_name, out,
+                                          detail::Pairing::product);
   detail::CheckNoOverlap(out_name, o, bias_name,
                          detail::BiasRange(bias, w.cols));
 }

@@ -50,14 +50,7 @@ MaskRanges CheckAttentionMask(const AttentionMask<T>& mask, size_t batch,
   MaskRanges ranges;
   if (mask.valid_lengths != nullptr) {
     const size_t count = mask.lengths_per_query ? batch * n : batch;
-    for (size_t k = 0; k < count; ++k) {
-      if (mask.valid_lengths[k] > m) {
-        throw Error("mask.valid_lengths",
-                    "entry " + std::to_string(k) + " is " +
-                        std::to_string(mask.valid_lengths[k]) +
-                        ", more than the " + std::to_string(m) + " keys");
-      }
-    }
+    CheckValidLengths(mask.valid_lengths, count, m, m);
     const auto begin = reinterpret_cast<uintptr_t>(mask.valid_lengths);
     ranges.valid_lengths = {begin, begin + count * sizeof(size_t)};
   }

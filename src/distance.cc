@@ -29,14 +29,8 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
   detail::EnsureDispatchReady();
   detail::CheckEnum("distance", static_cast<int>(distance), kDistanceCount);
   detail::CheckExecution(execution);
-  const auto query_bytes = detail::CheckView("queries", queries);
-  const auto key_bytes = detail::CheckView("keys", keys);
-  const auto out_bytes = detail::CheckView("out", out);
-  detail::CheckSize("keys.cols", keys.cols, queries.cols, "queries.cols");
-  detail::CheckSize("out.rows", out.rows, queries.rows, "queries.rows");
-  detail::CheckSize("out.cols", out.cols, keys.rows, "keys.rows");
-  detail::CheckNoOverlap("out", out_bytes, "queries", query_bytes);
-  detail::CheckNoOverlap("out", out_bytes, "keys", key_bytes);
+  detail::CheckBinaryRowOp("queries", queries, "keys", keys, "out", out,
+                           detail::Pairing::rows);
 
   const size_t rows = queries.rows, key_count = keys.rows;
   detail::RecordRunTarget(0);
@@ -85,13 +79,7 @@ template OwnedPackedKeys<double> PackKeys(Distance, ConstMatrixView<double>,
 
 }  // namespace detail
 
-const char* distance_name(Distance distance) {
-  return detail::EnumName("distance", kDistances, distance);
-}
-
-Distance distance_from_name(const char* name) {
-  return detail::EnumFromName<Distance>("distance", kDistances, name);
-}
+ATTNPOOL_DEFINE_ENUM_NAMES(Distance, distance, kDistances)
 
 void pairwise_distances(Distance distance, ConstMatrixView<float> queries,
                         ConstMatrixView<float> keys, MatrixView<float> out,

@@ -48,3 +48,13 @@ Enum EnumFromName(const char* argument, const Entry (&table)[Count],
 
 }  // namespace detail
 }  // namespace attnpool
+
+// Defines the public `lower`_name and `lower`_from_name of `Enum` from its
+// properties table; errors name the argument `lower`.
+#define ATTNPOOL_DEFINE_ENUM_NAMES(Enum, lower, table)      \
+  const char* lower##_name(Enum value) {                    \
+    return detail::EnumName(#lower, table, value);          \
+  }                                                         \
+  Enum lower##_from_name(const char* name) {                \
+    return detail::EnumFromName<Enum>(#lower, table, name); \
+  }

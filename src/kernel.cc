@@ -95,13 +95,7 @@ template KernelPlan<double> MakeKernelPlan<double>(const KernelSpec&, Distance,
 
 }  // namespace detail
 
-const char* kernel_name(Kernel kernel) {
-  return detail::EnumName("kernel", kKernels, kernel);
-}
-
-Kernel kernel_from_name(const char* name) {
-  return detail::EnumFromName<Kernel>("kernel", kKernels, name);
-}
+ATTNPOOL_DEFINE_ENUM_NAMES(Kernel, kernel, kKernels)
 
 void apply_kernel(const KernelSpec& spec, Distance input,
                   MatrixView<float> values, size_t depth,

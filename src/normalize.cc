@@ -50,14 +50,7 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
             kNormalizationCount);
   CheckEnum("empty_rows", static_cast<int>(empty_rows), 2);
   if (mask.valid_lengths != nullptr) {
-    for (size_t i = 0; i < rows; ++i) {
-      if (mask.valid_lengths[i] > valid_length_limit) {
-        throw Error("mask.valid_lengths",
-                    "entry " + std::to_string(i) + " is " +
-                        std::to_string(mask.valid_lengths[i]) +
-                        ", more than the " + std::to_string(cols) + " keys");
-      }
-    }
+    CheckValidLengths(mask.valid_lengths, rows, valid_length_limit, cols);
   }
   if (mask.bias.data != nullptr || mask.bias.rows != 0) {
     const auto bias_bytes = CheckView("mask.bias", mask.bias);
@@ -103,14 +96,7 @@ template NormalizePlan<double> MakeNormalizePlan(Normalization, bool, EmptyRows,
 
 }  // namespace detail
 
-const char* normalization_name(Normalization normalization) {
-  return detail::EnumName("normalization", kNormalizations, normalization);
-}
-
-Normalization normalization_from_name(const char* name) {
-  return detail::EnumFromName<Normalization>("normalization", kNormalizations,
-                                             name);
-}
+ATTNPOOL_DEFINE_ENUM_NAMES(Normalization, normalization, kNormalizations)
 
 void normalize(Normalization normalization, MatrixView<float> values,
                const Mask<float>& mask, EmptyRows empty_rows,

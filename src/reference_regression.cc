@@ -8,8 +8,7 @@
 
 #include "src/reference.h"
 
-namespace attnpool {
-namespace reference {
+namespace attnpool::reference {
 
 std::vector<double> cross_validation_errors(
     Kernel kernel, const std::vector<double>& x, size_t depth,
@@ -87,5 +86,4 @@ std::vector<double> cross_validation_scores(const std::vector<double>& errors,
   return scores;
 }
 
-}  // namespace reference
-}  // namespace attnpool
+}  // namespace attnpool::reference

@@ -129,6 +129,48 @@ inline void CheckNoOverlap(const std::string& output, ByteRange out,
   }
 }
 
+// The views of a call whose out(i, j) pairs row i of `left` with row j of
+// `right` (Pairing::rows: out is left.rows × right.rows, left.cols ==
+// right.cols) or is the matrix product (Pairing::product: out is left.rows ×
+// right.cols, left.cols == right.rows): each view well-formed, the sizes
+// agreeing, out overlapping neither input. Errors name the argument, e.g.
+// "keys.cols" or "out.rows". Returns out's bytes, for further overlap checks.
+enum class Pairing { rows, product };
+template <typename T>
+ByteRange CheckBinaryRowOp(const std::string& left_name,
+                           ConstMatrixView<T> left,
+                           const std::string& right_name,
+                           ConstMatrixView<T> right,
+                           const std::string& out_name, MatrixView<T> out,
+                           Pairing pairing) {
+  const auto left_bytes = CheckView(left_name, left);
+  const auto right_bytes = CheckView(right_name, right);
+  const auto out_bytes = CheckView(out_name, out);
+  const bool by_rows = pairing == Pairing::rows;
+  CheckSize(right_name + (by_rows ? ".cols" : ".rows"),
+            by_rows ? right.cols : right.rows, left.cols, left_name + ".cols");
+  CheckSize(out_name + ".rows", out.rows, left.rows, left_name + ".rows");
+  CheckSize(out_name + ".cols", out.cols, by_rows ? right.rows : right.cols,
+            right_name + (by_rows ? ".rows" : ".cols"));
+  CheckNoOverlap(out_name, out_bytes, left_name, left_bytes);
+  CheckNoOverlap(out_name, out_bytes, right_name, right_bytes);
+  return out_bytes;
+}
+
+// Each of the `count` entries of mask.valid_lengths is at most `limit`
+// (the `keys` of the message, or more where a shard sees a window of them).
+inline void CheckValidLengths(const size_t* valid_lengths, size_t count,
+                              size_t limit, size_t keys) {
+  for (size_t k = 0; k < count; ++k) {
+    if (valid_lengths[k] > limit) {
+      throw Error("mask.valid_lengths", "entry " + std::to_string(k) + " is " +
+                                            std::to_string(valid_lengths[k]) +
+                                            ", more than the " +
+                                            std::to_string(keys) + " keys");
+    }
+  }
+}
+
 inline void CheckExecution(const Execution& execution) {
   if (execution.threads < 0) {
     throw Error("execution.threads",

@@ -29,14 +29,8 @@ void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
                  MatrixView<T> out, const Execution& execution) {
   detail::EnsureDispatchReady();
   detail::CheckExecution(execution);
-  const auto weight_bytes = detail::CheckView("weights", weights);
-  const auto value_bytes = detail::CheckView("values", values);
-  const auto out_bytes = detail::CheckView("out", out);
-  detail::CheckSize("values.rows", values.rows, weights.cols, "weights.cols");
-  detail::CheckSize("out.rows", out.rows, weights.rows, "weights.rows");
-  detail::CheckSize("out.cols", out.cols, values.cols, "values.cols");
-  detail::CheckNoOverlap("out", out_bytes, "weights", weight_bytes);
-  detail::CheckNoOverlap("out", out_bytes, "values", value_bytes);
+  detail::CheckBinaryRowOp("weights", weights, "values", values, "out", out,
+                           detail::Pairing::product);
 
   const size_t rows = weights.rows, depth = weights.cols;
   const size_t columns = values.cols;

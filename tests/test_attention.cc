@@ -151,29 +151,27 @@ void RequireHead(const Tensor<T>& got, size_t b, size_t h,
   }
 }
 
-// The Mask of head (b, h) from an AttentionMask (as the layer cuts it).
+// The Mask of head (b, h) from an AttentionMask, restated per query: query
+// i's valid length is entry b·n + i (per query) or b (per batch entry); a
+// bias or visibility tensor of one batch entry or head serves them all.
 template <typename T>
 Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
                  std::vector<size_t>& lengths) {
   Mask<T> head;
-  if (mask.valid_lengths) {
-    if (mask.lengths_per_query) {
-      head.valid_lengths = mask.valid_lengths + b * n;
-    } else {
-      lengths.assign(n, mask.valid_lengths[b]);
-      head.valid_lengths = lengths.data();
-    }
-  }
   head.causal = mask.causal;
   head.causal_offset = mask.causal_offset;
-  if (mask.bias.data) {
-    head.bias = mask.bias.matrix(mask.bias.batch == 1 ? 0 : b,
-                                 mask.bias.heads == 1 ? 0 : h);
+  if (mask.valid_lengths) {
+    lengths.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      lengths[i] = mask.valid_lengths[mask.lengths_per_query ? b * n + i : b];
+    }
+    head.valid_lengths = lengths.data();
   }
-  if (mask.visible.data) {
-    head.visible = mask.visible.matrix(mask.visible.batch == 1 ? 0 : b,
-                                       mask.visible.heads == 1 ? 0 : h);
-  }
+  const auto head_of = [&](const auto& tensor) {
+    return tensor.matrix(tensor.batch == 1 ? 0 : b, tensor.heads == 1 ? 0 : h);
+  };
+  if (mask.bias.data) head.bias = head_of(mask.bias);
+  if (mask.visible.data) head.visible = head_of(mask.visible);
   return head;
 }
 
