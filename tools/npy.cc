@@ -59,10 +59,7 @@ class HeaderParser {
     bool have_descr = false, have_order = false, have_shape = false;
     std::string descr;
     bool fortran_order = false;
-    Expect('{');
-    while (true) {
-      SkipSpace();
-      if (Peek() == '}') break;
+    List('{', '}', "", [&] {
       const std::string key = String();
       Expect(':');
       if (key == "descr") {
@@ -83,15 +80,7 @@ class HeaderParser {
       } else {
         Fail("unexpected key '" + key + "'");
       }
-      SkipSpace();
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      SkipSpace();
-      if (Peek() != '}') Fail("expected ',' or '}'");
-    }
-    ++pos_;
+    });
     SkipSpace();
     if (pos_ != text_.size()) Fail("text after the closing '}'");
     if (!have_descr || !have_order || !have_shape) {
@@ -151,6 +140,28 @@ class HeaderParser {
     ++pos_;
   }
 
+  // Reads `open`, then calls `item()` on each entry of a comma-separated
+  // list (a trailing comma allowed) up to `close`, which it reads; `where`
+  // ends the message of a missing separator.
+  template <class Item>
+  void List(char open, char close, const char* where, const Item& item) {
+    Expect(open);
+    while (true) {
+      SkipSpace();
+      if (Peek() == close) break;
+      item();
+      SkipSpace();
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (Peek() != close) {
+        Fail(std::string("expected ',' or '") + close + "'" + where);
+      }
+    }
+    ++pos_;
+  }
+
   std::string String() {
     SkipSpace();
     const char quote = Peek();
@@ -177,10 +188,7 @@ class HeaderParser {
 
   std::vector<size_t> Tuple() {
     std::vector<size_t> values;
-    Expect('(');
-    while (true) {
-      SkipSpace();
-      if (Peek() == ')') break;
+    List('(', ')', " in the shape", [&] {
       if (!std::isdigit(static_cast<unsigned char>(Peek()))) {
         Fail("expected a non-negative integer in the shape");
       }
@@ -194,15 +202,7 @@ class HeaderParser {
       }
       if (Peek() == 'L') ++pos_;  // Python 2 longs
       values.push_back(value);
-      SkipSpace();
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      SkipSpace();
-      if (Peek() != ')') Fail("expected ',' or ')' in the shape");
-    }
-    ++pos_;
+    });
     return values;
   }
 

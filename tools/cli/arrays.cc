@@ -36,6 +36,19 @@ InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
   return matrix;
 }
 
+InputMatrix LoadMatrix(const Arguments& arguments, const std::string& option) {
+  return LoadMatrix(option, arguments.Required(option));
+}
+
+void LoadMatrices(const Arguments& arguments,
+                  std::initializer_list<MatrixInput> inputs) {
+  for (const MatrixInput& input : inputs) {
+    *input.matrix = LoadMatrix(arguments, input.option);
+  }
+  const InputMatrix& first = *inputs.begin()->matrix;
+  for (const MatrixInput& input : inputs) RequireSameType(first, *input.matrix);
+}
+
 void RequireShape(const InputMatrix& matrix, const std::vector<size_t>& shape,
                   const std::string& why) {
   if (matrix.array.shape != shape) {
@@ -63,36 +76,49 @@ NpyArray LoadVisible(const std::string& path) {
   return visible;
 }
 
+namespace {
+
+// Calls `visit(data)` with the elements of `array` if its dtype is `type`,
+// that of T; returns whether it is.
+template <typename T, class Visit>
+bool VisitAs(NpyType type, const NpyArray& array, const Visit& visit) {
+  if (array.type != type) return false;
+  visit(array.data<T>());
+  return true;
+}
+
+// Calls `visit(data)` with the elements of `array` if its dtype is an
+// integer one; returns whether it is.
+template <class Visit>
+bool VisitIntegers(const NpyArray& array, const Visit& visit) {
+  return VisitAs<int32_t>(NpyType::int32, array, visit) ||
+         VisitAs<int64_t>(NpyType::int64, array, visit) ||
+         VisitAs<uint32_t>(NpyType::uint32, array, visit) ||
+         VisitAs<uint64_t>(NpyType::uint64, array, visit);
+}
+
+}  // namespace
+
 std::vector<size_t> LengthEntries(const std::string& label,
                                   const NpyArray& array, size_t key_count) {
   std::vector<size_t> lengths(array.count);
-  for (size_t i = 0; i < array.count; ++i) {
-    long double value;
-    switch (array.type) {
-      case NpyType::int32:
-        value = array.data<int32_t>()[i];
-        break;
-      case NpyType::int64:
-        value = array.data<int64_t>()[i];
-        break;
-      case NpyType::uint32:
-        value = array.data<uint32_t>()[i];
-        break;
-      case NpyType::uint64:
-        value = array.data<uint64_t>()[i];
-        break;
-      default:
-        throw CliError{label + ": dtype " + NpyTypeName(array.type) +
-                       " is not supported: use an integer array (int64, "
-                       "int32, uint64 or uint32)"};
+  const bool integers = VisitIntegers(array, [&](const auto* entries) {
+    for (size_t i = 0; i < array.count; ++i) {
+      const long double value = entries[i];
+      if (value < 0 || value > static_cast<long double>(key_count)) {
+        throw CliError{label + ": entry " + std::to_string(i) + " is " +
+                       std::to_string(static_cast<long long>(value)) +
+                       ", outside [0, " + std::to_string(key_count) +
+                       "] (the number of keys)"};
+      }
+      lengths[i] = static_cast<size_t>(value);
     }
-    if (value < 0 || value > static_cast<long double>(key_count)) {
-      throw CliError{label + ": entry " + std::to_string(i) + " is " +
-                     std::to_string(static_cast<long long>(value)) +
-                     ", outside [0, " + std::to_string(key_count) +
-                     "] (the number of keys)"};
-    }
-    lengths[i] = static_cast<size_t>(value);
+  });
+  // An empty array has no entry to reject, whatever its dtype.
+  if (!integers && array.count > 0) {
+    throw CliError{label + ": dtype " + NpyTypeName(array.type) +
+                   " is not supported: use an integer array (int64, int32, "
+                   "uint64 or uint32)"};
   }
   return lengths;
 }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ void RequireFloat(const std::string& label, const NpyArray& array);
 
 InputMatrix LoadMatrix(const std::string& option, const std::string& path);
 
+// The matrix of the required option `option` (RequireOptions has checked it
+// is given).
+InputMatrix LoadMatrix(const Arguments& arguments, const std::string& option);
+
 // The array of `label`, of dtype `type`, has the dtype of `reference` (an
 // InputMatrix or InputTensor, as are the inputs below).
 template <class Reference>
@@ -58,6 +63,18 @@ template <class Reference, class Other>
 void RequireSameType(const Reference& reference, const Other& other) {
   RequireTypeOf(reference, other.Label(), other.array.type);
 }
+
+// A command's input matrix: the required option that names its file, and
+// where it goes.
+struct MatrixInput {
+  const char* option;
+  InputMatrix* matrix;
+};
+
+// Reads the matrices of `inputs` in order, then checks that each has the
+// dtype of the first.
+void LoadMatrices(const Arguments& arguments,
+                  std::initializer_list<MatrixInput> inputs);
 
 template <class Input>
 void RequireExtent(const Input& matrix, const char* what, size_t actual,

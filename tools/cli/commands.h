@@ -1,28 +1,17 @@
-// The commands of the command line: for each, its options and help
-// (XxxCommand) and what it runs on them (Xxx); main.cc dispatches.
+// The commands of the command line: each with its options, its help and
+// what it runs on them (Command::run); main.cc dispatches.
 #pragma once
 
 #include "tools/cli/options.h"
 
 namespace attnpool_cli {
 
-Command PoolCommand();  // pool.cc
-int Pool(const Arguments& arguments);
-
+Command PoolCommand();       // pool.cc
 Command DistancesCommand();  // distances.cc
-int Distances(const Arguments& arguments);
-
-Command RegressCommand();  // regress.cc
-int Regress(const Arguments& arguments);
-
-Command SdpaCommand();  // layers.cc
-int Sdpa(const Arguments& arguments);
-
-Command AdditiveCommand();  // layers.cc
-int Additive(const Arguments& arguments);
-
-Command MhaCommand();  // layers.cc
-int Mha(const Arguments& arguments);
+Command RegressCommand();    // regress.cc
+Command SdpaCommand();       // layers.cc
+Command AdditiveCommand();   // layers.cc
+Command MhaCommand();        // layers.cc
 
 int Targets();  // targets.cc: no options
 

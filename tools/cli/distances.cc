@@ -31,6 +31,21 @@ int RunDistances(attnpool::Distance distance, const InputMatrix& queries_in,
                     " d=" + std::to_string(queries_in.cols));
 }
 
+int Distances(const Arguments& arguments) {
+  RequireOptions(arguments, {"--queries", "--keys", "-o"});
+  const RunSettings settings = ReadSettings(arguments);
+  const auto distance = NameOption(arguments, "--distance", "sqeuclidean",
+                                   &attnpool::distance_from_name);
+  const InputReading reading(arguments, settings);
+  InputMatrix queries, keys;
+  LoadMatrices(arguments, {{"--queries", &queries}, {"--keys", &keys}});
+  RequireSameColumns(queries, keys);
+  return reading.Compute(queries.array.type, [&](auto zero, const Run& run) {
+    return RunDistances<decltype(zero)>(distance, queries, keys,
+                                        arguments.Required("-o"), run);
+  });
+}
+
 }  // namespace
 
 Command DistancesCommand() {
@@ -39,26 +54,7 @@ Command DistancesCommand() {
       "attnpool distances --queries Q.npy --keys K.npy -o OUT.npy "
       "[options]\n\nAll-pairs distances: OUT (n x m)[i, j] = "
       "distance(queries[i], keys[j]).",
-      {{kQueries, kKeys, kOut, kDistance}, kRunOptions});
-}
-
-int Distances(const Arguments& arguments) {
-  const std::string queries_path = arguments.Required("--queries");
-  const std::string keys_path = arguments.Required("--keys");
-  const std::string out_path = arguments.Required("-o");
-  const RunSettings settings = ReadSettings(arguments);
-  const auto distance = NameOption(arguments, "--distance", "sqeuclidean",
-                                   &attnpool::distance_from_name);
-  ApplyIsa(arguments);
-  const auto read_start = Clock::now();
-  const InputMatrix queries = LoadMatrix("--queries", queries_path);
-  const InputMatrix keys = LoadMatrix("--keys", keys_path);
-  RequireSameType(queries, keys);
-  RequireSameColumns(queries, keys);
-  const Run run{arguments.command(), settings, Clock::now() - read_start};
-  return WithElementType(queries.array.type, [&](auto zero) {
-    return RunDistances<decltype(zero)>(distance, queries, keys, out_path, run);
-  });
+      {{kQueries, kKeys, kOut, kDistance}, kRunOptions}, Distances);
 }
 
 }  // namespace attnpool_cli

@@ -27,143 +27,43 @@ std::vector<OptionInfo> LayerRunOptions() {
   return options;
 }
 
-// The masks of the attention layers, after the layer's own options.
-const std::vector<OptionInfo> kLayerMaskOptions = {
-    {"--valid-lengths",
-     "L.npy",
-     "integers, each <= m: one per batch entry, shape (B,), or one per "
-     "query, shape (B, n); with 2-D inputs one per query, shape (n,)",
-     {"mask.valid_lengths"}},
-    {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
-    {"--causal-offset", "K", "the offset of --causal (default 0)"},
-    {"--bias",
-     "B.npy",
-     "added to the scores: shape (n, m), or (B or 1, H or 1, n, m) (a 1 is "
-     "broadcast), the dtype of the inputs",
-     {"mask.bias"}},
-    {"--visible",
-     "M.npy",
-     "bool or uint8, shaped as --bias: 0 hides key j from query i",
-     {"mask.visible"}},
-    {"--empty-rows", "nan|zero",
-     "output of a query that sees no key: NaN (default) or 0"},
-};
+// The masks of the attention layers and --empty-rows, after the layer's
+// own options.
+std::vector<OptionInfo> LayerMaskOptions() {
+  std::vector<OptionInfo> options = MaskOptions(
+      {"integers, each <= m: one per batch entry, shape (B,), or one per "
+       "query, shape (B, n); with 2-D inputs one per query, shape (n,)",
+       "added to the scores: shape (n, m), or (B or 1, H or 1, n, m) (a 1 is "
+       "broadcast), the dtype of the inputs",
+       "bool or uint8, shaped as --bias: 0 hides key j from query i"});
+  options.push_back(EmptyRowsOption(
+      "output of a query that sees no key: NaN (default) or 0"));
+  return options;
+}
 
+// --queries, --keys, --values and -o, the help of each input saying its
+// shapes.
+std::vector<OptionInfo> LayerInputOptions(const char* queries_help,
+                                          const char* keys_help,
+                                          const char* values_help) {
+  return {{"--queries", "Q.npy", queries_help, {"queries"}},
+          {"--keys", "K.npy", keys_help, {"keys"}},
+          {"--values", "V.npy", values_help, {"values"}},
+          kOut};
+}
+
+// A layer command: the lists of `own_options`, then the masks and the run
+// options.
 Command LayerCommand(const char* name, const char* summary,
-                     std::vector<OptionInfo> options) {
-  return MakeCommand(
-      name, summary,
-      {std::move(options), kLayerMaskOptions, LayerRunOptions()});
+                     std::vector<std::vector<OptionInfo>> own_options,
+                     int (*run)(const Arguments& arguments)) {
+  own_options.push_back(LayerMaskOptions());
+  own_options.push_back(LayerRunOptions());
+  return MakeCommand(name, summary, own_options, run);
 }
-
-}  // namespace
-
-Command SdpaCommand() {
-  return LayerCommand(
-      "sdpa",
-      "attnpool sdpa --queries Q.npy --keys K.npy --values V.npy -o OUT.npy "
-      "[options]\n\nScaled dot-product attention: OUT = softmax(scale * Q . "
-      "K^T + bias, masked) . V\nper batch entry and head. Q (B, H, n, d), K "
-      "(B, Hkv, m, d), V (B, Hkv, m, dv),\nOUT (B, H, n, dv); Hkv divides H "
-      "(grouped-query attention). 2-D arrays (n, d)\nare one batch entry of "
-      "one head.",
-      {{"--queries",
-        "Q.npy",
-        "queries, (B, H, n, d) or (n, d) (required)",
-        {"queries"}},
-       {"--keys",
-        "K.npy",
-        "keys, (B, Hkv, m, d) or (m, d) (required)",
-        {"keys"}},
-       {"--values",
-        "V.npy",
-        "values, (B, Hkv, m, dv) or (m, dv) (required)",
-        {"values"}},
-       kOut,
-       {"--scale",
-        "S",
-        "the factor of the scores (default 1/sqrt(d))",
-        {"scale", "kernel.scale"}}});
-}
-
-Command AdditiveCommand() {
-  return LayerCommand(
-      "additive",
-      "attnpool additive --queries Q.npy --keys K.npy --values V.npy\n"
-      "    --w-q WQ.npy --w-k WK.npy --w-v WV.npy -o OUT.npy [options]\n\n"
-      "Additive (Bahdanau) attention: score(q, k) = w_v . tanh(W_q q + W_k "
-      "k), then\nthe masks, softmax and the weighted sum of the values. Q "
-      "(B, H, n, dq),\nK (B, Hkv, m, dk), V (B, Hkv, m, dv), OUT (B, H, n, "
-      "dv), or 2-D arrays.",
-      {{"--queries",
-        "Q.npy",
-        "queries, (B, H, n, dq) or (n, dq) (required)",
-        {"queries"}},
-       {"--keys",
-        "K.npy",
-        "keys, (B, Hkv, m, dk) or (m, dk) (required)",
-        {"keys"}},
-       {"--values",
-        "V.npy",
-        "values, (B, Hkv, m, dv) or (m, dv) (required)",
-        {"values"}},
-       kOut,
-       {"--w-q", "WQ.npy", "W_q, (h, dq) (required)", {"weights.w_q"}},
-       {"--w-k", "WK.npy", "W_k, (h, dk) (required)", {"weights.w_k"}},
-       {"--w-v", "WV.npy", "w_v, (h,) (required)", {"weights.w_v"}}});
-}
-
-Command MhaCommand() {
-  return LayerCommand(
-      "mha",
-      "attnpool mha --heads H --queries Q.npy --keys K.npy --values V.npy\n"
-      "    --w-q WQ.npy --w-k WK.npy --w-v WV.npy --w-o WO.npy -o OUT.npy "
-      "[options]\n\n"
-      "Multi-head attention: OUT = concat_h(sdpa(Q W_q^h + b_q^h, K W_k^h + "
-      "b_k^h,\nV W_v^h + b_v^h)) W_o + b_o, head h owning columns [h dh, "
-      "(h+1) dh) of the\nprojections (PyTorch's nn.MultiheadAttention "
-      "weights, transposed).\nQ (B, n, d_q), K (B, m, d_k), V (B, m, d_v), "
-      "OUT (B, n, d_out), or 2-D arrays\nwithout B.",
-      {{"--heads", "H", "the number of heads (required)", {"weights.heads"}},
-       {"--queries",
-        "Q.npy",
-        "queries, (B, n, d_q) or (n, d_q) (required)",
-        {"queries"}},
-       {"--keys",
-        "K.npy",
-        "keys, (B, m, d_k) or (m, d_k) (required)",
-        {"keys"}},
-       {"--values",
-        "V.npy",
-        "values, (B, m, d_v) or (m, d_v) (required)",
-        {"values"}},
-       kOut,
-       {"--w-q", "WQ.npy", "(d_q, H dh) (required)", {"weights.w_q"}},
-       {"--w-k", "WK.npy", "(d_k, H dh) (required)", {"weights.w_k"}},
-       {"--w-v", "WV.npy", "(d_v, H dv) (required)", {"weights.w_v"}},
-       {"--w-o", "WO.npy", "(H dv, d_out) (required)", {"weights.w_o"}},
-       {"--b-q",
-        "BQ.npy",
-        "bias of the query projection, (H dh,)",
-        {"weights.b_q"}},
-       {"--b-k",
-        "BK.npy",
-        "bias of the key projection, (H dh,)",
-        {"weights.b_k"}},
-       {"--b-v",
-        "BV.npy",
-        "bias of the value projection, (H dv,)",
-        {"weights.b_v"}},
-       {"--b-o",
-        "BO.npy",
-        "bias of the output projection, (d_out,)",
-        {"weights.b_o"}}});
-}
-
-namespace {
 
 // A float array seen as a (batch, heads, rows, cols) tensor: 2-D arrays are
-// (1, 1, rows, cols); 3-D ones (batch, 1, rows, cols) where `ranks` allows 3
+// (1, 1, rows, cols); 3-D ones (batch, 1, rows, cols) where `high_rank` is 3
 // (multi-head attention's sequences); 4-D ones as they are.
 struct InputTensor {
   std::string option, path;
@@ -310,29 +210,11 @@ LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
   return mask;
 }
 
-std::string TensorShapeText(const InputTensor& queries, const InputTensor& keys,
-                            const InputTensor& values) {
-  return "B=" + std::to_string(queries.batch) +
-         " H=" + std::to_string(queries.heads) +
-         " n=" + std::to_string(queries.rows) +
-         " m=" + std::to_string(keys.rows) +
-         " d=" + std::to_string(queries.cols) +
-         " dv=" + std::to_string(values.cols);
-}
-
 // Queries, keys and values of an attention layer: one dtype and rank, one
 // batch, a value per key, keys and values with the same heads.
 struct LayerInputs {
   InputTensor queries, keys, values;
 };
-
-// --queries, --keys and --values are given (checked before a layer's own
-// options; LoadLayerInputs reads them).
-void RequireLayerInputs(const Arguments& arguments) {
-  for (const char* option : {"--queries", "--keys", "--values"}) {
-    arguments.Required(option);
-  }
-}
 
 LayerInputs LoadLayerInputs(const Arguments& arguments, size_t high_rank) {
   LayerInputs inputs{
@@ -353,6 +235,16 @@ LayerInputs LoadLayerInputs(const Arguments& arguments, size_t high_rank) {
   return inputs;
 }
 
+// The shape --time prints for sdpa and additive.
+std::string TensorShapeText(const LayerInputs& inputs) {
+  return "B=" + std::to_string(inputs.queries.batch) +
+         " H=" + std::to_string(inputs.queries.heads) +
+         " n=" + std::to_string(inputs.queries.rows) +
+         " m=" + std::to_string(inputs.keys.rows) +
+         " d=" + std::to_string(inputs.queries.cols) +
+         " dv=" + std::to_string(inputs.values.cols);
+}
+
 // The shape of a layer's output: the queries' with `cols` last.
 std::vector<size_t> OutputShape(const InputTensor& queries, size_t cols) {
   std::vector<size_t> shape = queries.array.shape;
@@ -360,124 +252,142 @@ std::vector<size_t> OutputShape(const InputTensor& queries, size_t cols) {
   return shape;
 }
 
-// Runs one layer call into a new output, the queries' batch, heads and rows
-// of `cols` columns, then writes it and the timing.
-template <typename T, class Call>
-int RunLayer(const Run& run, const std::string& out_path,
-             const InputTensor& queries, size_t cols, const std::string& shape,
-             const Call& call) {
-  Results results{out_path,
-                  attnpool_tools::MakeNpyArray(queries.array.type,
-                                               OutputShape(queries, cols))};
-  const auto out =
-      attnpool::dense_tensor(results.out.mutable_data<T>(), queries.batch,
-                             queries.heads, queries.rows, cols);
-  const auto start = Clock::now();
-  try {
-    call(out);
-  } catch (const attnpool::Error& error) {
-    throw LibraryError(error, &run.command);
-  }
-  return Finish(run, results, Clock::now() - start, shape);
-}
+// What a layer's own options and arrays make of its run: the query heads
+// its masks cover, the columns of its output, and its shape for --time.
+struct LayerExtents {
+  size_t mask_heads, out_cols;
+  std::string shape;
+};
 
-}  // namespace
+// The arguments of one layer call that every layer takes, as the library's
+// views: the inputs, the output, the masks, --empty-rows and the execution.
+template <typename T>
+struct LayerCall {
+  attnpool::TensorView<const T> queries, keys, values;
+  attnpool::TensorView<T> out;
+  attnpool::AttentionMask<T> mask;
+  attnpool::EmptyRows empty_rows;
+  attnpool::Execution execution;
+};
+
+// The run of an attention layer command, whose required options are checked
+// and run options read: the constructor reads --empty-rows, applies --isa,
+// then reads the inputs; the command reads its own arrays against inputs();
+// Call reads the masks, calls the layer and writes its output.
+class LayerRun {
+ public:
+  // Inputs 2-D, or up to `high_rank`-D.
+  LayerRun(const Arguments& arguments, const RunSettings& settings,
+           size_t high_rank)
+      : arguments_(arguments),
+        empty_rows_(ParseEmptyRows(arguments)),
+        reading_(arguments, settings),
+        inputs_(LoadLayerInputs(arguments, high_rank)) {}
+
+  const LayerInputs& inputs() const { return inputs_; }
+
+  // Runs `layer(T(), LayerCall<T>)`, T the inputs' element type, into a new
+  // output: the queries' batch, heads and rows, of extents.out_cols
+  // columns. Then writes it, and with --time the timing.
+  template <class Layer>
+  int Call(const LayerExtents& extents, const Layer& layer) const {
+    const InputTensor& queries = inputs_.queries;
+    const LayerMask mask =
+        LoadLayerMask(arguments_, queries, inputs_.keys, extents.mask_heads);
+    return reading_.Compute(queries.array.type, [&](auto zero, const Run& run) {
+      using T = decltype(zero);
+      Results results{
+          arguments_.Required("-o"),
+          attnpool_tools::MakeNpyArray(queries.array.type,
+                                       OutputShape(queries, extents.out_cols))};
+      const LayerCall<T> call{
+          queries.View<T>(),
+          inputs_.keys.View<T>(),
+          inputs_.values.View<T>(),
+          attnpool::dense_tensor(results.out.mutable_data<T>(), queries.batch,
+                                 queries.heads, queries.rows, extents.out_cols),
+          mask.Get<T>(),
+          empty_rows_,
+          run.settings.execution};
+      const auto start = Clock::now();
+      try {
+        layer(zero, call);
+      } catch (const attnpool::Error& error) {
+        throw LibraryError(error, &run.command);
+      }
+      return Finish(run, results, Clock::now() - start, extents.shape);
+    });
+  }
+
+ private:
+  const Arguments& arguments_;
+  const attnpool::EmptyRows empty_rows_;
+  const InputReading reading_;
+  const LayerInputs inputs_;
+};
 
 int Sdpa(const Arguments& arguments) {
-  RequireLayerInputs(arguments);
-  const std::string out_path = arguments.Required("-o");
+  RequireOptions(arguments, {"--queries", "--keys", "--values", "-o"});
   const RunSettings settings = ReadSettings(arguments);
   const std::optional<double> scale = NumberOption(arguments, "--scale");
-  const auto empty_rows = ParseEmptyRows(arguments);
-  ApplyIsa(arguments);
-
-  const auto read_start = Clock::now();
-  const LayerInputs inputs = LoadLayerInputs(arguments, 4);
-  const InputTensor &queries = inputs.queries, &keys = inputs.keys,
-                    &values = inputs.values;
-  RequireSameColumns(queries, keys);
-  const LayerMask mask = LoadLayerMask(arguments, queries, keys, queries.heads);
-  const Run run{arguments.command(), settings, Clock::now() - read_start};
-  return WithElementType(queries.array.type, [&](auto zero) {
-    using T = decltype(zero);
-    return RunLayer<T>(run, out_path, queries, values.cols,
-                       TensorShapeText(queries, keys, values),
-                       [&](attnpool::TensorView<T> out) {
-                         attnpool::scaled_dot_product_attention(
-                             queries.View<T>(), keys.View<T>(),
-                             values.View<T>(), out, mask.Get<T>(), scale,
-                             empty_rows, settings.execution);
-                       });
-  });
+  const LayerRun run(arguments, settings, 4);
+  const LayerInputs& inputs = run.inputs();
+  RequireSameColumns(inputs.queries, inputs.keys);
+  return run.Call(
+      {inputs.queries.heads, inputs.values.cols, TensorShapeText(inputs)},
+      [&](auto, const auto& call) {
+        attnpool::scaled_dot_product_attention(
+            call.queries, call.keys, call.values, call.out, call.mask, scale,
+            call.empty_rows, call.execution);
+      });
 }
 
 int Additive(const Arguments& arguments) {
-  RequireLayerInputs(arguments);
-  const std::string out_path = arguments.Required("-o");
-  const std::string w_q_path = arguments.Required("--w-q");
-  const std::string w_k_path = arguments.Required("--w-k");
-  const std::string w_v_path = arguments.Required("--w-v");
+  RequireOptions(arguments, {"--queries", "--keys", "--values", "-o", "--w-q",
+                             "--w-k", "--w-v"});
   const RunSettings settings = ReadSettings(arguments);
-  const auto empty_rows = ParseEmptyRows(arguments);
-  ApplyIsa(arguments);
-
-  const auto read_start = Clock::now();
-  const LayerInputs inputs = LoadLayerInputs(arguments, 4);
-  const InputTensor &queries = inputs.queries, &keys = inputs.keys,
-                    &values = inputs.values;
-  const InputMatrix w_q = LoadMatrix("--w-q", w_q_path);
-  const InputMatrix w_k = LoadMatrix("--w-k", w_k_path);
-  const InputMatrix w_v = LoadMatrix("--w-v", w_v_path);
+  const LayerRun run(arguments, settings, 4);
+  const LayerInputs& inputs = run.inputs();
+  const InputMatrix w_q = LoadMatrix(arguments, "--w-q");
+  const InputMatrix w_k = LoadMatrix(arguments, "--w-k");
+  const InputMatrix w_v = LoadMatrix(arguments, "--w-v");
   for (const InputMatrix* weight : {&w_q, &w_k, &w_v}) {
-    RequireSameType(queries, *weight);
+    RequireSameType(inputs.queries, *weight);
   }
-  RequireSameColumns(queries, w_q);
-  RequireSameColumns(keys, w_k);
+  RequireSameColumns(inputs.queries, w_q);
+  RequireSameColumns(inputs.keys, w_k);
   RequireExtent(w_k, "rows", w_k.rows, w_q.rows,
                 "(the rows of " + w_q.Describe() + ")");
   RequireShape(w_v, {w_q.rows}, "one entry per row of " + w_q.Label());
-  const LayerMask mask = LoadLayerMask(arguments, queries, keys, queries.heads);
-  const Run run{arguments.command(), settings, Clock::now() - read_start};
-  return WithElementType(queries.array.type, [&](auto zero) {
-    using T = decltype(zero);
-    attnpool::AdditiveWeights<T> weights;
-    weights.w_q = View<T>(w_q);
-    weights.w_k = View<T>(w_k);
-    weights.w_v = w_v.array.data<T>();
-    return RunLayer<T>(run, out_path, queries, values.cols,
-                       TensorShapeText(queries, keys, values) +
-                           " h=" + std::to_string(w_q.rows),
-                       [&](attnpool::TensorView<T> out) {
-                         attnpool::additive_attention(
-                             weights, queries.View<T>(), keys.View<T>(),
-                             values.View<T>(), out, mask.Get<T>(), empty_rows,
-                             settings.execution);
-                       });
-  });
+  return run.Call({inputs.queries.heads, inputs.values.cols,
+                   TensorShapeText(inputs) + " h=" + std::to_string(w_q.rows)},
+                  [&](auto zero, const auto& call) {
+                    using T = decltype(zero);
+                    attnpool::AdditiveWeights<T> weights;
+                    weights.w_q = View<T>(w_q);
+                    weights.w_k = View<T>(w_k);
+                    weights.w_v = w_v.array.data<T>();
+                    attnpool::additive_attention(
+                        weights, call.queries, call.keys, call.values, call.out,
+                        call.mask, call.empty_rows, call.execution);
+                  });
 }
 
 int Mha(const Arguments& arguments) {
-  const std::string heads_text = arguments.Required("--heads");
-  RequireLayerInputs(arguments);
-  const std::string out_path = arguments.Required("-o");
   const char* const weight_options[4] = {"--w-q", "--w-k", "--w-v", "--w-o"};
-  std::vector<std::string> weight_paths;
-  for (const char* option : weight_options) {
-    weight_paths.push_back(arguments.Required(option));
-  }
+  RequireOptions(arguments, {"--heads", "--queries", "--keys", "--values", "-o",
+                             weight_options[0], weight_options[1],
+                             weight_options[2], weight_options[3]});
+  const std::string heads_text = arguments.Required("--heads");
   const long long heads = ParseInteger("--heads", heads_text);
   if (heads < 1) UsageError("--heads " + heads_text + ": must be at least 1");
   const RunSettings settings = ReadSettings(arguments);
-  const auto empty_rows = ParseEmptyRows(arguments);
-  ApplyIsa(arguments);
-
-  const auto read_start = Clock::now();
-  const LayerInputs inputs = LoadLayerInputs(arguments, 3);
-  const InputTensor &queries = inputs.queries, &keys = inputs.keys,
-                    &values = inputs.values;
+  const LayerRun run(arguments, settings, 3);
+  const InputTensor &queries = run.inputs().queries, &keys = run.inputs().keys,
+                    &values = run.inputs().values;
   std::vector<InputMatrix> w;
-  for (size_t k = 0; k < 4; ++k) {
-    w.push_back(LoadMatrix(weight_options[k], weight_paths[k]));
+  for (const char* option : weight_options) {
+    w.push_back(LoadMatrix(arguments, option));
     RequireSameType(queries, w.back());
   }
   const InputMatrix &w_q = w[0], &w_k = w[1], &w_v = w[2], &w_o = w[3];
@@ -496,34 +406,106 @@ int Mha(const Arguments& arguments) {
     RequireSameType(queries, *b[k]);
     RequireShape(*b[k], {w[k].cols}, "one entry per column of " + w[k].Label());
   }
-  const LayerMask mask =
-      LoadLayerMask(arguments, queries, keys, static_cast<size_t>(heads));
-  const Run run{arguments.command(), settings, Clock::now() - read_start};
-  return WithElementType(queries.array.type, [&](auto zero) {
-    using T = decltype(zero);
-    attnpool::MultiHeadWeights<T> weights;
-    weights.heads = static_cast<size_t>(heads);
-    weights.w_q = View<T>(w_q);
-    weights.w_k = View<T>(w_k);
-    weights.w_v = View<T>(w_v);
-    weights.w_o = View<T>(w_o);
-    const T** biases[4] = {&weights.b_q, &weights.b_k, &weights.b_v,
-                           &weights.b_o};
-    for (size_t k = 0; k < 4; ++k) {
-      if (b[k]) *biases[k] = b[k]->array.data<T>();
-    }
-    return RunLayer<T>(
-        run, out_path, queries, w_o.cols,
-        "B=" + std::to_string(queries.batch) + " heads=" +
-            std::to_string(heads) + " n=" + std::to_string(queries.rows) +
-            " m=" + std::to_string(keys.rows) + " d=" +
-            std::to_string(queries.cols) + " d_out=" + std::to_string(w_o.cols),
-        [&](attnpool::TensorView<T> out) {
-          attnpool::multi_head_attention(
-              weights, queries.View<T>(), keys.View<T>(), values.View<T>(), out,
-              mask.Get<T>(), empty_rows, settings.execution);
-        });
-  });
+  return run.Call(
+      {static_cast<size_t>(heads), w_o.cols,
+       "B=" + std::to_string(queries.batch) + " heads=" +
+           std::to_string(heads) + " n=" + std::to_string(queries.rows) +
+           " m=" + std::to_string(keys.rows) + " d=" +
+           std::to_string(queries.cols) + " d_out=" + std::to_string(w_o.cols)},
+      [&](auto zero, const auto& call) {
+        using T = decltype(zero);
+        attnpool::MultiHeadWeights<T> weights;
+        weights.heads = static_cast<size_t>(heads);
+        weights.w_q = View<T>(w_q);
+        weights.w_k = View<T>(w_k);
+        weights.w_v = View<T>(w_v);
+        weights.w_o = View<T>(w_o);
+        const T** biases[4] = {&weights.b_q, &weights.b_k, &weights.b_v,
+                               &weights.b_o};
+        for (size_t k = 0; k < 4; ++k) {
+          if (b[k]) *biases[k] = b[k]->array.data<T>();
+        }
+        attnpool::multi_head_attention(weights, call.queries, call.keys,
+                                       call.values, call.out, call.mask,
+                                       call.empty_rows, call.execution);
+      });
+}
+
+}  // namespace
+
+Command SdpaCommand() {
+  return LayerCommand(
+      "sdpa",
+      "attnpool sdpa --queries Q.npy --keys K.npy --values V.npy -o OUT.npy "
+      "[options]\n\nScaled dot-product attention: OUT = softmax(scale * Q . "
+      "K^T + bias, masked) . V\nper batch entry and head. Q (B, H, n, d), K "
+      "(B, Hkv, m, d), V (B, Hkv, m, dv),\nOUT (B, H, n, dv); Hkv divides H "
+      "(grouped-query attention). 2-D arrays (n, d)\nare one batch entry of "
+      "one head.",
+      {LayerInputOptions("queries, (B, H, n, d) or (n, d) (required)",
+                         "keys, (B, Hkv, m, d) or (m, d) (required)",
+                         "values, (B, Hkv, m, dv) or (m, dv) (required)"),
+       {{"--scale",
+         "S",
+         "the factor of the scores (default 1/sqrt(d))",
+         {"scale", "kernel.scale"}}}},
+      Sdpa);
+}
+
+Command AdditiveCommand() {
+  return LayerCommand(
+      "additive",
+      "attnpool additive --queries Q.npy --keys K.npy --values V.npy\n"
+      "    --w-q WQ.npy --w-k WK.npy --w-v WV.npy -o OUT.npy [options]\n\n"
+      "Additive (Bahdanau) attention: score(q, k) = w_v . tanh(W_q q + W_k "
+      "k), then\nthe masks, softmax and the weighted sum of the values. Q "
+      "(B, H, n, dq),\nK (B, Hkv, m, dk), V (B, Hkv, m, dv), OUT (B, H, n, "
+      "dv), or 2-D arrays.",
+      {LayerInputOptions("queries, (B, H, n, dq) or (n, dq) (required)",
+                         "keys, (B, Hkv, m, dk) or (m, dk) (required)",
+                         "values, (B, Hkv, m, dv) or (m, dv) (required)"),
+       {{"--w-q", "WQ.npy", "W_q, (h, dq) (required)", {"weights.w_q"}},
+        {"--w-k", "WK.npy", "W_k, (h, dk) (required)", {"weights.w_k"}},
+        {"--w-v", "WV.npy", "w_v, (h,) (required)", {"weights.w_v"}}}},
+      Additive);
+}
+
+Command MhaCommand() {
+  return LayerCommand(
+      "mha",
+      "attnpool mha --heads H --queries Q.npy --keys K.npy --values V.npy\n"
+      "    --w-q WQ.npy --w-k WK.npy --w-v WV.npy --w-o WO.npy -o OUT.npy "
+      "[options]\n\n"
+      "Multi-head attention: OUT = concat_h(sdpa(Q W_q^h + b_q^h, K W_k^h + "
+      "b_k^h,\nV W_v^h + b_v^h)) W_o + b_o, head h owning columns [h dh, "
+      "(h+1) dh) of the\nprojections (PyTorch's nn.MultiheadAttention "
+      "weights, transposed).\nQ (B, n, d_q), K (B, m, d_k), V (B, m, d_v), "
+      "OUT (B, n, d_out), or 2-D arrays\nwithout B.",
+      {{{"--heads", "H", "the number of heads (required)", {"weights.heads"}}},
+       LayerInputOptions("queries, (B, n, d_q) or (n, d_q) (required)",
+                         "keys, (B, m, d_k) or (m, d_k) (required)",
+                         "values, (B, m, d_v) or (m, d_v) (required)"),
+       {{"--w-q", "WQ.npy", "(d_q, H dh) (required)", {"weights.w_q"}},
+        {"--w-k", "WK.npy", "(d_k, H dh) (required)", {"weights.w_k"}},
+        {"--w-v", "WV.npy", "(d_v, H dv) (required)", {"weights.w_v"}},
+        {"--w-o", "WO.npy", "(H dv, d_out) (required)", {"weights.w_o"}},
+        {"--b-q",
+         "BQ.npy",
+         "bias of the query projection, (H dh,)",
+         {"weights.b_q"}},
+        {"--b-k",
+         "BK.npy",
+         "bias of the key projection, (H dh,)",
+         {"weights.b_k"}},
+        {"--b-v",
+         "BV.npy",
+         "bias of the value projection, (H dv,)",
+         {"weights.b_v"}},
+        {"--b-o",
+         "BO.npy",
+         "bias of the output projection, (d_out,)",
+         {"weights.b_o"}}}},
+      Mha);
 }
 
 }  // namespace attnpool_cli

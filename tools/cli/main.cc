@@ -55,15 +55,14 @@ Example: Nadaraya-Watson regression with a Gaussian kernel of width 0.5
       --kernel gaussian --bandwidth 0.5 -o y_hat.npy --weights w.npy
 )usage";
 
-// Runs the command of `command` on its options, or prints its help.
-int RunCommand(const Command& command, int (*run)(const Arguments&), int argc,
-               char** argv) {
+// Runs `command` on its options, or prints its help.
+int RunCommand(const Command& command, int argc, char** argv) {
   const Arguments arguments(command, argc, argv);
   if (arguments.help()) {
     PrintHelp(command);
     return 0;
   }
-  return run(arguments);
+  return command.run(arguments);
 }
 
 // The command line's main.
@@ -79,23 +78,11 @@ int Main(int argc, char** argv) {
       std::printf("attnpool %s\n", ATTNPOOL_VERSION);
       return 0;
     }
-    // The commands with options: their options and help, what they run.
-    const struct {
-      const char* name;
-      Command (*make)();
-      int (*run)(const Arguments&);
-    } commands[] = {
-        {"pool", PoolCommand, Pool},
-        {"distances", DistancesCommand, Distances},
-        {"regress", RegressCommand, Regress},
-        {"sdpa", SdpaCommand, Sdpa},
-        {"additive", AdditiveCommand, Additive},
-        {"mha", MhaCommand, Mha},
-    };
-    for (const auto& entry : commands) {
-      if (command == entry.name) {
-        return RunCommand(entry.make(), entry.run, argc, argv);
-      }
+    // The commands with options.
+    for (Command (*make)() : {PoolCommand, DistancesCommand, RegressCommand,
+                              SdpaCommand, AdditiveCommand, MhaCommand}) {
+      const Command entry = make();
+      if (command == entry.name) return RunCommand(entry, argc, argv);
     }
     if (command == "targets") return Targets();
     UsageError("unknown command '" + command +

@@ -50,10 +50,24 @@ const std::vector<OptionInfo> kRunOptions = {
      "call)"},
 };
 
-Command MakeCommand(
-    const char* name, const char* summary,
-    std::initializer_list<std::vector<OptionInfo>> option_lists) {
-  Command command{name, summary, {}};
+OptionInfo EmptyRowsOption(const char* help) {
+  return {"--empty-rows", "nan|zero", help};
+}
+
+std::vector<OptionInfo> MaskOptions(const MaskHelp& help) {
+  return {
+      {"--valid-lengths", "L.npy", help.valid_lengths, {"mask.valid_lengths"}},
+      {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
+      {"--causal-offset", "K", "the offset of --causal (default 0)"},
+      {"--bias", "B.npy", help.bias, {"mask.bias"}},
+      {"--visible", "M.npy", help.visible, {"mask.visible"}},
+  };
+}
+
+Command MakeCommand(const char* name, const char* summary,
+                    const std::vector<std::vector<OptionInfo>>& option_lists,
+                    int (*run)(const Arguments& arguments)) {
+  Command command{name, summary, {}, run};
   for (const auto& options : option_lists) {
     command.options.insert(command.options.end(), options.begin(),
                            options.end());
@@ -180,6 +194,11 @@ std::string Arguments::Suggestion(const std::string& word) const {
     }
   }
   return best ? std::string(" (did you mean ") + best->name + "?)" : "";
+}
+
+void RequireOptions(const Arguments& arguments,
+                    std::initializer_list<const char*> names) {
+  for (const char* name : names) arguments.Required(name);
 }
 
 double ParseDouble(const std::string& option, const std::string& text) {

@@ -38,16 +38,21 @@ struct OptionInfo {
   std::vector<std::string> feeds = {};
 };
 
+class Arguments;
+
+// A command with options: their help, and what it runs on them (main.cc
+// prints the help for -h or --help, else calls `run`).
 struct Command {
   const char* name;
   const char* summary;
   std::vector<OptionInfo> options;
+  int (*run)(const Arguments& arguments);
 };
 
 // A command whose options are the lists of `option_lists`, in order.
-Command MakeCommand(
-    const char* name, const char* summary,
-    std::initializer_list<std::vector<OptionInfo>> option_lists);
+Command MakeCommand(const char* name, const char* summary,
+                    const std::vector<std::vector<OptionInfo>>& option_lists,
+                    int (*run)(const Arguments& arguments));
 
 // The names of the entries of one of the library's tables (kKernels,
 // kDistances, kNormalizations) that `keep`, comma-separated, the one named
@@ -87,6 +92,21 @@ extern const OptionInfo kDistance;
 // Options of every command, after its own.
 extern const std::vector<OptionInfo> kRunOptions;
 
+// --empty-rows (ParseEmptyRows), `help` saying when a row is empty.
+OptionInfo EmptyRowsOption(const char* help);
+
+// The help of the mask options whose shapes differ between the commands on
+// matrices (pool) and the attention layers.
+struct MaskHelp {
+  const char* valid_lengths;
+  const char* bias;
+  const char* visible;
+};
+
+// The mask options, in this order: --valid-lengths, --causal and
+// --causal-offset (ParseCausal), --bias, --visible.
+std::vector<OptionInfo> MaskOptions(const MaskHelp& help);
+
 // `text` in lines of at most `width` characters, each after `indent`
 // spaces but the first.
 std::string Wrap(const std::string& text, size_t indent, size_t width);
@@ -110,6 +130,7 @@ class Arguments {
     if (found == values_.end()) return std::nullopt;
     return found->second;
   }
+  // The value of a required option; reports it missing.
   std::string Required(const std::string& name) const;
 
  private:
@@ -120,6 +141,11 @@ class Arguments {
   bool help_ = false;
   std::map<std::string, std::string> values_;
 };
+
+// The required options `names` are given: the first missing one is
+// reported. Commands check theirs first, in the order of their help.
+void RequireOptions(const Arguments& arguments,
+                    std::initializer_list<const char*> names);
 
 double ParseDouble(const std::string& option, const std::string& text);
 

@@ -94,6 +94,53 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
                     " dv=" + std::to_string(inputs.values.cols));
 }
 
+int Pool(const Arguments& arguments) {
+  RequireOptions(arguments, {"--queries", "--keys", "--values", "-o"});
+  const RunSettings settings = ReadSettings(arguments);
+
+  PoolInputs inputs{};
+  auto& spec = inputs.spec;
+  spec.distance = NameOption(arguments, "--distance", "sqeuclidean",
+                             &attnpool::distance_from_name);
+  spec.kernel.kernel = NameOption(arguments, "--kernel", "gaussian",
+                                  &attnpool::kernel_from_name);
+  if (const auto bandwidth = NumberOption(arguments, "--bandwidth")) {
+    spec.kernel.bandwidth = *bandwidth;
+  }
+  spec.kernel.scale = NumberOption(arguments, "--scale");
+  spec.normalization = NameOption(arguments, "--normalize", "sum",
+                                  &attnpool::normalization_from_name);
+  spec.empty_rows = ParseEmptyRows(arguments);
+  ParseCausal(arguments, &inputs.causal, &inputs.causal_offset);
+
+  const InputReading reading(arguments, settings);
+  LoadMatrices(arguments, {{"--queries", &inputs.queries},
+                           {"--keys", &inputs.keys},
+                           {"--values", &inputs.values}});
+  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
+  RequireSameColumns(inputs.queries, inputs.keys);
+  RequireRowPerKey(inputs.keys, inputs.values);
+  if (const auto path = arguments.Get("--valid-lengths")) {
+    inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
+    inputs.has_valid_lengths = true;
+  }
+  if (const auto path = arguments.Get("--bias")) {
+    inputs.bias = LoadMatrix("--bias", *path);
+    RequireSameType(inputs.queries, *inputs.bias);
+    RequireShape(*inputs.bias, {rows, key_count}, "queries x keys");
+  }
+  if (const auto path = arguments.Get("--visible")) {
+    inputs.visible = LoadVisible(*path);
+    RequireArrayShape("--visible " + *path, *inputs.visible, {rows, key_count},
+                      "queries x keys");
+  }
+  return reading.Compute(
+      inputs.queries.array.type, [&](auto zero, const Run& run) {
+        return RunPool<decltype(zero)>(inputs, arguments.Required("-o"),
+                                       arguments.Get("--weights"), run);
+      });
+}
+
 }  // namespace
 
 Command PoolCommand() {
@@ -125,78 +172,15 @@ Command PoolCommand() {
             "the factor of exp(S * score) (default 1/sqrt(d))",
             {"kernel.scale"}},
            {"--normalize", "NAME", kNormalizationHelp.c_str()},
-           {"--empty-rows", "nan|zero",
-            "output of a query with no weight left (empty boxcar window, all "
-            "keys masked): NaN (default) or 0"},
-           {"--valid-lengths",
-            "L.npy",
-            "integers, n entries: query i sees keys j < L[i]",
-            {"mask.valid_lengths"}},
-           {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
-           {"--causal-offset", "K", "the offset of --causal (default 0)"},
-           {"--bias",
-            "B.npy",
-            "n x m, added to the scores before a softmax",
-            {"mask.bias"}},
-           {"--visible",
-            "M.npy",
-            "n x m, bool or uint8: 0 hides key j from query i",
-            {"mask.visible"}},
+           EmptyRowsOption(
+               "output of a query with no weight left (empty boxcar window, "
+               "all keys masked): NaN (default) or 0"),
        },
-       kRunOptions});
-}
-
-int Pool(const Arguments& arguments) {
-  const std::string queries_path = arguments.Required("--queries");
-  const std::string keys_path = arguments.Required("--keys");
-  const std::string values_path = arguments.Required("--values");
-  const std::string out_path = arguments.Required("-o");
-  const auto weights_path = arguments.Get("--weights");
-  const RunSettings settings = ReadSettings(arguments);
-
-  PoolInputs inputs{};
-  auto& spec = inputs.spec;
-  spec.distance = NameOption(arguments, "--distance", "sqeuclidean",
-                             &attnpool::distance_from_name);
-  spec.kernel.kernel = NameOption(arguments, "--kernel", "gaussian",
-                                  &attnpool::kernel_from_name);
-  if (const auto bandwidth = NumberOption(arguments, "--bandwidth")) {
-    spec.kernel.bandwidth = *bandwidth;
-  }
-  spec.kernel.scale = NumberOption(arguments, "--scale");
-  spec.normalization = NameOption(arguments, "--normalize", "sum",
-                                  &attnpool::normalization_from_name);
-  spec.empty_rows = ParseEmptyRows(arguments);
-  ParseCausal(arguments, &inputs.causal, &inputs.causal_offset);
-  ApplyIsa(arguments);
-
-  const auto read_start = Clock::now();
-  inputs.queries = LoadMatrix("--queries", queries_path);
-  inputs.keys = LoadMatrix("--keys", keys_path);
-  inputs.values = LoadMatrix("--values", values_path);
-  RequireSameType(inputs.queries, inputs.keys);
-  RequireSameType(inputs.queries, inputs.values);
-  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
-  RequireSameColumns(inputs.queries, inputs.keys);
-  RequireRowPerKey(inputs.keys, inputs.values);
-  if (const auto path = arguments.Get("--valid-lengths")) {
-    inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
-    inputs.has_valid_lengths = true;
-  }
-  if (const auto path = arguments.Get("--bias")) {
-    inputs.bias = LoadMatrix("--bias", *path);
-    RequireSameType(inputs.queries, *inputs.bias);
-    RequireShape(*inputs.bias, {rows, key_count}, "queries x keys");
-  }
-  if (const auto path = arguments.Get("--visible")) {
-    inputs.visible = LoadVisible(*path);
-    RequireArrayShape("--visible " + *path, *inputs.visible, {rows, key_count},
-                      "queries x keys");
-  }
-  const Run run{arguments.command(), settings, Clock::now() - read_start};
-  return WithElementType(inputs.queries.array.type, [&](auto zero) {
-    return RunPool<decltype(zero)>(inputs, out_path, weights_path, run);
-  });
+       MaskOptions({"integers, n entries: query i sees keys j < L[i]",
+                    "n x m, added to the scores before a softmax",
+                    "n x m, bool or uint8: 0 hides key j from query i"}),
+       kRunOptions},
+      Pool);
 }
 
 }  // namespace attnpool_cli

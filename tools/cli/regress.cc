@@ -245,6 +245,35 @@ int RunRegress(const RegressInputs& inputs, const std::string& out_path,
                     " h=" + BandwidthText(bandwidths));
 }
 
+int Regress(const Arguments& arguments) {
+  RequireOptions(arguments, {"--x", "--y", "--queries", "-o"});
+  const RunSettings settings = ReadSettings(arguments);
+
+  RegressInputs inputs{};
+  const std::string kernel = arguments.Get("--kernel").value_or("gaussian");
+  inputs.kernel = ParseName("--kernel", kernel, &attnpool::kernel_from_name);
+  if (!attnpool::needs_distance(inputs.kernel)) {
+    UsageError("--kernel " + kernel + ": regression takes " +
+               TableNames(attnpool::kKernels, kOfDistances));
+  }
+  inputs.empty_rows = ParseEmptyRows(arguments);
+  inputs.bandwidth = ParseBandwidthChoice(arguments);
+
+  const InputReading reading(arguments, settings);
+  LoadMatrices(
+      arguments,
+      {{"--x", &inputs.x}, {"--y", &inputs.y}, {"--queries", &inputs.queries}});
+  RequireExtent(
+      inputs.y, "rows", inputs.y.rows, inputs.x.rows,
+      "(one per training point: the rows of " + inputs.x.Describe() + ")");
+  RequireSameColumns(inputs.x, inputs.queries);
+  CheckBandwidthCount(inputs.bandwidth, inputs.x);
+  return reading.Compute(inputs.x.array.type, [&](auto zero, const Run& run) {
+    return RunRegress<decltype(zero)>(inputs, arguments.Required("-o"),
+                                      arguments.Get("--weights"), run);
+  });
+}
+
 }  // namespace
 
 Command RegressCommand() {
@@ -296,47 +325,11 @@ Command RegressCommand() {
             "with --cv-grid: K-fold (point i in fold i mod K) instead of "
             "leave-one-out",
             {"options.folds"}},
-           {"--empty-rows", "nan|zero",
-            "output of a query with no training point in its kernel window: "
-            "NaN (default) or 0"},
+           EmptyRowsOption("output of a query with no training point in its "
+                           "kernel window: NaN (default) or 0"),
        },
-       kRunOptions});
-}
-
-int Regress(const Arguments& arguments) {
-  const std::string x_path = arguments.Required("--x");
-  const std::string y_path = arguments.Required("--y");
-  const std::string queries_path = arguments.Required("--queries");
-  const std::string out_path = arguments.Required("-o");
-  const auto weights_path = arguments.Get("--weights");
-  const RunSettings settings = ReadSettings(arguments);
-
-  RegressInputs inputs{};
-  const std::string kernel = arguments.Get("--kernel").value_or("gaussian");
-  inputs.kernel = ParseName("--kernel", kernel, &attnpool::kernel_from_name);
-  if (!attnpool::needs_distance(inputs.kernel)) {
-    UsageError("--kernel " + kernel + ": regression takes " +
-               TableNames(attnpool::kKernels, kOfDistances));
-  }
-  inputs.empty_rows = ParseEmptyRows(arguments);
-  inputs.bandwidth = ParseBandwidthChoice(arguments);
-  ApplyIsa(arguments);
-
-  const auto read_start = Clock::now();
-  inputs.x = LoadMatrix("--x", x_path);
-  inputs.y = LoadMatrix("--y", y_path);
-  inputs.queries = LoadMatrix("--queries", queries_path);
-  RequireSameType(inputs.x, inputs.y);
-  RequireSameType(inputs.x, inputs.queries);
-  RequireExtent(
-      inputs.y, "rows", inputs.y.rows, inputs.x.rows,
-      "(one per training point: the rows of " + inputs.x.Describe() + ")");
-  RequireSameColumns(inputs.x, inputs.queries);
-  CheckBandwidthCount(inputs.bandwidth, inputs.x);
-  const Run run{arguments.command(), settings, Clock::now() - read_start};
-  return WithElementType(inputs.x.array.type, [&](auto zero) {
-    return RunRegress<decltype(zero)>(inputs, out_path, weights_path, run);
-  });
+       kRunOptions},
+      Regress);
 }
 
 }  // namespace attnpool_cli

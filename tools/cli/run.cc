@@ -38,6 +38,9 @@ size_t RowsPerChunk(size_t key_count, const RunSettings& settings) {
   return std::max<size_t>(96, rows / 96 * 96);
 }
 
+namespace {
+
+// --isa: forces the library's target.
 void ApplyIsa(const Arguments& arguments) {
   if (const auto isa = arguments.Get("--isa")) {
     try {
@@ -50,6 +53,15 @@ void ApplyIsa(const Arguments& arguments) {
           (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what));
     }
   }
+}
+
+}  // namespace
+
+InputReading::InputReading(const Arguments& arguments,
+                           const RunSettings& settings)
+    : arguments_(arguments), settings_(settings) {
+  ApplyIsa(arguments);
+  start_ = Clock::now();
 }
 
 RunSettings ReadSettings(const Arguments& arguments) {

@@ -50,9 +50,6 @@ class Progress {
 // progress display, long enough that packing the keys per call is noise.
 size_t RowsPerChunk(size_t key_count, const RunSettings& settings);
 
-// --isa: forces the library's target.
-void ApplyIsa(const Arguments& arguments);
-
 // --threads, --time, --progress, --quiet and --rows-per-call.
 RunSettings ReadSettings(const Arguments& arguments);
 
@@ -79,6 +76,27 @@ struct Run {
   const Command& command;
   RunSettings settings;
   Clock::duration read_time;
+};
+
+// The reading of a command's input files, once its options are read: the
+// constructor applies --isa and starts the clock of --time's "read";
+// Compute stops it.
+class InputReading {
+ public:
+  InputReading(const Arguments& arguments, const RunSettings& settings);
+
+  // Returns compute(T(), run): T the element type of `type`, the inputs'
+  // dtype; `run` the command's run, its inputs read.
+  template <class Computation>
+  int Compute(NpyType type, const Computation& compute) const {
+    const Run run{arguments_.command(), settings_, Clock::now() - start_};
+    return WithElementType(type, [&](auto zero) { return compute(zero, run); });
+  }
+
+ private:
+  const Arguments& arguments_;
+  const RunSettings settings_;
+  Clock::time_point start_;  // after --isa is applied
 };
 
 // Runs `compute(&progress)` for `rows` queries, reporting a library error
