@@ -91,26 +91,25 @@ void FaissSquaredL2(benchmark::State& state, Shape s, int threads) {
 #endif
 
 void RegisterAll() {
-  for (const Shape& shape : kShapes) {
-    for (int threads : ThreadCounts()) {
-      const std::string suffix =
-          Name(shape) + "/threads:" + std::to_string(threads);
-      for (const std::string& target : attnpool::supported_targets()) {
-        for (int metric = 0; metric < attnpool::kDistanceCount; ++metric) {
-          const auto distance = static_cast<Distance>(metric);
-          Register(("distance/" + target + "/" +
-                    attnpool::distance_name(distance) + "/" + suffix),
-                   AttnpoolDistance, target, distance, shape, threads);
+  RegisterShapes(
+      kShapes, Name,
+      [](const Shape& shape, const std::string& suffix, int threads) {
+        for (const std::string& target : attnpool::supported_targets()) {
+          for (int metric = 0; metric < attnpool::kDistanceCount; ++metric) {
+            const auto distance = static_cast<Distance>(metric);
+            Register("distance/" + target + "/" +
+                         attnpool::distance_name(distance) + "/" + suffix,
+                     AttnpoolDistance, target, distance, shape, threads);
+          }
         }
-      }
 #if ATTNPOOL_BENCH_FAISS
-      Register(("baseline/faiss/sqeuclidean/" + suffix), FaissSquaredL2, shape,
-               threads);
+        Register("baseline/faiss/sqeuclidean/" + suffix, FaissSquaredL2, shape,
+                 threads);
 #endif
-    }
-    Register(("baseline/naive/sqeuclidean/" + Name(shape) + "/threads:1"),
-             NaiveSquaredL2, shape);
-  }
+      },
+      [](const Shape& shape, const std::string& suffix) {
+        Register("baseline/naive/sqeuclidean/" + suffix, NaiveSquaredL2, shape);
+      });
 }
 
 }  // namespace

@@ -57,4 +57,19 @@ int RunBenchmarks(int argc, char** argv, void (*register_all)());
 // Thread counts to measure: ATTNPOOL_BENCH_THREADS="1,2,4" (default 1,2).
 std::vector<int> ThreadCounts();
 
+// For each of `shapes`: per_threads(shape, "<name>/threads:<t>", t) for each
+// of ThreadCounts(), then single(shape, "<name>/threads:1") for the
+// single-threaded baselines; <name> is name(shape).
+template <class Shapes, class Name, class PerThreads, class Single>
+void RegisterShapes(const Shapes& shapes, const Name& name,
+                    const PerThreads& per_threads, const Single& single) {
+  for (const auto& shape : shapes) {
+    for (int threads : ThreadCounts()) {
+      per_threads(shape, name(shape) + "/threads:" + std::to_string(threads),
+                  threads);
+    }
+    single(shape, name(shape) + "/threads:1");
+  }
+}
+
 }  // namespace attnpool_bench

@@ -87,22 +87,21 @@ void OpenblasSgemm(benchmark::State& state, Shape s, int threads) {
 #endif
 
 void RegisterAll() {
-  for (const Shape& shape : kShapes) {
-    for (int threads : ThreadCounts()) {
-      const std::string suffix =
-          Name(shape) + "/threads:" + std::to_string(threads);
-      for (const std::string& target : attnpool::supported_targets()) {
-        Register(("weighted_sum/" + target + "/float/" + suffix),
-                 AttnpoolWeightedSum, target, shape, threads);
-      }
+  RegisterShapes(
+      kShapes, Name,
+      [](const Shape& shape, const std::string& suffix, int threads) {
+        for (const std::string& target : attnpool::supported_targets()) {
+          Register("weighted_sum/" + target + "/float/" + suffix,
+                   AttnpoolWeightedSum, target, shape, threads);
+        }
 #if ATTNPOOL_BENCH_OPENBLAS
-      Register(("baseline/openblas_sgemm/float/" + suffix), OpenblasSgemm,
-               shape, threads);
+        Register("baseline/openblas_sgemm/float/" + suffix, OpenblasSgemm,
+                 shape, threads);
 #endif
-    }
-    Register(("baseline/naive/float/" + Name(shape) + "/threads:1"),
-             NaiveWeightedSum, shape);
-  }
+      },
+      [](const Shape& shape, const std::string& suffix) {
+        Register("baseline/naive/float/" + suffix, NaiveWeightedSum, shape);
+      });
 }
 
 }  // namespace
