@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: x86 (every target
 # this CPU supports, forced one by one; the installed-package consumer; the
-# Python tests), aarch64 under qemu (NEON, SVE, SVE2: tools/test-arm.sh), and
-# an ASan + UBSan build of the suite with a fixed-seed fuzzing minute per
+# Python tests), aarch64 under qemu (NEON, SVE, SVE2: tools/test-arm.sh), the
+# Python package built by pip in a venv (tools/test-python.sh), and an
+# ASan + UBSan build of the suite with a fixed-seed fuzzing minute per
 # function (tools/test-sanitize.sh). Prints each stage's time at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,4 +47,5 @@ stage "install (test profile)" tools/install-deps.sh test
 stage "x86 build" x86_build
 stage "x86 suite" x86_suite
 stage "aarch64 under qemu" tools/test-arm.sh build-arm
+stage "Python package" tools/test-python.sh
 stage "ASan + UBSan, fuzzing" tools/test-sanitize.sh build-asan

@@ -1,0 +1,61 @@
+"""attnpool: attention pooling by similarity, on NumPy arrays.
+
+Each output row is a weighted sum of value rows, weighted by how similar a
+query is to each key: the Nadaraya–Watson kernel regressor (Gaussian,
+boxcar, Epanechnikov, ... kernels with a bandwidth) and the attention layers
+of deep learning (scaled dot-product attention with masks and grouped-query
+heads, additive, multi-head), on SIMD kernels chosen for this CPU at run
+time.
+
+Arrays are float32 or float64; every array of a call has the dtype of its
+first, and so does the result. Inputs are read in place when their rows are
+contiguous and copied once otherwise. ``out=`` must have the result's shape
+and dtype, contiguous rows, and be writable. Errors raise ``TypeError``
+(dtypes) or ``ValueError`` (everything else), the message naming the
+argument; nothing is written to outputs then. The GIL is released while the
+library computes; ``threads`` sets the OpenMP threads of one call (None: the
+OpenMP default).
+"""
+
+from . import _core
+from ._layers import (additive_attention, multi_head_attention,
+                      scaled_dot_product_attention)
+from ._pool import PoolState, attention_pool
+from ._regression import NadarayaWatson, bandwidth_rule, cross_validate
+from ._stages import apply_kernel, normalize, pairwise_distances, weighted_sum
+
+__version__: str = _core.__version__
+
+#: The names of the library's kernels, distances and normalizations.
+KERNELS: tuple = tuple(_core.kernel_names())
+DISTANCES: tuple = tuple(_core.distance_names())
+NORMALIZATIONS: tuple = tuple(_core.normalization_names())
+
+
+def targets() -> list:
+    """The instruction sets compiled in, best first (e.g. AVX3, AVX2, SSE4,
+    SCALAR)."""
+    return _core.compiled_targets()
+
+
+#: The compiled targets this CPU can run, best first.
+supported_targets = _core.supported_targets
+#: The target calls run on (the best supported, or the forced one).
+active_target = _core.active_target
+#: Runs every later call on the named target (ValueError if unsupported).
+force_target = _core.force_target
+#: Back to the best supported target.
+reset_target = _core.reset_target
+#: The target the last call of this thread ran on.
+last_run_target = _core.last_run_target
+#: The fused path the last attention_pool of this thread took.
+last_fused_path = _core.last_fused_path
+
+__all__ = [
+    "pairwise_distances", "apply_kernel", "normalize", "weighted_sum",
+    "attention_pool", "PoolState", "scaled_dot_product_attention",
+    "additive_attention", "multi_head_attention", "NadarayaWatson",
+    "cross_validate", "bandwidth_rule", "targets", "supported_targets",
+    "active_target", "force_target", "reset_target", "last_run_target",
+    "last_fused_path", "KERNELS", "DISTANCES", "NORMALIZATIONS",
+]

@@ -1,0 +1,83 @@
+"""Argument handling shared by the package's functions: arrays in, results
+allocated, masks converted. The compiled core checks the rest and raises
+errors that name the argument."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+
+def threads_of(threads: Optional[int]) -> int:
+    return 0 if threads is None else int(threads)
+
+
+def float_dtype(name: str, array: np.ndarray) -> np.dtype:
+    if array.dtype not in (np.float32, np.float64):
+        raise TypeError(
+            f"{name}: dtype {array.dtype} is not supported (float32 or float64)")
+    return array.dtype
+
+
+def as_input(array) -> np.ndarray:
+    """`array` as an ndarray, without a copy where NumPy can view it (a
+    PyTorch CPU tensor, an object with the buffer protocol)."""
+    return array if isinstance(array, np.ndarray) else np.asarray(array)
+
+
+def optional_input(array) -> Optional[np.ndarray]:
+    return None if array is None else as_input(array)
+
+
+def writable(name: str, array) -> np.ndarray:
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{name}: must be a numpy.ndarray, not {type(array).__name__}")
+    if not array.flags.writeable:
+        raise ValueError(f"{name}: is read-only")
+    return array
+
+
+def output(name: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """`out` checked for writing (the core checks its shape and dtype), or a
+    new array of `shape` and `dtype`."""
+    return np.empty(shape, dtype=dtype) if out is None else writable(name, out)
+
+
+def _lengths(valid_lengths, count: int):
+    """Valid lengths as the core takes them: `count` non-negative size_t."""
+    values = np.asarray(valid_lengths)
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"valid_lengths: dtype {values.dtype} is not an integer type")
+    values = values.reshape(-1)
+    if values.size != count:
+        raise ValueError(f"valid_lengths: has {values.size} entries, expected {count}")
+    if values.size and values.min() < 0:
+        raise ValueError("valid_lengths: entries must be ≥ 0")
+    return np.ascontiguousarray(values, dtype=np.uintp)
+
+
+def masks(n: int, valid_lengths=None, causal: bool = False,
+          causal_offset: int = 0, bias=None, visible=None,
+          batch: Optional[int] = None) -> tuple:
+    """The masks as the core takes them: (valid_lengths, lengths_per_query,
+    causal, causal_offset, bias, visible). On matrices (batch None) the
+    valid lengths are n, one per query; on (B, heads, n, m) tensors, B (one
+    per batch entry) or (B, n) (one per query). A boolean `visible` is
+    viewed as uint8, without a copy."""
+    per_query = batch is None or np.ndim(valid_lengths) == 2
+    count = n if batch is None else (batch * n if per_query else batch)
+    lengths = None if valid_lengths is None else _lengths(valid_lengths, count)
+    if visible is not None:
+        visible = np.asarray(visible)
+        if visible.dtype == np.bool_:
+            visible = visible.view(np.uint8)
+    return (lengths, per_query, bool(causal), int(causal_offset),
+            optional_input(bias), visible)
+
+
+def shape_of(name: str, array, ndim: int) -> tuple:
+    shape = np.shape(array)
+    if len(shape) != ndim:
+        raise ValueError(f"{name}: has {len(shape)} dimensions, expected {ndim}")
+    return shape

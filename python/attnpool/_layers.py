@@ -1,0 +1,100 @@
+"""The attention layers on (batch, heads, rows, columns) arrays."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from . import _core
+from ._checks import (as_input, float_dtype, masks, optional_input, output,
+                      shape_of, threads_of)
+
+
+def _tensors(queries, keys, values):
+    queries, keys, values = as_input(queries), as_input(keys), as_input(values)
+    return queries, keys, values, float_dtype("queries", queries)
+
+
+def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
+                                 causal: bool = False, causal_offset: int = 0,
+                                 bias=None, visible=None,
+                                 scale: Optional[float] = None,
+                                 empty_rows: str = "nan",
+                                 out: Optional[np.ndarray] = None,
+                                 threads: Optional[int] = None) -> np.ndarray:
+    """softmax(scale · Q Kᵀ + bias, masked) · V per (batch, head).
+
+    queries (B, Hq, n, d), keys (B, Hkv, m, d), values (B, Hkv, m, dv) →
+    (B, Hq, n, dv); Hkv divides Hq (grouped-query attention: query head h
+    reads key/value head h // (Hq / Hkv)). ``scale`` None: 1/√d.
+    ``valid_lengths``: B entries (one per batch entry) or (B, n) (one per
+    query). ``causal``: key j visible to query i iff j ≤ i +
+    ``causal_offset``. ``bias`` and ``visible``: (B or 1, Hq or 1, n, m),
+    broadcast like NumPy. PyTorch CPU tensors are read without a copy.
+    """
+    queries, keys, values, dtype = _tensors(queries, keys, values)
+    b, h, n, _ = shape_of("queries", queries, 4)
+    dv = shape_of("values", values, 4)[3]
+    out = output("out", out, (b, h, n, dv), dtype)
+    _core.scaled_dot_product_attention(
+        queries, keys, values, out,
+        masks(n, valid_lengths, causal, causal_offset, bias, visible, batch=b),
+        None if scale is None else float(scale), empty_rows,
+        threads_of(threads))
+    return out
+
+
+def additive_attention(queries, keys, values, w_q, w_k, w_v, *,
+                       empty_rows: str = "nan",
+                       out: Optional[np.ndarray] = None,
+                       threads: Optional[int] = None) -> np.ndarray:
+    """Additive (Bahdanau) attention: score(q, k) = w_v · tanh(W_q q + W_k k),
+    softmax over the keys, weighted sum of values.
+
+    queries (B, H, n, dq), keys (B, H, m, dk), values (B, H, m, dv) →
+    (B, H, n, dv); w_q (h, dq), w_k (h, dk), w_v (h,), the same for every
+    head.
+    """
+    queries, keys, values, dtype = _tensors(queries, keys, values)
+    b, h, n, _ = shape_of("queries", queries, 4)
+    dv = shape_of("values", values, 4)[3]
+    out = output("out", out, (b, h, n, dv), dtype)
+    _core.additive_attention(as_input(w_q), as_input(w_k), as_input(w_v),
+                             queries, keys, values, out, empty_rows,
+                             threads_of(threads))
+    return out
+
+
+def multi_head_attention(queries, keys, values, w_q, w_k, w_v, w_o, *,
+                         heads: int, b_q=None, b_k=None, b_v=None, b_o=None,
+                         valid_lengths=None, causal: bool = False,
+                         causal_offset: int = 0, empty_rows: str = "nan",
+                         out: Optional[np.ndarray] = None,
+                         threads: Optional[int] = None) -> np.ndarray:
+    """Multi-head attention: concat_h(attention(X_q W_q^h, X_k W_k^h,
+    X_v W_v^h)) · W_o + b_o, each head scaled dot-product attention with
+    scale 1/√dh.
+
+    queries (B, n, d_q), keys (B, m, d_k), values (B, m, d_v) → (B, n,
+    d_out). w_q (d_q, H·dh), w_k (d_k, H·dh), w_v (d_v, H·dv), w_o (H·dv,
+    d_out) — PyTorch's nn.MultiheadAttention weights, transposed; biases
+    optional. Head h owns columns [h·dh, (h+1)·dh).
+    """
+    queries, keys, values, dtype = _tensors(queries, keys, values)
+    b, n, _ = shape_of("queries", queries, 3)
+    shape_of("keys", keys, 3)
+    shape_of("values", values, 3)
+    w_o = as_input(w_o)
+    d_out = shape_of("w_o", w_o, 2)[1]
+    out = output("out", out, (b, n, d_out), dtype)
+    if heads < 1:
+        raise ValueError("heads: must be at least 1")
+    # The core's tensors have a heads axis: one sequence per batch entry.
+    _core.multi_head_attention(
+        int(heads), as_input(w_q), as_input(w_k), as_input(w_v), w_o,
+        optional_input(b_q), optional_input(b_k), optional_input(b_v),
+        optional_input(b_o), queries[:, None], keys[:, None], values[:, None],
+        out[:, None], masks(n, valid_lengths, causal, causal_offset, batch=b),
+        empty_rows, threads_of(threads))
+    return out

@@ -1,0 +1,75 @@
+"""The four stages, each on its own."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from . import _core
+from ._checks import (as_input, float_dtype, masks, output, shape_of,
+                      threads_of, writable)
+
+
+def pairwise_distances(queries, keys, distance: str = "sqeuclidean", *,
+                       out: Optional[np.ndarray] = None,
+                       threads: Optional[int] = None) -> np.ndarray:
+    """Distances (or similarities) of every query to every key.
+
+    queries (n, d), keys (m, d) → (n, m). ``distance``: one of
+    ``DISTANCES`` (sqeuclidean, euclidean, manhattan, dot, cosine).
+    """
+    queries, keys = as_input(queries), as_input(keys)
+    dtype = float_dtype("queries", queries)
+    n = shape_of("queries", queries, 2)[0]
+    m = shape_of("keys", keys, 2)[0]
+    out = output("out", out, (n, m), dtype)
+    _core.pairwise_distances(distance, queries, keys, out, threads_of(threads))
+    return out
+
+
+def apply_kernel(values: np.ndarray, kernel: str = "gaussian", *,
+                 bandwidth: float = 1.0, scale: Optional[float] = None,
+                 input: str = "sqeuclidean", depth: int = 0,
+                 threads: Optional[int] = None) -> np.ndarray:
+    """Kernel weights of distances, in place on ``values`` (returned).
+
+    ``input`` names the distance that produced ``values`` (sqeuclidean: r²;
+    euclidean, manhattan: r; dot, cosine: scores); ``depth`` is the data's
+    depth d, for exp's default scale 1/√d.
+    """
+    values = writable("values", values)
+    _core.apply_kernel(kernel, float(bandwidth), scale, input, values,
+                       int(depth), threads_of(threads))
+    return values
+
+
+def normalize(values: np.ndarray, normalization: str = "softmax", *,
+              valid_lengths=None, causal: bool = False, causal_offset: int = 0,
+              bias=None, visible=None, empty_rows: str = "nan",
+              threads: Optional[int] = None) -> np.ndarray:
+    """Row normalization in place on ``values`` (n, m), returned.
+
+    ``normalization``: none, sum, softmax or argmax. Masks: ``valid_lengths``
+    (n integers: query i sees keys j < L[i]), ``causal`` (j ≤ i +
+    ``causal_offset``), ``bias`` (n, m) added to scores, ``visible`` (n, m)
+    booleans. A row that sees no key is NaN (``empty_rows="nan"``) or 0.
+    """
+    values = writable("values", values)
+    n = shape_of("values", values, 2)[0]
+    _core.normalize(normalization, values,
+                    masks(n, valid_lengths, causal, causal_offset, bias, visible),
+                    empty_rows, threads_of(threads))
+    return values
+
+
+def weighted_sum(weights, values, *, out: Optional[np.ndarray] = None,
+                 threads: Optional[int] = None) -> np.ndarray:
+    """weights (n, m) · values (m, dv) → (n, dv)."""
+    weights, values = as_input(weights), as_input(values)
+    dtype = float_dtype("weights", weights)
+    n = shape_of("weights", weights, 2)[0]
+    dv = shape_of("values", values, 2)[1]
+    out = output("out", out, (n, dv), dtype)
+    _core.weighted_sum(weights, values, out, threads_of(threads))
+    return out

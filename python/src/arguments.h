@@ -1,0 +1,137 @@
+// The arguments shared by the bindings: dtype dispatch, execution, the
+// library's enums by name, the pooling spec and the masks (passed as
+// tuples: the casters of std::optional and std::tuple are included here).
+#pragma once
+
+#include <attnpool/attnpool.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/tuple.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "python/src/arrays.h"
+
+namespace attnpool_python {
+
+// Valid lengths: size_t entries (the package converts them, NumPy's uintp).
+using Lengths = nb::ndarray<nb::ro, const size_t, nb::ndim<1>, nb::c_contig,
+                            nb::device::cpu>;
+
+// Calls compute(T()) for T the element type of `first` (float or double).
+template <class Array, class Compute>
+void WithDtype(const char* name, const Array& first, const Compute& compute) {
+  if (FloatDtypeOf(name, first) == Dtype::float32) {
+    compute(float());
+  } else {
+    compute(double());
+  }
+}
+
+inline attnpool::Execution ExecutionOf(int threads) {
+  if (threads < 0) {
+    ThrowValue("threads", "must be ≥ 0 (0: the OpenMP default)");
+  }
+  return {threads};
+}
+
+inline attnpool::EmptyRows EmptyRowsOf(const std::string& name) {
+  if (name == "nan") return attnpool::EmptyRows::nan;
+  if (name == "zero") return attnpool::EmptyRows::zero;
+  ThrowValue("empty_rows", "unknown value '" + name + "' (nan or zero)");
+}
+
+inline attnpool::KernelSpec KernelSpecOf(const std::string& kernel,
+                                         double bandwidth,
+                                         std::optional<double> scale) {
+  attnpool::KernelSpec spec;
+  spec.kernel = attnpool::kernel_from_name(kernel.c_str());
+  spec.bandwidth = bandwidth;
+  spec.scale = scale;
+  return spec;
+}
+
+// What attention_pool and the shard API's calls are given by name, as the
+// package passes it: (distance, kernel, bandwidth, scale, normalization,
+// empty_rows).
+using SpecArguments =
+    std::tuple<std::string, std::string, double, std::optional<double>,
+               std::string, std::string>;
+
+inline attnpool::PoolSpec PoolSpecOf(const SpecArguments& arguments) {
+  const auto& [distance, kernel, bandwidth, scale, normalization, empty_rows] =
+      arguments;
+  attnpool::PoolSpec spec;
+  spec.distance = attnpool::distance_from_name(distance.c_str());
+  spec.kernel = KernelSpecOf(kernel, bandwidth, scale);
+  spec.normalization = attnpool::normalization_from_name(normalization.c_str());
+  spec.empty_rows = EmptyRowsOf(empty_rows);
+  return spec;
+}
+
+template <class Array>
+void RequireVisibleDtype(const Array& visible) {
+  if (visible.dtype() != nb::dtype<uint8_t>()) {
+    ThrowType("visible", "dtype " + DtypeName(visible.dtype()) +
+                             " is not supported (bool or uint8)");
+  }
+}
+
+// The masks of a call as the package passes them: (valid_lengths,
+// lengths_per_query, causal, causal_offset, bias, visible).
+using MaskTuple = std::tuple<std::optional<Lengths>, bool, bool, std::ptrdiff_t,
+                             std::optional<InArray>, std::optional<InArray>>;
+
+// The masks of a call (Rank 2: on matrices, a Mask; Rank 4: on (batch,
+// heads, n, m) tensors, an AttentionMask), checked; the arrays outlive the
+// call (copies of inputs whose rows were not contiguous).
+template <typename T, size_t Rank>
+class MaskArguments {
+ public:
+  MaskArguments(const MaskTuple& masks, const char* first_name) {
+    const auto& [lengths, per_query, causal, offset, bias, visible] = masks;
+    if (lengths) lengths_ = lengths->data();
+    lengths_per_query_ = per_query;
+    causal_ = causal;
+    causal_offset_ = offset;
+    if (bias) bias_.emplace("bias", *bias, first_name);
+    if (visible) {
+      RequireVisibleDtype(*visible);
+      visible_.emplace("visible", *visible);
+    }
+  }
+
+  // Rank 2: the Mask; Rank 4: the AttentionMask.
+  auto mask() const {
+    std::conditional_t<Rank == 2, attnpool::Mask<T>, attnpool::AttentionMask<T>>
+        mask;
+    mask.valid_lengths = lengths_;
+    if constexpr (Rank == 4) mask.lengths_per_query = lengths_per_query_;
+    mask.causal = causal_;
+    mask.causal_offset = causal_offset_;
+    if (bias_) mask.bias = bias_->view();
+    if (visible_) mask.visible = visible_->view();
+    return mask;
+  }
+
+ private:
+  const size_t* lengths_ = nullptr;
+  bool lengths_per_query_ = false;
+  bool causal_ = false;
+  std::ptrdiff_t causal_offset_ = 0;
+  std::optional<Input<T, Rank>> bias_;
+  std::optional<Input<uint8_t, Rank>> visible_;
+};
+
+// The module's parts, one per file.
+void DefineStages(nb::module_& m);      // stages.cc
+void DefinePool(nb::module_& m);        // pool.cc
+void DefineLayers(nb::module_& m);      // layers.cc
+void DefineRegression(nb::module_& m);  // regression.cc
+
+}  // namespace attnpool_python

@@ -1,0 +1,143 @@
+// Attention pooling: the fused kernel (or, returning the weights, the staged
+// pipeline), and the shard API (partial, merge, finish) over the arrays of a
+// Python PoolState.
+#include <attnpool/attnpool.h>
+#include <nanobind/stl/string.h>
+
+#include "python/src/arguments.h"
+
+namespace attnpool_python {
+namespace {
+
+// The queries, keys and values of a pooling call and its masks.
+template <typename T>
+struct PoolInputs {
+  PoolInputs(const InArray& queries, const InArray& keys, const InArray& values,
+             const MaskTuple& mask_arguments)
+      : q("queries", queries, "queries"),
+        k("keys", keys, "queries"),
+        v("values", values, "queries"),
+        masks(mask_arguments, "queries") {}
+
+  Input<T, 2> q, k, v;
+  MaskArguments<T, 2> masks;
+};
+
+void AttentionPool(const SpecArguments& spec, const InArray& queries,
+                   const InArray& keys, const InArray& values,
+                   const OutArray& out, const std::optional<OutArray>& weights,
+                   const MaskTuple& masks, int threads) {
+  WithDtype("queries", queries, [&](auto zero) {
+    using T = decltype(zero);
+    const PoolInputs<T> in(queries, keys, values, masks);
+    const Output<T, 2> o("out", out, {in.q.shape(0), in.v.shape(1)}, "queries");
+    std::optional<Output<T, 2>> w;
+    if (weights) {
+      w.emplace("weights", *weights,
+                std::array<size_t, 2>{in.q.shape(0), in.k.shape(0)}, "queries");
+    }
+    const auto pool_spec = PoolSpecOf(spec);
+    const auto execution = ExecutionOf(threads);
+    nb::gil_scoped_release release;
+    if (w) {
+      attnpool::attention_pool_staged(pool_spec, in.q.matrix(), in.k.matrix(),
+                                      in.v.matrix(), o.matrix(), w->matrix(),
+                                      in.masks.mask(), execution);
+    } else {
+      attnpool::attention_pool(pool_spec, in.q.matrix(), in.k.matrix(),
+                               in.v.matrix(), o.matrix(), in.masks.mask(),
+                               execution);
+    }
+  });
+}
+
+using BestArray =
+    nb::ndarray<size_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// A PoolState's arrays: accumulator (n, dv), max, sum and best (n each).
+using StateArrays = std::tuple<OutArray, OutArray, OutArray, BestArray>;
+
+// The library's view of `state` (named `name` in errors), element type T.
+template <typename T>
+class Partial {
+ public:
+  Partial(const std::string& name, const StateArrays& state)
+      : accumulator_(name + ".accumulator", std::get<0>(state),
+                     Shape2(name + ".accumulator", std::get<0>(state)),
+                     "the state"),
+        max_(name + ".max", std::get<1>(state), {rows()}, "the state"),
+        sum_(name + ".sum", std::get<2>(state), {rows()}, "the state") {
+    const BestArray& best = std::get<3>(state);
+    best_ = best.data();
+    if (best.shape(0) != rows()) {
+      ThrowValue(name + ".best", "must have one entry per query");
+    }
+  }
+
+  attnpool::PoolPartial<T> view() const {
+    return {accumulator_.matrix(), max_.data(), sum_.data(), best_};
+  }
+  size_t rows() const { return accumulator_.matrix().rows; }
+
+ private:
+  static std::array<size_t, 2> Shape2(const std::string& name,
+                                      const OutArray& array) {
+    RequireDimensions(name, array, 2);
+    return {array.shape(0), array.shape(1)};
+  }
+  Output<T, 2> accumulator_;
+  Output<T, 1> max_, sum_;
+  size_t* best_;
+};
+
+void PoolPartial(const SpecArguments& spec, const InArray& queries,
+                 const InArray& keys, const InArray& values, size_t key_offset,
+                 const StateArrays& state, const MaskTuple& masks,
+                 int threads) {
+  WithDtype("queries", queries, [&](auto zero) {
+    using T = decltype(zero);
+    const PoolInputs<T> in(queries, keys, values, masks);
+    const Partial<T> partial("state", state);
+    const auto pool_spec = PoolSpecOf(spec);
+    const auto execution = ExecutionOf(threads);
+    nb::gil_scoped_release release;
+    attnpool::attention_pool_partial(pool_spec, in.q.matrix(), in.k.matrix(),
+                                     in.v.matrix(), key_offset, partial.view(),
+                                     in.masks.mask(), execution);
+  });
+}
+
+void PoolMerge(const SpecArguments& spec, const StateArrays& into,
+               const StateArrays& later) {
+  WithDtype("into", std::get<0>(into), [&](auto zero) {
+    using T = decltype(zero);
+    const Partial<T> a("into", into), b("later", later);
+    const auto pool_spec = PoolSpecOf(spec);
+    nb::gil_scoped_release release;
+    attnpool::attention_pool_merge(pool_spec, a.view(), b.view());
+  });
+}
+
+void PoolFinish(const SpecArguments& spec, const StateArrays& state,
+                const OutArray& out) {
+  WithDtype("state", std::get<0>(state), [&](auto zero) {
+    using T = decltype(zero);
+    const Partial<T> partial("state", state);
+    const auto columns = partial.view().accumulator.cols;
+    const Output<T, 2> o("out", out, {partial.rows(), columns}, "the state");
+    const auto pool_spec = PoolSpecOf(spec);
+    nb::gil_scoped_release release;
+    attnpool::attention_pool_finish(pool_spec, partial.view(), o.matrix());
+  });
+}
+
+}  // namespace
+
+void DefinePool(nb::module_& m) {
+  m.def("attention_pool", &AttentionPool);
+  m.def("pool_partial", &PoolPartial);
+  m.def("pool_merge", &PoolMerge);
+  m.def("pool_finish", &PoolFinish);
+}
+
+}  // namespace attnpool_python

@@ -1,0 +1,91 @@
+"""The attention layers against NumPy formulas in float64 (and PyTorch's
+scaled_dot_product_attention where PyTorch is installed)."""
+import numpy as np
+import pytest
+
+import attnpool
+from conftest import close, numpy_softmax, rng_for
+
+DTYPES = (np.float32, np.float64)
+
+
+def numpy_sdpa(q, k, v, scale, shown, bias):
+    b, hq = q.shape[:2]
+    group = hq // k.shape[1]
+    out = np.empty(q.shape[:3] + (v.shape[3],))
+    for i in range(b):
+        for h in range(hq):
+            s = scale * q[i, h].astype(np.float64) @ k[i, h // group].T.astype(np.float64)
+            s = s + bias[min(i, bias.shape[0] - 1), min(h, bias.shape[1] - 1)]
+            out[i, h] = numpy_softmax(s, shown[i]) @ v[i, h // group].astype(np.float64)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scaled_dot_product_attention(target, dtype):
+    rng = rng_for("sdpa", target, dtype)
+    b, hq, hkv, n, m, d, dv = 2, 4, 2, 5, 13, 8, 6
+    q = rng.standard_normal((b, hq, n, d)).astype(dtype)
+    k = rng.standard_normal((b, hkv, m, d)).astype(dtype)
+    v = rng.standard_normal((b, hkv, m, dv)).astype(dtype)
+    bias = rng.standard_normal((1, hq, n, m)).astype(dtype)
+    lengths = np.array([m, 7])
+    shown = np.arange(m)[None, None, :] < lengths[:, None, None]
+    shown = shown & (np.arange(m)[None, :] <= np.arange(n)[:, None] + 8)[None]
+    got = attnpool.scaled_dot_product_attention(q, k, v, valid_lengths=lengths, causal=True,
+                                                causal_offset=8, bias=bias)
+    want = numpy_sdpa(q, k, v, 1 / np.sqrt(d), shown, bias.astype(np.float64))
+    close(got, want, dtype, scale=10)
+
+
+def test_sdpa_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = rng_for("torch")
+    q = rng.standard_normal((2, 4, 16, 32)).astype(np.float32)
+    k = rng.standard_normal((2, 4, 24, 32)).astype(np.float32)
+    v = rng.standard_normal((2, 4, 24, 8)).astype(np.float32)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), scale=0.3).numpy()
+    got = attnpool.scaled_dot_product_attention(torch.from_numpy(q), torch.from_numpy(k),
+                                                torch.from_numpy(v), scale=0.3)
+    close(got, want, np.float32, scale=10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_additive_attention(target, dtype):
+    rng = rng_for("additive", target, dtype)
+    b, h, n, m, dq, dk, dv, hidden = 2, 2, 5, 9, 6, 4, 3, 8
+    q = rng.standard_normal((b, h, n, dq)).astype(dtype)
+    k = rng.standard_normal((b, h, m, dk)).astype(dtype)
+    v = rng.standard_normal((b, h, m, dv)).astype(dtype)
+    w_q = (0.3 * rng.standard_normal((hidden, dq))).astype(dtype)
+    w_k = (0.3 * rng.standard_normal((hidden, dk))).astype(dtype)
+    w_v = rng.standard_normal(hidden).astype(dtype)
+    got = attnpool.additive_attention(q, k, v, w_q, w_k, w_v)
+    f = lambda a: a.astype(np.float64)
+    features = np.tanh((f(q) @ f(w_q).T)[:, :, :, None, :] + (f(k) @ f(w_k).T)[:, :, None, :, :])
+    scores = features @ f(w_v)
+    want = numpy_softmax(scores, np.ones(scores.shape, bool)) @ f(v)
+    close(got, want, dtype, scale=10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_multi_head_attention(target, dtype):
+    rng = rng_for("mha", target, dtype)
+    b, n, m, d, heads, dh = 2, 6, 7, 8, 2, 4
+    x = rng.standard_normal((b, n, d)).astype(dtype)
+    kv = rng.standard_normal((b, m, d)).astype(dtype)
+    w = [(0.3 * rng.standard_normal((d, heads * dh))).astype(dtype) for _ in range(4)]
+    b_o = rng.standard_normal(heads * dh).astype(dtype)
+    got = attnpool.multi_head_attention(x, kv, kv, *w, heads=heads, b_o=b_o, causal=True,
+                                        causal_offset=2)
+    f = lambda a: a.astype(np.float64)
+    qp, kp, vp = f(x) @ f(w[0]), f(kv) @ f(w[1]), f(kv) @ f(w[2])
+    shown = np.arange(m)[None, :] <= np.arange(n)[:, None] + 2
+    heads_out = []
+    for h in range(heads):
+        cols = slice(h * dh, (h + 1) * dh)
+        s = qp[:, :, cols] @ kp[:, :, cols].transpose(0, 2, 1) / np.sqrt(dh)
+        heads_out.append(numpy_softmax(s, shown[None]) @ vp[:, :, cols])
+    want = np.concatenate(heads_out, axis=-1) @ f(w[3]) + f(b_o)
+    close(got, want, dtype, scale=10)

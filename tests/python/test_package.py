@@ -1,0 +1,253 @@
+"""The Python package (python/attnpool) against NumPy formulas in float64,
+on every target this CPU supports; its array conventions, errors, GIL
+release and zero-copy inputs. Run by tools/test-python.sh in a venv where
+`pip install .` put the package."""
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import attnpool
+from attnpool import _core
+
+import kernel_formulas
+
+from conftest import close, numpy_softmax, rng_for
+
+DTYPES = (np.float32, np.float64)
+
+
+def numpy_distances(q, k, distance):
+    q, k = q.astype(np.float64), k.astype(np.float64)
+    diff = q[:, None, :] - k[None, :, :]
+    if distance == "sqeuclidean":
+        return (diff ** 2).sum(-1)
+    if distance == "euclidean":
+        return np.sqrt((diff ** 2).sum(-1))
+    if distance == "manhattan":
+        return np.abs(diff).sum(-1)
+    if distance == "dot":
+        return q @ k.T
+    qn = np.linalg.norm(q, axis=1)[:, None]
+    kn = np.linalg.norm(k, axis=1)[None, :]
+    return (q @ k.T) / np.where(qn * kn == 0, 1, qn * kn)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("distance", attnpool.DISTANCES)
+def test_pairwise_distances(target, dtype, distance):
+    rng = rng_for("distances", target, distance, dtype)
+    n, m, d = rng.integers(1, 40, size=3)
+    q = rng.standard_normal((n, d)).astype(dtype)
+    k = rng.standard_normal((m, d)).astype(dtype)
+    got = attnpool.pairwise_distances(q, k, distance)
+    assert got.dtype == dtype and got.shape == (n, m)
+    close(got, numpy_distances(q, k, distance), dtype, scale=d)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", kernel_formulas.DISTANCE_KERNELS)
+def test_apply_kernel(target, dtype, kernel):
+    rng = rng_for("kernel", target, kernel, dtype)
+    r = rng.uniform(0, 3, size=(7, 33))
+    values = r.astype(dtype)
+    attnpool.apply_kernel(values, kernel, bandwidth=1.5, input="euclidean")
+    close(values, kernel_formulas.weights(kernel, r.astype(dtype) / 1.5), dtype)
+
+
+def test_every_kernel_has_a_formula():
+    named = set(kernel_formulas.DISTANCE_KERNELS) | set(kernel_formulas.OTHER_KERNELS)
+    assert set(attnpool.KERNELS) == named | set(kernel_formulas.SCORE_KERNELS)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_normalize_softmax_with_masks(target, dtype):
+    rng = rng_for("normalize", target, dtype)
+    n, m = 9, 21
+    scores = rng.standard_normal((n, m))
+    lengths = rng.integers(0, m + 1, size=n)
+    bias = rng.standard_normal((n, m))
+    visible = rng.random((n, m)) < 0.8
+    shown = (np.arange(m)[None, :] < lengths[:, None]) & visible
+    shown &= np.arange(m)[None, :] <= np.arange(n)[:, None] + 3
+    want = numpy_softmax(scores.astype(dtype) + bias.astype(dtype), shown)
+    got = attnpool.normalize(scores.astype(dtype), "softmax", valid_lengths=lengths,
+                             causal=True, causal_offset=3, bias=bias.astype(dtype),
+                             visible=visible)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    close(np.nan_to_num(got), np.nan_to_num(want), dtype)
+    zeros = attnpool.normalize(scores.astype(dtype), "softmax", valid_lengths=np.zeros(n, int),
+                               empty_rows="zero")
+    assert (zeros == 0).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_weighted_sum(target, dtype):
+    rng = rng_for("wsum", target, dtype)
+    w = rng.random((37, 50)).astype(dtype)
+    v = rng.standard_normal((50, 19)).astype(dtype)
+    got = attnpool.weighted_sum(w, v)
+    close(got, w.astype(np.float64) @ v.astype(np.float64), dtype, scale=50)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube"])
+def test_attention_pool_is_nadaraya_watson(target, dtype, kernel):
+    rng = rng_for("pool", target, kernel, dtype)
+    x = rng.uniform(0, 5, size=(200, 1)).astype(dtype)
+    y = (np.sin(x) + 0.1 * rng.standard_normal(x.shape)).astype(dtype)
+    queries = np.linspace(0, 5, 31).reshape(-1, 1).astype(dtype)
+    h = 0.7
+    w = kernel_formulas.weights(kernel, numpy_distances(queries, x, "euclidean") / h)
+    with np.errstate(invalid="ignore"):
+        want = (w / w.sum(1, keepdims=True)) @ y.astype(np.float64)
+    got, weights = attnpool.attention_pool(queries, x, y, kernel=kernel, bandwidth=h,
+                                           distance="sqeuclidean", return_weights=True)
+    fused = attnpool.attention_pool(queries, x, y, kernel=kernel, bandwidth=h)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    close(np.nan_to_num(got), np.nan_to_num(want), dtype, scale=10)
+    close(np.nan_to_num(fused), np.nan_to_num(want), dtype, scale=10)
+    close(weights.sum(1)[~np.isnan(want[:, 0])], 1.0, dtype, scale=10)
+
+
+def test_pool_state_shards_merge_into_the_whole(target):
+    rng = rng_for("shards", target)
+    q = rng.standard_normal((17, 4))
+    k = rng.standard_normal((90, 4))
+    v = rng.standard_normal((90, 3))
+    options = dict(distance="dot", kernel="exp", normalize="softmax", causal=True,
+                   causal_offset=40)
+    whole = attnpool.attention_pool(q, k, v, **options)
+    bounds = [0, 25, 25, 61, 90]  # an empty shard too
+    states = [attnpool.PoolState.partial(q, k[a:b], v[a:b], key_offset=a, **options)
+              for a, b in zip(bounds, bounds[1:])]
+    # States travel by pickle (multiprocessing, Dask, mpi4py).
+    states = [pickle.loads(pickle.dumps(state)) for state in states]
+    merged = states[0]
+    for state in states[1:]:
+        merged.merge(state)
+    close(merged.finish(), whole, np.float64, scale=10)
+    assert merged.accumulator.shape == (17, 3) and merged.max.shape == (17,)
+
+
+def test_pool_state_refuses_another_spec():
+    q = np.ones((2, 2))
+    a = attnpool.PoolState.partial(q, q, q, kernel="gaussian")
+    b = attnpool.PoolState.partial(q, q, q, key_offset=2, kernel="boxcar")
+    with pytest.raises(ValueError, match="later"):
+        a.merge(b)
+
+
+# ------------------------------------------------------------- conventions
+
+def test_strided_inputs_in_place_or_copied_once():
+    rng = rng_for("strided")
+    big = rng.standard_normal((40, 24))
+    q, k = big[::2, :8], big[1::2, 8:16]  # rows contiguous: read in place
+    before = _core.input_copies()
+    got = attnpool.pairwise_distances(q, k)
+    assert _core.input_copies() == before
+    close(got, numpy_distances(q, k, "sqeuclidean"), np.float64)
+    kt = np.asfortranarray(k)  # columns contiguous: copied once
+    got = attnpool.pairwise_distances(q, kt)
+    assert _core.input_copies() == before + 1
+    close(got, numpy_distances(q, k, "sqeuclidean"), np.float64)
+    reversed_rows = k[::-1]  # negative stride: copied
+    close(attnpool.pairwise_distances(q, reversed_rows),
+          numpy_distances(q, reversed_rows, "sqeuclidean"), np.float64)
+
+
+def test_read_only_inputs():
+    q = np.ones((3, 2))
+    q.flags.writeable = False
+    assert attnpool.pairwise_distances(q, q).shape == (3, 3)
+
+
+def test_out_is_written_in_place():
+    q = np.ones((3, 2), np.float32)
+    out = np.full((3, 3), 7, np.float32)
+    assert attnpool.pairwise_distances(q, q, out=out) is out
+    assert (out == 0).all()
+
+
+@pytest.mark.parametrize("call, kind, argument", [
+    (lambda: attnpool.pairwise_distances(np.ones((3, 2), int), np.ones((3, 2))),
+     TypeError, "queries"),
+    (lambda: attnpool.pairwise_distances(np.ones((3, 2)), np.ones((3, 2), np.float32)),
+     TypeError, "keys"),
+    (lambda: attnpool.pairwise_distances(np.ones(3), np.ones((3, 2))), ValueError, "queries"),
+    (lambda: attnpool.pairwise_distances(np.ones((3, 2)), np.ones((3, 4))),
+     ValueError, "keys.cols"),
+    (lambda: attnpool.pairwise_distances(np.ones((3, 2)), np.ones((3, 2)), "chebyshev"),
+     ValueError, "distance"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     bandwidth=-1), ValueError, "bandwidth"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     valid_lengths=[1, 2]), ValueError, "valid_lengths"),
+    (lambda: attnpool.weighted_sum(np.ones((3, 2)), np.ones((2, 2)), threads=-1),
+     ValueError, "threads"),
+])
+def test_errors_name_the_argument(call, kind, argument):
+    with pytest.raises(kind, match=argument):
+        call()
+
+
+@pytest.mark.parametrize("out, kind, argument", [
+    (np.zeros((3, 4)), ValueError, "out"),               # shape
+    (np.zeros((3, 3), np.float32), TypeError, "out"),    # dtype
+    (np.zeros((3, 6))[:, ::2], ValueError, "out"),       # rows not contiguous
+])
+def test_bad_out_is_refused_and_untouched(out, kind, argument):
+    out[...] = 5
+    with pytest.raises(kind, match=argument):
+        attnpool.pairwise_distances(np.ones((3, 2)), np.ones((3, 2)), out=out)
+    assert (out == 5).all()
+
+
+def test_read_only_out_is_refused():
+    out = np.zeros((3, 3))
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="out"):
+        attnpool.pairwise_distances(np.ones((3, 2)), np.ones((3, 2)), out=out)
+
+
+def test_nothing_written_on_a_library_error():
+    out = np.full((3, 1), 5.0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                bandwidth=0, out=out)
+    assert (out == 5).all()
+
+
+def test_gil_is_released():
+    rng = rng_for("gil")
+    q = rng.standard_normal((4000, 64)).astype(np.float32)
+    k = rng.standard_normal((4000, 64)).astype(np.float32)
+    started, done = threading.Event(), threading.Event()
+
+    def work():
+        started.set()
+        attnpool.attention_pool(q, k, k, kernel="exp", normalize="softmax",
+                                distance="dot", threads=1)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    started.wait()
+    ticks = 0
+    while not done.is_set():
+        ticks += 1
+    worker.join()
+    # The worker goes from started.set() straight into the call: were the
+    # GIL held through it, this loop could run only after it returned, when
+    # `done` is already set.
+    assert ticks > 1000
+
+
+def test_targets_and_version():
+    assert attnpool.__version__.count(".") == 2
+    assert "SCALAR" in attnpool.targets() or "EMU128" in attnpool.targets()
+    assert attnpool.active_target() in attnpool.supported_targets()
+    with pytest.raises(ValueError):
+        attnpool.force_target("NOT_A_TARGET")
