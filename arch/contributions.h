@@ -6,9 +6,10 @@
 // keys j that contribute to query i, in IEEE arithmetic on those terms, and
 // an empty row (no visible key, or all its weights 0) is the empty-row
 // policy's row whatever the values. A key contributes unless a mask hides
-// it (past the valid length, after the causal limit, `visible` 0, bias
-// −inf) or — for the weights of a non-exponential kernel under `none` or
-// `sum` — its weight is exactly 0 (outside a compact kernel's support). So
+// it (past the valid length, after the causal limit, outside the sliding
+// window, `visible` 0, bias −inf) or — for the weights of a
+// non-exponential kernel under `none` or `sum` — its weight is exactly 0
+// (outside a compact kernel's support). So
 // whatever a non-contributing key's value row holds, NaN and ±inf included,
 // it changes no bit of the output; a visible key's NaN value reaches its
 // column even where its weight is 0 (an exponential weight that underflows,
@@ -43,8 +44,9 @@ namespace detail {
 template <typename T>
 bool MaskHides(const Mask<T>& mask, size_t row, size_t key,
                size_t key_offset = 0) {
-  if (key_offset + key >=
-      VisibleLimit(mask, row, std::numeric_limits<size_t>::max())) {
+  const size_t position = key_offset + key;
+  if (position >= VisibleLimit(mask, row, std::numeric_limits<size_t>::max()) ||
+      position < VisibleStart(mask, row)) {
     return true;
   }
   if (mask.visible.data != nullptr && mask.visible(row, key) == 0) return true;

@@ -18,8 +18,9 @@
 // across key ranges and finishes: out = acc / l (sum, softmax), acc (none)
 // or the best key's value row (argmax); empty and NaN rows as in the staged
 // pipeline.
-// Key blocks every row of the query block cannot see (valid lengths, causal)
-// are skipped, and score panels past the last visible key are not computed.
+// Key blocks every row of the query block cannot see (valid lengths, causal,
+// sliding windows) are skipped, and score panels outside the run of keys
+// the rows see are not computed.
 // Every step is per row and in a fixed order over key blocks, so results do
 // not depend on how rows are grouped into calls or on threads.
 
@@ -46,6 +47,7 @@
 #include "arch/math-inl.h"
 #include "arch/normalize-inl.h"
 #include "arch/prefix_io-inl.h"
+#include "arch/visible_limit.h"
 #include "arch/weighted_sum-inl.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
@@ -117,22 +119,37 @@ HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
   return true;
 }
 
+// Of a block of `count` keys from `key`, how many lie before the row's
+// first visible key `start`, and before its limit.
+inline size_t FirstVisible(size_t start, size_t key, size_t count) {
+  return start > key ? std::min(count, start - key) : 0;
+}
+inline size_t Visible(size_t limit, size_t key, size_t count) {
+  return limit > key ? std::min(count, limit - key) : 0;
+}
+
 // Turns a row of `count` scores (keys [key, key + count) of query `row`)
 // into the block's weights p in place, updates the state and returns the
-// factor the row's accumulator must be scaled by first.
+// factor the row's accumulator must be scaled by first. Keys [first,
+// visible) of the block pass the structural masks; the others are hidden,
+// whatever their scores (the decode path leaves them unset).
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
-                        T* HWY_RESTRICT row, size_t count, size_t visible,
-                        size_t query, size_t key, RowState<T>& state) {
+                        T* HWY_RESTRICT row, size_t count, size_t first,
+                        size_t visible, size_t query, size_t key,
+                        RowState<T>& state) {
   const size_t N = hn::Lanes(d);
   const T infinity = std::numeric_limits<T>::infinity();
   const Mask<T>& mask = plan.normalize.mask;
   const T hidden = mode == RowMode::weights ? T(0) : -infinity;
+  first = std::min(first, visible);
   // Kernel, bias; keys past the visible prefix are hidden.
   const T* bias = mask.bias.data ? mask.bias.row(query) + key : nullptr;
   if (mode == RowMode::softmax && plan.kernel.kernel == Kernel::exp &&
       bias == nullptr && mask.visible.data == nullptr &&
       plan.kernel.scale > T(0)) {
+    // A score of −inf is a logit of −inf (scale > 0): hidden.
+    std::fill(row, row + first, -infinity);
     T rescale;
     if (ScaledSoftmaxRow(d, plan.kernel.scale, row, count, visible, state,
                          &rescale)) {
@@ -159,6 +176,8 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
       if (flags[j] == 0) row[j] = hidden;
     }
   }
+  // After the bias: a hidden key's bias (+inf, NaN) must not reach it.
+  std::fill(row, row + first, hidden);
 
   if (mode == RowMode::weights) {
     if (visible != 0) {
@@ -282,19 +301,30 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   T* HWY_RESTRICT rescale = padded_values + value_elements;
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
-  // Keys [key_begin, limit) pass the prefix masks.
-  std::vector<size_t> limits(rows);
-  size_t widest = key_begin;
+  // Keys [starts[r], limits[r]) of [key_begin, key_end) pass the structural
+  // masks (arch/visible_limit.h); the blocks run from the first key any row
+  // sees (rounded down to a panel: blocks start at multiples of the panel
+  // width, as key_begin does) to the last.
+  std::vector<size_t> starts(rows), limits(rows);
+  size_t widest = key_begin, lowest = key_end;
   for (size_t r = 0; r < rows; ++r) {
-    const size_t limit =
-        VisibleLimit(mask, row_begin + r, plan.key_offset + key_end);
+    const auto relative = [&](size_t position) {
+      return std::max(key_begin, position > plan.key_offset
+                                     ? position - plan.key_offset
+                                     : size_t{0});
+    };
     limits[r] =
-        std::max(key_begin,
-                 limit > plan.key_offset ? limit - plan.key_offset : size_t{0});
+        relative(VisibleLimit(mask, row_begin + r, plan.key_offset + key_end));
+    starts[r] =
+        std::min(relative(VisibleStart(mask, row_begin + r)), limits[r]);
     widest = std::max(widest, limits[r]);
+    if (starts[r] < limits[r]) lowest = std::min(lowest, starts[r]);
   }
+  const size_t first_block =
+      lowest >= widest ? widest
+                       : key_begin + (lowest - key_begin) / width * width;
 
-  for (size_t key = key_begin; key < widest; key += key_block) {
+  for (size_t key = first_block; key < widest; key += key_block) {
     // Panels up to the last key any row of the block sees. Blocks start at
     // multiples of the panel width (key_begin is one).
     const size_t count = std::min(key_block, widest - key);
@@ -306,13 +336,14 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
                      ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,
                                     panel_end, row_begin, key});
     } else {
-      // Decode (few queries, dot): keys read in place, once.
+      // Decode (few queries, dot): the keys the row sees read in place, once.
       for (size_t r = 0; r < rows; ++r) {
         const T* HWY_RESTRICT query = plan.queries.row(row_begin + r);
         T* HWY_RESTRICT row_scores = scores + r * key_block;
-        const size_t visible =
-            limits[r] > key ? std::min(count, limits[r] - key) : 0;
-        for (size_t j = 0; j < visible; ++j) {
+        const size_t first = FirstVisible(starts[r], key, count);
+        const size_t visible = Visible(limits[r], key, count);
+        std::fill(row_scores, row_scores + std::min(first, visible), T(0));
+        for (size_t j = first; j < visible; ++j) {
           row_scores[j] =
               DirectDot(d, query, plan.keys.row(key + j), plan.queries.cols);
         }
@@ -320,14 +351,15 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     }
     bool any_weight = false;
     for (size_t r = 0; r < rows; ++r) {
-      const size_t visible =
-          limits[r] > key ? std::min(count, limits[r] - key) : 0;
+      const size_t first = FirstVisible(starts[r], key, count);
+      const size_t visible = Visible(limits[r], key, count);
       rescale[r] = ProcessRow(d, plan, mode, scores + r * key_block, count,
-                              visible, row_begin + r, key, states[r]);
+                              first, visible, row_begin + r, key, states[r]);
       // Compact kernels: a row whose weights here are all 0 adds nothing.
-      any_weight |= visible != 0 && (!plan.skip_zero_blocks ||
-                                     WeightsAsIs(d, scores + r * key_block,
-                                                 visible) != RowResult::empty);
+      any_weight |=
+          first < visible &&
+          (!plan.skip_zero_blocks ||
+           WeightsAsIs(d, scores + r * key_block, visible) != RowResult::empty);
     }
     // An all-zero block adds nothing (zero weights contribute nothing).
     if (mode == RowMode::argmax || !any_weight) continue;

@@ -3,9 +3,11 @@
 //
 // A row is handled in the "score" domain (softmax, argmax, and every
 // normalization of logits), where a hidden key is −inf, or in the "weight"
-// domain (none and sum of plain weights), where it is 0. Masks that are
-// prefixes (valid length, causal) only shorten the row; the element-wise
-// `visible` matrix writes the hidden value before the row is normalized.
+// domain (none and sum of plain weights), where it is 0. The structural
+// masks (valid length, causal, sliding window) bound a run of keys: the
+// row is shortened to its end, and the keys before its start (the window's
+// left side) get the hidden value, as the element-wise `visible` matrix's
+// hidden keys do, before the row is normalized.
 
 #if defined(ATTNPOOL_ARCH_NORMALIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNPOOL_ARCH_NORMALIZE_INL_H_
@@ -30,6 +32,7 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using ::attnpool::detail::VisibleLimit;
+using ::attnpool::detail::VisibleStart;
 
 template <typename T>
 void FillRow(T* HWY_RESTRICT row, size_t begin, size_t end, T value) {
@@ -251,6 +254,8 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
         if (visible[j] == 0) row[j] = hidden;
       }
     }
+    // After the bias: a hidden key's bias (+inf, NaN) must not reach it.
+    std::fill(row, row + std::min(VisibleStart(mask, i), limit), hidden);
     RowResult result = RowResult::normalized;
     if (normalization == Normalization::argmax) {
       result = ArgmaxRow(d, row, limit);

@@ -47,6 +47,11 @@ using attnpool_bench::OpenblasHead;
 #endif
 using attnpool_bench::SoftmaxRows;
 
+// Scaled dot-product attention as attention_pool's spec.
+const attnpool::PoolSpec kSdpaSpec{attnpool::Distance::dot,
+                                   {attnpool::Kernel::exp},
+                                   attnpool::Normalization::softmax};
+
 // ------------------------------------------------------------ measuring
 
 int g_reps = 5;
@@ -240,9 +245,7 @@ void W2(int threads) {
              v = Normal(m * d, 1, 3);
   std::vector<float> out(n * d);
   const double gflop = 4.0 * n * m * d / 1e9;
-  const attnpool::PoolSpec spec{attnpool::Distance::dot,
-                                {attnpool::Kernel::exp},
-                                attnpool::Normalization::softmax};
+  const attnpool::PoolSpec spec = kSdpaSpec;
   const Timing ours = Time([&] {
     attnpool::attention_pool(spec, {q.data(), n, d}, {k.data(), m, d},
                              {v.data(), m, d}, {out.data(), n, d}, {},
@@ -477,9 +480,7 @@ void M1(int threads) {
              v = Normal(m * d, 1, 14);
   std::vector<float> out(n * d, 0.0f);
   const size_t before = PeakResident();
-  const attnpool::PoolSpec spec{attnpool::Distance::dot,
-                                {attnpool::Kernel::exp},
-                                attnpool::Normalization::softmax};
+  const attnpool::PoolSpec spec = kSdpaSpec;
   const Timing timing = Time(
       [&] {
         attnpool::attention_pool(spec, {q.data(), n, d}, {k.data(), m, d},
@@ -496,6 +497,43 @@ void M1(int threads) {
   Report("M1", "attnpool_fused_65536x65536x64", threads, "GFLOP/s",
          4.0 * n * m * d / 1e9, timing, note);
   std::printf("M1 peak memory growth: %.1f MiB\n", growth_mib);
+}
+
+// ------------------------------------------------- W6: sliding window
+
+// Causal attention of n = m queries and keys whose window holds the last
+// `window` keys up to each query (Mistral's), against dense attention of
+// the same queries over `window` keys: the same pairs, so the same work if
+// the key blocks outside every window are skipped.
+void W6(int threads) {
+  const size_t n = g_quick ? 4096 : 16384, window = 512, d = 64;
+  const auto q = Normal(n * d, 1, 12), k = Normal(n * d, 1, 13),
+             v = Normal(n * d, 1, 14);
+  std::vector<float> out(n * d);
+  const double gflop = 4.0 * n * window * d / 1e9;
+  const attnpool::PoolSpec spec = kSdpaSpec;
+  attnpool::Mask<float> mask;
+  mask.causal = true;
+  mask.window_left = window - 1;
+  const Timing ours = Time([&] {
+    attnpool::attention_pool(spec, {q.data(), n, d}, {k.data(), n, d},
+                             {v.data(), n, d}, {out.data(), n, d}, mask,
+                             {threads});
+  });
+  char note[96];
+  std::snprintf(note, sizeof note, "%s, %zux%zux%zu, window %zu",
+                attnpool::last_run_target().c_str(), n, n, d, window);
+  Report("W6", "attnpool_sliding_window", threads, "GFLOP/s", gflop, ours,
+         note);
+  const Timing dense = Time([&] {
+    attnpool::attention_pool(spec, {q.data(), n, d}, {k.data(), window, d},
+                             {v.data(), window, d}, {out.data(), n, d}, {},
+                             {threads});
+  });
+  std::snprintf(note, sizeof note, "%zu queries over %zu keys, no mask", n,
+                window);
+  Report("W6", "attnpool_dense_same_pairs", threads, "GFLOP/s", gflop, dense,
+         note);
 }
 
 // ------------------------------------------------------------- summary
@@ -535,6 +573,11 @@ void Summary(const std::vector<int>& thread_counts) {
        "read_bandwidth",
        1.0},
       {"W5m", "attnpool_decode_valid_m/8", {}, "read_bandwidth", 1.0},
+      {"W6",
+       "attnpool_sliding_window",
+       {"attnpool_dense_same_pairs"},
+       "fma_peak",
+       1.0},
   };
   std::printf(
       "\n| workload | threads | attnpool | best baseline | attnpool ÷ it | "
@@ -611,6 +654,7 @@ int main(int argc, char** argv) {
     W3(threads);
     W4(threads);
     W5(threads);
+    W6(threads);
   }
   Summary(thread_counts);
   return 0;

@@ -91,6 +91,8 @@ Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
   }
   head.causal = mask.causal;
   head.causal_offset = mask.causal_offset;
+  head.window_left = mask.window_left;
+  head.window_right = mask.window_right;
   if (mask.bias.data != nullptr) {
     head.bias = mask.bias.matrix(mask.bias.batch == 1 ? 0 : b,
                                  mask.bias.heads == 1 ? 0 : h);

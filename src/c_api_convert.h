@@ -124,6 +124,13 @@ inline attnpool::PoolSpec PoolSpecOf(const attnpool_pool_spec& spec) {
   return result;
 }
 
+// The window's sides into a Mask's or an AttentionMask's.
+template <class Result>
+void SetWindow(const attnpool_window& window, Result& result) {
+  if (window.has_left) result.window_left = window.left;
+  if (window.has_right) result.window_right = window.right;
+}
+
 template <typename T>
 attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
   attnpool::Mask<T> result;
@@ -131,6 +138,7 @@ attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
   result.valid_lengths = mask->valid_lengths;
   result.causal = mask->causal != 0;
   result.causal_offset = mask->causal_offset;
+  SetWindow(mask->window, result);
   if (mask->bias.data != nullptr || mask->bias.rows != 0) {
     result.bias = View<T>(mask->bias);
   }
@@ -228,6 +236,7 @@ attnpool::AttentionMask<T> AttentionMaskOf(
   result.lengths_per_query = mask->lengths_per_query != 0;
   result.causal = mask->causal != 0;
   result.causal_offset = mask->causal_offset;
+  SetWindow(mask->window, result);
   result.bias = MaskTensor<T>("mask.bias", mask->bias);
   result.visible = MaskTensor<uint8_t>("mask.visible", mask->visible);
   return result;

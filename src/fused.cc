@@ -32,6 +32,10 @@ namespace {
 // and of the weighted-sum tile (6); their block of scores (96 × 256 floats)
 // stays in L2.
 constexpr size_t kFusedRows = 96;
+// Queries per dispatched call under a sliding window (a multiple of the
+// tile heights too): the keys a block visits are its rows' windows' union,
+// one window plus the block's height.
+constexpr size_t kWindowRows = 24;
 // With fewer query blocks than this, the keys are split into chunks so that
 // all cores take part (decoding: a handful of queries over a long context).
 // The split depends only on the shape, never on the thread count, so results
@@ -170,6 +174,18 @@ bool KeysSorted(ConstMatrixView<T> keys) {
   return true;
 }
 
+// Rows [first, end) of `view`.
+template <typename T>
+ConstMatrixView<T> RowsFrom(ConstMatrixView<T> view, size_t first, size_t end) {
+  return {view.row(first), end - first, view.cols, view.stride};
+}
+
+// Columns [first, cols) of `view`.
+template <typename U>
+MatrixView<U> ColumnsFrom(MatrixView<U> view, size_t first) {
+  return {view.data + first, view.rows, view.cols - first, view.stride};
+}
+
 // The path of one fused call (arch/fused.h): chosen here and nowhere else,
 // from the shape, the spec and (sorted_window) whether 1-D keys ascend.
 template <typename T>
@@ -184,7 +200,7 @@ detail::FusedPath ChooseFusedPath(const PoolSpec& spec,
       queries.cols <= detail::kFusedSmallDepth &&
       values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
       mode != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
-      mask.visible.data == nullptr;
+      mask.visible.data == nullptr && !detail::HasVisibleStart(mask);
   if (!small_depth) {
     return queries.rows <= kDecodeRows && spec.distance == Distance::dot
                ? detail::FusedPath::decode
@@ -219,14 +235,38 @@ class FusedJob {
     const size_t rows = queries.rows;
     const auto& mask = plans.normalize.mask;
     mode_ = detail::FusedModeOf(plans.normalize);
-    // Keys past every query's prefix-mask limit are never read, not even to
-    // pack them: padding there may hold anything.
-    size_t key_count = 0;
-    for (size_t i = 0; i < rows && key_count < keys.rows; ++i) {
+    // Keys outside every query's run of structurally visible keys (before
+    // its start, from its limit) are never read, not even to pack them:
+    // padding there may hold anything. The keys before the first are cut
+    // off like a shard's predecessors: key_offset, the views and the mask's
+    // matrices move to the first key.
+    size_t key_first = keys.rows, key_count = 0;
+    for (size_t i = 0; i < rows; ++i) {
+      const auto relative = [&](size_t position) {
+        return std::min(keys.rows, position > key_offset ? position - key_offset
+                                                         : size_t{0});
+      };
       const size_t limit =
-          detail::VisibleLimit(mask, i, key_offset + keys.rows);
-      key_count = std::max(key_count,
-                           limit > key_offset ? limit - key_offset : size_t{0});
+          relative(detail::VisibleLimit(mask, i, key_offset + keys.rows));
+      const size_t start = relative(detail::VisibleStart(mask, i));
+      if (start >= limit) continue;
+      key_first = std::min(key_first, start);
+      key_count = std::max(key_count, limit);
+    }
+    if (key_first >= key_count) key_first = key_count = 0;
+    plan_.normalize = plans.normalize;
+    if (key_first != 0) {
+      keys = RowsFrom(keys, key_first, key_count);
+      values = RowsFrom(values, key_first, key_count);
+      auto& shifted = plan_.normalize.mask;
+      if (shifted.bias.data != nullptr) {
+        shifted.bias = ColumnsFrom(shifted.bias, key_first);
+      }
+      if (shifted.visible.data != nullptr) {
+        shifted.visible = ColumnsFrom(shifted.visible, key_first);
+      }
+      key_offset += key_first;
+      key_count -= key_first;
     }
     keys.rows = values.rows = key_count;
     plan_.queries = queries;
@@ -240,7 +280,6 @@ class FusedJob {
     }
     plan_.distance = spec.distance;
     plan_.kernel = plans.kernel;
-    plan_.normalize = plans.normalize;
     plan_.keys = keys;
     plan_.values = values;
     plan_.packed = packed_.view;
@@ -255,7 +294,11 @@ class FusedJob {
                              mode_ == detail::FusedRowMode::weights;
     // Key chunks: one, or for few query blocks up to kMaxChunks of at least
     // kMinChunkKeys keys, each a multiple of the panel width.
-    row_calls_ = (rows + kFusedRows - 1) / kFusedRows;
+    // A block of rows sees the union of their windows, `rows` keys wider
+    // than one window: with a window's left side, smaller blocks.
+    block_rows_ = detail::HasVisibleStart(plan_.normalize.mask) ? kWindowRows
+                                                                : kFusedRows;
+    row_calls_ = (rows + block_rows_ - 1) / block_rows_;
     const size_t width = packed_.view.panel_width;
     chunk_keys_ = key_count;
     if (row_calls_ < kSplitBelowRowCalls && key_count >= 2 * kMinChunkKeys) {
@@ -277,11 +320,11 @@ class FusedJob {
   // Work item `item`; returns the target bit it ran on.
   int64_t Run(size_t item) const {
     const size_t chunk = item % chunks_;
-    const size_t row_begin = item / chunks_ * kFusedRows;
+    const size_t row_begin = item / chunks_ * block_rows_;
     const size_t key_begin = chunk * chunk_keys_;
     return detail::FusedAccumulate(
         plan_, chunk == 0 ? state_ : storage_[chunk - 1].view, row_begin,
-        std::min(plan_.queries.rows, row_begin + kFusedRows), key_begin,
+        std::min(plan_.queries.rows, row_begin + block_rows_), key_begin,
         std::min(plan_.keys.rows, key_begin + chunk_keys_));
   }
 
@@ -307,7 +350,7 @@ class FusedJob {
   detail::FusedRowMode mode_;
   detail::OwnedPackedKeys<T> packed_, packed_values_;
   detail::FusedPlan<T> plan_;
-  size_t row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
+  size_t block_rows_ = kFusedRows, row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
   std::vector<StateStorage<T>> storage_;
 };
 

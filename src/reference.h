@@ -44,13 +44,16 @@ double kernel(const KernelSpec& spec, Distance input, double value,
               size_t depth, bool logit = false);
 
 // Whether the mask hides key j from query i: past its valid length, after
-// its causal limit, `visible` 0, or a bias of −inf.
+// its causal limit, outside its sliding window, `visible` 0, or a bias of
+// −inf. Positions in exact 128-bit arithmetic.
 template <typename T>
 bool hidden(const Mask<T>& mask, size_t i, size_t j) {
+  const __int128 position = static_cast<__int128>(i) + mask.causal_offset;
+  const __int128 key = j;
   return (mask.valid_lengths && j >= mask.valid_lengths[i]) ||
-         (mask.causal &&
-          static_cast<std::ptrdiff_t>(j) >
-              static_cast<std::ptrdiff_t>(i) + mask.causal_offset) ||
+         (mask.causal && key > position) ||
+         (mask.window_left && key < position - __int128(*mask.window_left)) ||
+         (mask.window_right && key > position + __int128(*mask.window_right)) ||
          (mask.visible.data && mask.visible(i, j) == 0) ||
          (mask.bias.data &&
           mask.bias(i, j) == -std::numeric_limits<T>::infinity());

@@ -160,6 +160,8 @@ Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
   Mask<T> head;
   head.causal = mask.causal;
   head.causal_offset = mask.causal_offset;
+  head.window_left = mask.window_left;
+  head.window_right = mask.window_right;
   if (mask.valid_lengths) {
     lengths.resize(n);
     for (size_t i = 0; i < n; ++i) {
@@ -215,6 +217,16 @@ struct MaskStorage {
     elementwise.bias = bias.view();
     elementwise.visible = visible.view();
     cases.push_back({"query lengths + bias + visible", elementwise});
+    AttentionMask<T> window;  // Mistral's: the last 9 keys up to the query
+    window.causal = true;
+    window.causal_offset = 4;
+    window.window_left = 8;
+    cases.push_back({"sliding window + causal", window});
+    AttentionMask<T> band = elementwise;  // both sides, the element-wise masks
+    band.causal_offset = -2;
+    band.window_left = 3;
+    band.window_right = 20;
+    cases.push_back({"window band + query lengths + bias + visible", band});
     return cases;
   }
 };

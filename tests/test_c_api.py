@@ -43,10 +43,15 @@ class PoolSpec(ctypes.Structure):
                 ("normalization", ctypes.c_int), ("empty_rows", ctypes.c_int)]
 
 
+class Window(ctypes.Structure):
+    _fields_ = [("has_left", ctypes.c_int), ("left", ctypes.c_size_t),
+                ("has_right", ctypes.c_int), ("right", ctypes.c_size_t)]
+
+
 class Mask(ctypes.Structure):
     _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
                 ("causal", ctypes.c_int), ("causal_offset", ctypes.c_ssize_t),
-                ("bias", ConstMatrix), ("visible", ConstMatrix)]
+                ("bias", ConstMatrix), ("visible", ConstMatrix), ("window", Window)]
 
 
 class Execution(ctypes.Structure):
@@ -71,7 +76,7 @@ class AttentionMask(ctypes.Structure):
     _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
                 ("lengths_per_query", ctypes.c_int), ("causal", ctypes.c_int),
                 ("causal_offset", ctypes.c_ssize_t), ("bias", ConstTensor),
-                ("visible", ConstTensor)]
+                ("visible", ConstTensor), ("window", Window)]
 
 
 class PartialState(ctypes.Structure):
@@ -385,6 +390,27 @@ class CApiTest(unittest.TestCase):
                     expected[np.arange(5), masked.argmax(axis=1)] = 1
                 np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-300)
 
+    def test_normalize_with_sliding_window(self):
+        a = self.rand(6, 11, dtype=np.float64)
+        position = np.arange(6)[:, None] + 3  # causal_offset 3
+        keys = np.arange(11)[None, :]
+        for left, right in ((2, 1), (None, 0), (4, None)):
+            with self.subTest(left=left, right=right):
+                window = Window(has_left=left is not None, left=left or 0,
+                                has_right=right is not None, right=right or 0)
+                mask = Mask(causal_offset=3, window=window)
+                values = a.copy()
+                status = lib.attnpool_normalize(FLOAT64, NORMALIZATIONS["softmax"],
+                                                view(values, True), ctypes.byref(mask), 0, None)
+                self.assertEqual(status, OK, last_error())
+                visible = np.ones(a.shape, bool)
+                if left is not None:
+                    visible &= keys >= position - left
+                if right is not None:
+                    visible &= keys <= position + right
+                expected = softmax(np.where(visible, a, -np.inf))
+                np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-300)
+
     def test_weighted_sum_strided(self):
         big = self.rand(8, 12, dtype=np.float32)
         weights = big[:, :10]  # rows strided by 12
@@ -459,7 +485,8 @@ class CApiTest(unittest.TestCase):
                 bias = self.rand(1, heads, n, m, dtype=dtype)  # broadcast over batch
                 lengths = (ctypes.c_size_t * batch)(m, 6)
                 mask = AttentionMask(valid_lengths=lengths, causal=1, causal_offset=2,
-                                     bias=tensor(bias))
+                                     bias=tensor(bias),
+                                     window=Window(has_left=1, left=4))
                 status, out = self.sdpa(q, k, v, mask=mask, scale=0.3)
                 self.assertEqual(status, OK, last_error())
                 group = heads // kv_heads
@@ -469,7 +496,9 @@ class CApiTest(unittest.TestCase):
                 visible = ((np.arange(m)[None, None, None, :] <
                             np.array(list(lengths))[:, None, None, None]) &
                            (np.arange(m)[None, None, None, :] <=
-                            np.arange(n)[None, None, :, None] + 2))
+                            np.arange(n)[None, None, :, None] + 2) &
+                           (np.arange(m)[None, None, None, :] >=
+                            np.arange(n)[None, None, :, None] + 2 - 4))
                 expected = softmax(np.where(visible, logits, -np.inf)) @ v_rep
                 tolerance = self.tolerance(dtype) * 5
                 np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)

@@ -186,6 +186,36 @@ class CliTest(unittest.TestCase):
                 self.assertTrue(np.all(np.isfinite(outputs[0])))
                 self.assertEqual(outputs[0].tobytes(), outputs[1].tobytes())
 
+    def test_sliding_window_across_calls(self):
+        # A band about position i + 2 (window 3 before, 1 after), fused and
+        # staged, over calls of 5 rows (each call's offset moves the band).
+        n, m = 17, 21
+        x = np.sort(self.rng.uniform(0, 5, m))
+        y = np.cos(x)[:, None]
+        queries = self.rng.uniform(0, 5, n)
+        scores = queries[:, None] * x[None, :]
+        position = np.arange(n)[:, None] + 2
+        shown = ((np.arange(m)[None, :] >= position - 3) &
+                 (np.arange(m)[None, :] <= position + 1))
+        logits = np.where(shown, scores / 1.0, -np.inf)
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        expected = (p / p.sum(1, keepdims=True)) @ y
+        for extra in ([], ["--weights", self.path("w.npy")]):
+            with self.subTest(extra=extra):
+                self.run_cli("pool", "--queries", self.save("q.npy", queries),
+                             "--keys", self.save("x.npy", x), "--values",
+                             self.save("y.npy", y), "--distance", "dot", "--kernel", "exp",
+                             "--scale", "1", "--normalize", "softmax",
+                             "--causal-offset", "2", "--window-left", "3",
+                             "--window-right", "1", "--rows-per-call", "5",
+                             "-o", self.path("out.npy"), *extra)
+                np.testing.assert_allclose(np.load(self.path("out.npy")), expected,
+                                           rtol=1e-12, atol=1e-12)
+        result = self.run_cli("pool", "--queries", self.path("q.npy"), "--keys",
+                              self.path("x.npy"), "--values", self.path("y.npy"),
+                              "--window-left", "-1", "-o", self.path("out.npy"), expect=2)
+        self.assertIn("--window-left -1: must be >= 0", result.stderr)
+
     def test_causal_and_visible_masks_across_calls(self):
         n, m = 23, 23
         x = np.sort(self.rng.uniform(0, 5, m))

@@ -152,6 +152,15 @@ void FusedSweep() {
       mask.causal = true;
       mask.causal_offset = static_cast<std::ptrdiff_t>(s.m / 3);
       CheckFused<T>(spec, mask, queries, keys, values);
+      // Sliding windows: a band about the diagonal (key blocks before and
+      // after it skipped, the keys before every window cut off), then a
+      // left side only over the element-wise masks below.
+      Mask<T> window;
+      window.causal_offset = static_cast<std::ptrdiff_t>(s.m / 2) -
+                             static_cast<std::ptrdiff_t>(s.n / 2);
+      window.window_left = rng() % (s.m / 4 + 2);
+      window.window_right = rng() % 3;
+      CheckFused<T>(spec, window, queries, keys, values);
       TestMatrix<T> bias(s.n, s.m);
       std::vector<uint8_t> visible(s.n * s.m);
       std::uniform_real_distribution<double> bias_value(-3, 3);
@@ -164,6 +173,9 @@ void FusedSweep() {
       Mask<T> elementwise;
       elementwise.visible = {visible.data(), s.n, s.m};
       if (TakesBias(spec)) elementwise.bias = bias.view();
+      CheckFused<T>(spec, elementwise, queries, keys, values);
+      elementwise.window_left = s.m / 3;
+      elementwise.causal_offset = static_cast<std::ptrdiff_t>(s.m / 2);
       CheckFused<T>(spec, elementwise, queries, keys, values);
     }
   }

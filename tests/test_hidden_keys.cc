@@ -1,11 +1,11 @@
 // Keys that contribute nothing (README "Non-finite data"): a key a mask
 // hides from a query — past its valid length, after its causal limit,
-// `visible` 0, bias −inf — and a key whose compact-kernel weight is exactly
-// 0 leave that query's output bitwise as it is whatever their rows hold
-// (NaN, ±inf: the padding of a KV cache). Every pooling API, on every
-// target. And the fused kernel never reads the keys and values that a
-// valid length or causal mask hides from every query: they lie in pages
-// that cannot be read.
+// outside its sliding window, `visible` 0, bias −inf — and a key whose
+// compact-kernel weight is exactly 0 leave that query's output bitwise as
+// it is whatever their rows hold (NaN, ±inf: the padding of a KV cache).
+// Every pooling API, on every target. And the fused kernel never reads the
+// keys and values that a valid length, causal mask or sliding window hides
+// from every query: they lie in pages that cannot be read.
 #include <attnpool/attnpool.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -53,7 +53,7 @@ bool SameRow(const TestMatrix<T>& a, const TestMatrix<T>& b, size_t row) {
 }
 
 // Which masks a case applies.
-enum class MaskKind { valid_lengths, causal, visible, bias, all };
+enum class MaskKind { valid_lengths, causal, window, visible, bias, all };
 
 struct Shape {
   const char* path;  // the fused path it exercises
@@ -159,6 +159,14 @@ struct CaseMask {
       mask.causal = true;
       mask.causal_offset = static_cast<std::ptrdiff_t>(m / 2) - 3;
     }
+    if (kind == MaskKind::window || all) {
+      // A band of m/4 keys before each query's position m/2 + i − 3 and 2
+      // after it: a quarter of the keys before every window, the rest of
+      // the second half after every one (whole key blocks among both).
+      mask.causal_offset = static_cast<std::ptrdiff_t>(m / 2) - 3;
+      mask.window_left = m / 4;
+      mask.window_right = 2;
+    }
     if (kind == MaskKind::visible || all) {
       for (size_t i = 0; i < n; ++i) {
         for (size_t j = 0; j < m; ++j) {
@@ -229,7 +237,8 @@ void HiddenKeysCase(const Shape& shape, const PoolSpec& spec, MaskKind kind,
       for (size_t c = 0; c < dv; ++c) planted_values(j, c) = Special<T>(j + c);
     }
   }
-  if (kind == MaskKind::valid_lengths || kind == MaskKind::causal) {
+  if (kind == MaskKind::valid_lengths || kind == MaskKind::causal ||
+      kind == MaskKind::window) {
     REQUIRE(hidden_from_all >= m / 3);
   }
   for (const auto& [name, pool] : Pools<T>()) {
@@ -283,8 +292,9 @@ void HiddenKeysAll() {
           spec.distance != Distance::dot) {
         continue;
       }
-      for (MaskKind kind : {MaskKind::valid_lengths, MaskKind::causal,
-                            MaskKind::visible, MaskKind::bias, MaskKind::all}) {
+      for (MaskKind kind :
+           {MaskKind::valid_lengths, MaskKind::causal, MaskKind::window,
+            MaskKind::visible, MaskKind::bias, MaskKind::all}) {
         if (!InSweep(size_t(kind), spec_index, 2)) continue;
         INFO(shape.path << " " << attnpool::distance_name(spec.distance) << " "
                         << attnpool::kernel_name(spec.kernel.kernel) << " "
@@ -471,19 +481,29 @@ ATTNPOOL_TEST_EACH_TARGET(HiddenLayersDouble, "hidden_keys.layers.double",
 template <typename T>
 class Fenced {
  public:
-  Fenced(size_t rows, size_t cols, size_t readable) : rows_(rows), cols_(cols) {
+  // Rows [readable, rows) unreadable; with `fence_head`, rows [0, readable)
+  // instead.
+  Fenced(size_t rows, size_t cols, size_t readable, bool fence_head = false)
+      : rows_(rows), cols_(cols) {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t readable_bytes = readable * cols * sizeof(T);
-    const size_t fenced_bytes = (rows - readable) * cols * sizeof(T);
-    head_ = (readable_bytes + page - 1) / page * page;
-    bytes_ = head_ + (fenced_bytes + page - 1) / page * page + page;
+    const auto whole_pages = [&](size_t bytes) {
+      return (bytes + page - 1) / page * page;
+    };
+    const size_t head_bytes = readable * cols * sizeof(T);
+    const size_t tail_bytes = (rows - readable) * cols * sizeof(T);
+    head_ = whole_pages(head_bytes) + (fence_head ? page : 0);
+    bytes_ = head_ + whole_pages(tail_bytes) + page;
     void* memory = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(memory != MAP_FAILED);
     base_ = static_cast<unsigned char*>(memory);
-    // Row `readable` starts on the first fenced page.
-    data_ = reinterpret_cast<T*>(base_ + head_ - readable_bytes);
-    REQUIRE(mprotect(base_ + head_, bytes_ - head_, PROT_NONE) == 0);
+    // Row `readable` starts on the first page past the head.
+    data_ = reinterpret_cast<T*>(base_ + head_ - head_bytes);
+    if (fence_head) {
+      REQUIRE(mprotect(base_, head_, PROT_NONE) == 0);
+    } else {
+      REQUIRE(mprotect(base_ + head_, bytes_ - head_, PROT_NONE) == 0);
+    }
   }
   ~Fenced() { munmap(base_, bytes_); }
   Fenced(const Fenced&) = delete;
@@ -496,6 +516,27 @@ class Fenced {
   unsigned char* base_ = nullptr;
   T* data_ = nullptr;
 };
+
+// attention_pool over the fenced keys and values (`fenced_mask`) equals it
+// over the readable ones alone (`readable_mask`), bit for bit; `out` keeps
+// the fenced call's result.
+template <typename T>
+void RequireSamePool(const PoolSpec& spec, const TestMatrix<T>& queries,
+                     MatrixView<T> keys, MatrixView<T> values,
+                     const Mask<T>& fenced_mask,
+                     const TestMatrix<T>& readable_keys,
+                     const TestMatrix<T>& readable_values,
+                     const Mask<T>& readable_mask, TestMatrix<T>& out) {
+  TestMatrix<T> readable_out(out.rows(), out.cols());
+  attnpool::attention_pool(spec, queries.view(), keys, values, out.view(),
+                           fenced_mask);
+  RequireRanOnTarget();
+  attnpool::attention_pool(spec, queries.view(), readable_keys.view(),
+                           readable_values.view(), readable_out.view(),
+                           readable_mask);
+  REQUIRE(std::memcmp(out.data(), readable_out.data(),
+                      out.storage().size() * sizeof(T)) == 0);
+}
 
 // attention_pool on each fused path, a shard, and scaled dot-product
 // attention, with keys and values past `readable` unreadable and hidden by
@@ -540,15 +581,9 @@ void NeverReadCase() {
       } else {
         mask.valid_lengths = lengths.data();
       }
-      TestMatrix<T> fenced_out(n, dv), readable_out(n, dv);
-      attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
-                               fenced_out.view(), mask);
-      RequireRanOnTarget();
-      attnpool::attention_pool(spec, queries.view(), readable_keys.view(),
-                               readable_values.view(), readable_out.view(),
-                               mask);
-      REQUIRE(std::memcmp(fenced_out.data(), readable_out.data(),
-                          fenced_out.storage().size() * sizeof(T)) == 0);
+      TestMatrix<T> fenced_out(n, dv);
+      RequireSamePool(spec, queries, keys.view(), values.view(), mask,
+                      readable_keys, readable_values, mask, fenced_out);
       // A shard of the fenced keys from `readable` on: no query sees any.
       std::vector<T> state(2 * n);
       std::vector<size_t> best(n);
@@ -582,6 +617,74 @@ void NeverReadCase() {
                           fenced_out.storage().size() * sizeof(T)) == 0);
     }
   }
+}
+
+// The keys before every query's sliding window lie in unreadable pages:
+// attention_pool (tiles, decode) and scaled dot-product attention equal,
+// bit for bit, the same calls on the readable keys with the window moved
+// with them.
+template <typename T>
+void NeverReadBeforeWindowCase() {
+  std::mt19937_64 rng(kSeed + 3400);
+  const size_t m = 1500, unreadable = 600, left = 200;
+  const Shape shapes[] = {{"tiles", 30, m, 24, 16}, {"decode", 2, m, 64, 64}};
+  const PoolSpec spec{Distance::dot, {Kernel::exp}, Normalization::softmax};
+  for (const Shape& shape : shapes) {
+    INFO(shape.path);
+    const size_t n = shape.n, d = shape.d, dv = shape.dv;
+    Fenced<T> keys(m, d, unreadable, /*fence_head=*/true),
+        values(m, dv, unreadable, /*fence_head=*/true);
+    TestMatrix<T> queries(n, d), readable_keys(m - unreadable, d),
+        readable_values(m - unreadable, dv);
+    queries.FillRandom(rng, 0);
+    readable_keys.FillRandom(rng, 0);
+    readable_values.FillRandom(rng, 1);
+    for (size_t j = unreadable; j < m; ++j) {
+      std::memcpy(keys.view().row(j), readable_keys.view().row(j - unreadable),
+                  d * sizeof(T));
+      std::memcpy(values.view().row(j),
+                  readable_values.view().row(j - unreadable), dv * sizeof(T));
+    }
+    // Query i at position unreadable + left + i: its window starts at or
+    // after the first readable key.
+    Mask<T> mask, moved;
+    mask.causal_offset = static_cast<std::ptrdiff_t>(unreadable + left);
+    mask.window_left = moved.window_left = left;
+    mask.window_right = moved.window_right = 40;
+    moved.causal_offset = static_cast<std::ptrdiff_t>(left);
+    TestMatrix<T> fenced_out(n, dv), readable_out(n, dv);
+    RequireSamePool(spec, queries, keys.view(), values.view(), mask,
+                    readable_keys, readable_values, moved, fenced_out);
+    AttentionMask<T> attention, attention_moved;
+    attention.causal_offset = mask.causal_offset;
+    attention_moved.causal_offset = moved.causal_offset;
+    attention.window_left = attention_moved.window_left = left;
+    attention.window_right = attention_moved.window_right = 40;
+    const auto tensor = [](auto view) {
+      return attnpool::dense_tensor(view.data, 1, 1, view.rows, view.cols);
+    };
+    attnpool::scaled_dot_product_attention(
+        tensor(queries.view()), tensor(keys.view()), tensor(values.view()),
+        tensor(fenced_out.view()), attention);
+    attnpool::scaled_dot_product_attention(
+        tensor(queries.view()), tensor(readable_keys.view()),
+        tensor(readable_values.view()), tensor(readable_out.view()),
+        attention_moved);
+    REQUIRE(std::memcmp(fenced_out.data(), readable_out.data(),
+                        fenced_out.storage().size() * sizeof(T)) == 0);
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(NeverReadBeforeWindowFloat,
+                          "hidden_keys.never_read_before_window.float",
+                          "[hidden]") {
+  NeverReadBeforeWindowCase<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(NeverReadBeforeWindowDouble,
+                          "hidden_keys.never_read_before_window.double",
+                          "[hidden]") {
+  NeverReadBeforeWindowCase<double>();
 }
 
 ATTNPOOL_TEST_EACH_TARGET(NeverReadFloat, "hidden_keys.never_read.float",

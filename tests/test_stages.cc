@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -145,6 +146,7 @@ ATTNPOOL_TEST_EACH_TARGET(KernelsDouble, "kernel.sweep.double", "[kernel]") {
 struct MaskCase {
   bool valid_lengths, causal, visible, bias;
   std::ptrdiff_t offset;
+  std::optional<size_t> window_left = {}, window_right = {};
 };
 
 template <typename T>
@@ -170,6 +172,8 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
   if (mask_case.valid_lengths) mask.valid_lengths = lengths.data();
   mask.causal = mask_case.causal;
   mask.causal_offset = mask_case.offset;
+  mask.window_left = mask_case.window_left;
+  mask.window_right = mask_case.window_right;
   if (mask_case.visible) mask.visible = {visible.data(), rows, cols};
   if (mask_case.bias) mask.bias = bias.view();
 
@@ -192,8 +196,10 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
            << " rows " << rows << " cols " << cols << " (" << i << ", " << j
            << ") got " << got << " want " << expected << " valid_lengths "
            << mask_case.valid_lengths << " causal " << mask_case.causal << "/"
-           << mask_case.offset << " visible " << mask_case.visible << " bias "
-           << mask_case.bias);
+           << mask_case.offset << " window "
+           << mask_case.window_left.value_or(-1) << "/"
+           << mask_case.window_right.value_or(-1) << " visible "
+           << mask_case.visible << " bias " << mask_case.bias);
       REQUIRE(SameNaN(got, expected));
       if (std::isnan(expected)) continue;
       const double gap = std::fabs(best - input(i, j)) + 6;  // + |bias| ≤ 3
@@ -223,11 +229,19 @@ template <typename T>
 void NormalizeSweep() {
   std::mt19937_64 rng(kSeed + 20);
   INFO("seed " << kSeed + 20);
-  const MaskCase cases[] = {
-      {false, false, false, false, 0}, {true, false, false, false, 0},
-      {false, true, false, false, 0},  {false, true, false, false, -2},
-      {true, true, false, false, 3},   {false, false, true, false, 0},
-      {false, false, false, true, 0},  {true, true, true, true, 1}};
+  const MaskCase cases[] = {{false, false, false, false, 0},
+                            {true, false, false, false, 0},
+                            {false, true, false, false, 0},
+                            {false, true, false, false, -2},
+                            {true, true, false, false, 3},
+                            {false, false, true, false, 0},
+                            {false, false, false, true, 0},
+                            {true, true, true, true, 1},
+                            // Sliding windows: left only, both sides about an
+                            // offset, right only with the element-wise masks.
+                            {false, false, false, false, 0, 2},
+                            {true, true, false, false, 4, 3, 1},
+                            {false, false, true, true, -1, {}, 5}};
   for (int n = 0; n < attnpool::kNormalizationCount; ++n) {
     const auto normalization = static_cast<Normalization>(n);
     const bool scores = normalization == Normalization::softmax ||

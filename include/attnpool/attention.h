@@ -52,9 +52,14 @@ struct AttentionMask {
   // lengths_per_query one per query (valid_lengths[b·n + i]). Each ≤ m.
   const size_t* valid_lengths = nullptr;
   bool lengths_per_query = false;
-  // Key j visible to query i iff j ≤ i + causal_offset.
+  // Query i sits at key position p = i + causal_offset. Causal: key j
+  // visible to query i iff j ≤ p.
   bool causal = false;
   std::ptrdiff_t causal_offset = 0;
+  // Sliding window: key j visible to query i iff p − window_left ≤ j ≤
+  // p + window_right (a side left empty is unbounded); key blocks outside
+  // every window are skipped (Mask in normalize.h).
+  std::optional<size_t> window_left, window_right;
   // Added to the scores: a (batch, heads, n, m) tensor whose batch and heads
   // may each be 1 (broadcast over that dimension, as numpy does). data
   // nullptr: none.

@@ -141,6 +141,16 @@ typedef struct attnpool_pool_spec {
   attnpool_empty_rows empty_rows;
 } attnpool_pool_spec;
 
+/* A sliding window (Mistral, Gemma) about query i's key position
+ * p = i + causal_offset: key j is visible iff p - left <= j <= p + right;
+ * a side whose has_ flag is 0 is unbounded (all-zero: no window). */
+typedef struct attnpool_window {
+  int has_left;
+  size_t left;
+  int has_right;
+  size_t right;
+} attnpool_window;
+
 /* Which keys each query sees; all-zero shows every key to every query.
  * Query i is row i of the call, key j column j. */
 typedef struct attnpool_mask {
@@ -152,6 +162,7 @@ typedef struct attnpool_mask {
   attnpool_const_matrix bias;
   /* n x m of uint8: 0 hides key j from query i; data NULL: none. */
   attnpool_const_matrix visible;
+  attnpool_window window; /* all-zero: none */
 } attnpool_mask;
 
 /* Per-call settings; NULL means the defaults. */
@@ -331,6 +342,7 @@ typedef struct attnpool_attention_mask {
   /* The same shapes, of uint8: 0 hides key j from query i; data NULL and
    * an empty shape: none. */
   attnpool_const_tensor visible;
+  attnpool_window window; /* all-zero: none */
 } attnpool_attention_mask;
 
 /* softmax(scale * Q K^T + bias, masked) V per (batch, head), on the fused

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace attnpool {
 
@@ -68,9 +69,16 @@ template <typename T>
 struct Mask {
   // n entries: query i sees keys j < valid_lengths[i] (≤ m).
   const size_t* valid_lengths = nullptr;
-  // Query i sees key j iff j ≤ i + causal_offset.
+  // Query i sits at key position p = i + causal_offset. Causal: it sees key
+  // j iff j ≤ p.
   bool causal = false;
   std::ptrdiff_t causal_offset = 0;
+  // Sliding window (Mistral, Gemma): query i sees key j iff
+  // p − window_left ≤ j ≤ p + window_right; a side left empty is unbounded.
+  // Like the valid lengths and the causal mask, it bounds a run of keys per
+  // query: key blocks outside every window of a block of queries are never
+  // visited, and keys outside every query's window never read.
+  std::optional<size_t> window_left, window_right;
   // n×m, added to the scores before a softmax (exp-family weights: to the
   // logits); −inf hides the key, whatever its score (NaN too). Needs
   // scores: softmax, argmax or an exponential kernel.

@@ -57,14 +57,28 @@ def _lengths(valid_lengths, count: int):
     return np.ascontiguousarray(values, dtype=np.uintp)
 
 
+def _window_side(value) -> Optional[int]:
+    if value is None:
+        return None
+    if int(value) != value or value < 0:
+        raise ValueError(f"window: a side must be an integer ≥ 0 or None, not {value!r}")
+    return int(value)
+
+
 def masks(n: int, valid_lengths=None, causal: bool = False,
-          causal_offset: int = 0, bias=None, visible=None,
+          causal_offset: int = 0, window=None, bias=None, visible=None,
           batch: Optional[int] = None) -> tuple:
     """The masks as the core takes them: (valid_lengths, lengths_per_query,
-    causal, causal_offset, bias, visible). On matrices (batch None) the
-    valid lengths are n, one per query; on (B, heads, n, m) tensors, B (one
-    per batch entry) or (B, n) (one per query). A boolean `visible` is
-    viewed as uint8, without a copy."""
+    causal, causal_offset, window_left, window_right, bias, visible). On
+    matrices (batch None) the valid lengths are n, one per query; on (B,
+    heads, n, m) tensors, B (one per batch entry) or (B, n) (one per query).
+    `window`: None or (left, right), a side None for unbounded. A boolean
+    `visible` is viewed as uint8, without a copy."""
+    if window is None:
+        window = (None, None)
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise ValueError(f"window: must be (left, right), not {window!r}")
+    left, right = _window_side(window[0]), _window_side(window[1])
     per_query = batch is None or np.ndim(valid_lengths) == 2
     count = n if batch is None else (batch * n if per_query else batch)
     lengths = None if valid_lengths is None else _lengths(valid_lengths, count)
@@ -72,7 +86,7 @@ def masks(n: int, valid_lengths=None, causal: bool = False,
         visible = np.asarray(visible)
         if visible.dtype == np.bool_:
             visible = visible.view(np.uint8)
-    return (lengths, per_query, bool(causal), int(causal_offset),
+    return (lengths, per_query, bool(causal), int(causal_offset), left, right,
             optional_input(bias), visible)
 
 

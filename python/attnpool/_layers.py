@@ -18,7 +18,7 @@ def _tensors(queries, keys, values):
 
 def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
                                  causal: bool = False, causal_offset: int = 0,
-                                 bias=None, visible=None,
+                                 window=None, bias=None, visible=None,
                                  scale: Optional[float] = None,
                                  empty_rows: str = "nan",
                                  out: Optional[np.ndarray] = None,
@@ -29,9 +29,12 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
     (B, Hq, n, dv); Hkv divides Hq (grouped-query attention: query head h
     reads key/value head h // (Hq / Hkv)). ``scale`` None: 1/√d.
     ``valid_lengths``: B entries (one per batch entry) or (B, n) (one per
-    query). ``causal``: key j visible to query i iff j ≤ i +
-    ``causal_offset``. ``bias`` and ``visible``: (B or 1, Hq or 1, n, m),
-    broadcast like NumPy. PyTorch CPU tensors are read without a copy.
+    query). Query i sits at key position p = i + ``causal_offset``:
+    ``causal``: key j visible iff j ≤ p; ``window=(left, right)``: a
+    sliding window, p − left ≤ j ≤ p + right (a side None unbounded; key
+    blocks outside every window are skipped). ``bias`` and ``visible``: (B
+    or 1, Hq or 1, n, m), broadcast like NumPy. PyTorch CPU tensors are read
+    without a copy.
     """
     queries, keys, values, dtype = _tensors(queries, keys, values)
     b, h, n, _ = shape_of("queries", queries, 4)
@@ -39,7 +42,7 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
     out = output("out", out, (b, h, n, dv), dtype)
     _core.scaled_dot_product_attention(
         queries, keys, values, out,
-        masks(n, valid_lengths, causal, causal_offset, bias, visible, batch=b),
+        masks(n, valid_lengths, causal, causal_offset, window, bias, visible, batch=b),
         None if scale is None else float(scale), empty_rows,
         threads_of(threads))
     return out
@@ -69,7 +72,7 @@ def additive_attention(queries, keys, values, w_q, w_k, w_v, *,
 def multi_head_attention(queries, keys, values, w_q, w_k, w_v, w_o, *,
                          heads: int, b_q=None, b_k=None, b_v=None, b_o=None,
                          valid_lengths=None, causal: bool = False,
-                         causal_offset: int = 0, empty_rows: str = "nan",
+                         causal_offset: int = 0, window=None, empty_rows: str = "nan",
                          out: Optional[np.ndarray] = None,
                          threads: Optional[int] = None) -> np.ndarray:
     """Multi-head attention: concat_h(attention(X_q W_q^h, X_k W_k^h,
@@ -95,6 +98,6 @@ def multi_head_attention(queries, keys, values, w_q, w_k, w_v, w_o, *,
         int(heads), as_input(w_q), as_input(w_k), as_input(w_v), w_o,
         optional_input(b_q), optional_input(b_k), optional_input(b_v),
         optional_input(b_o), queries[:, None], keys[:, None], values[:, None],
-        out[:, None], masks(n, valid_lengths, causal, causal_offset, batch=b),
+        out[:, None], masks(n, valid_lengths, causal, causal_offset, window, batch=b),
         empty_rows, threads_of(threads))
     return out

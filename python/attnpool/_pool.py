@@ -31,7 +31,7 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
                    kernel: str = "gaussian", bandwidth: float = 1.0,
                    scale: Optional[float] = None, normalize: str = "sum",
                    valid_lengths=None, causal: bool = False,
-                   causal_offset: int = 0, bias=None, visible=None,
+                   causal_offset: int = 0, window=None, bias=None, visible=None,
                    empty_rows: str = "nan", out: Optional[np.ndarray] = None,
                    threads: Optional[int] = None,
                    return_weights: bool = False):
@@ -50,7 +50,7 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
     _core.attention_pool(
         _spec(distance, kernel, bandwidth, scale, normalize, empty_rows),
         queries, keys, values, out, weights,
-        masks(n, valid_lengths, causal, causal_offset, bias, visible),
+        masks(n, valid_lengths, causal, causal_offset, window, bias, visible),
         threads_of(threads))
     return (out, weights) if return_weights else out
 
@@ -83,7 +83,7 @@ class PoolState:
                 distance: str = "sqeuclidean", kernel: str = "gaussian",
                 bandwidth: float = 1.0, scale: Optional[float] = None,
                 normalize: str = "sum", valid_lengths=None,
-                causal: bool = False, causal_offset: int = 0, bias=None,
+                causal: bool = False, causal_offset: int = 0, window=None, bias=None,
                 visible=None, empty_rows: str = "nan",
                 threads: Optional[int] = None) -> "PoolState":
         """The state of keys [key_offset, key_offset + m) of the whole
@@ -98,7 +98,7 @@ class PoolState:
             raise ValueError("key_offset: must be ≥ 0")
         _core.pool_partial(
             spec, queries, keys, values, int(key_offset), state._arrays(),
-            masks(n, valid_lengths, causal, causal_offset, bias, visible),
+            masks(n, valid_lengths, causal, causal_offset, window, bias, visible),
             threads_of(threads))
         return state
 

@@ -46,19 +46,21 @@ def apply_kernel(values: np.ndarray, kernel: str = "gaussian", *,
 
 def normalize(values: np.ndarray, normalization: str = "softmax", *,
               valid_lengths=None, causal: bool = False, causal_offset: int = 0,
-              bias=None, visible=None, empty_rows: str = "nan",
+              window=None, bias=None, visible=None, empty_rows: str = "nan",
               threads: Optional[int] = None) -> np.ndarray:
     """Row normalization in place on ``values`` (n, m), returned.
 
     ``normalization``: none, sum, softmax or argmax. Masks: ``valid_lengths``
-    (n integers: query i sees keys j < L[i]), ``causal`` (j ≤ i +
-    ``causal_offset``), ``bias`` (n, m) added to scores, ``visible`` (n, m)
-    booleans. A row that sees no key is NaN (``empty_rows="nan"``) or 0.
+    (n integers: query i sees keys j < L[i]); query i sits at key position
+    p = i + ``causal_offset``: ``causal`` (j ≤ p), ``window=(left, right)``
+    (a sliding window: p − left ≤ j ≤ p + right, a side None unbounded);
+    ``bias`` (n, m) added to scores, ``visible`` (n, m) booleans. A row
+    that sees no key is NaN (``empty_rows="nan"``) or 0.
     """
     values = writable("values", values)
     n = shape_of("values", values, 2)[0]
     _core.normalize(normalization, values,
-                    masks(n, valid_lengths, causal, causal_offset, bias, visible),
+                    masks(n, valid_lengths, causal, causal_offset, window, bias, visible),
                     empty_rows, threads_of(threads))
     return values
 

@@ -83,8 +83,10 @@ void RequireVisibleDtype(const Array& visible) {
 }
 
 // The masks of a call as the package passes them: (valid_lengths,
-// lengths_per_query, causal, causal_offset, bias, visible).
+// lengths_per_query, causal, causal_offset, window_left, window_right,
+// bias, visible).
 using MaskTuple = std::tuple<std::optional<Lengths>, bool, bool, std::ptrdiff_t,
+                             std::optional<size_t>, std::optional<size_t>,
                              std::optional<InArray>, std::optional<InArray>>;
 
 // The masks of a call (Rank 2: on matrices, a Mask; Rank 4: on (batch,
@@ -94,11 +96,14 @@ template <typename T, size_t Rank>
 class MaskArguments {
  public:
   MaskArguments(const MaskTuple& masks, const char* first_name) {
-    const auto& [lengths, per_query, causal, offset, bias, visible] = masks;
+    const auto& [lengths, per_query, causal, offset, left, right, bias,
+                 visible] = masks;
     if (lengths) lengths_ = lengths->data();
     lengths_per_query_ = per_query;
     causal_ = causal;
     causal_offset_ = offset;
+    window_left_ = left;
+    window_right_ = right;
     if (bias) bias_.emplace("bias", *bias, first_name);
     if (visible) {
       RequireVisibleDtype(*visible);
@@ -114,6 +119,8 @@ class MaskArguments {
     if constexpr (Rank == 4) mask.lengths_per_query = lengths_per_query_;
     mask.causal = causal_;
     mask.causal_offset = causal_offset_;
+    mask.window_left = window_left_;
+    mask.window_right = window_right_;
     if (bias_) mask.bias = bias_->view();
     if (visible_) mask.visible = visible_->view();
     return mask;
@@ -124,6 +131,7 @@ class MaskArguments {
   bool lengths_per_query_ = false;
   bool causal_ = false;
   std::ptrdiff_t causal_offset_ = 0;
+  std::optional<size_t> window_left_, window_right_;
   std::optional<Input<T, Rank>> bias_;
   std::optional<Input<uint8_t, Rank>> visible_;
 };

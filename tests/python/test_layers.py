@@ -38,6 +38,26 @@ def test_scaled_dot_product_attention(target, dtype):
     close(got, want, dtype, scale=10)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sdpa_sliding_window(target, dtype):
+    rng = rng_for("window", target, dtype)
+    b, h, n, m, d = 1, 2, 40, 300, 16
+    q = rng.standard_normal((b, h, n, d)).astype(dtype)
+    k = rng.standard_normal((b, h, m, d)).astype(dtype)
+    v = rng.standard_normal((b, h, m, 8)).astype(dtype)
+    # Mistral-style: each of the last n tokens sees the 64 keys up to itself.
+    offset = m - n
+    got = attnpool.scaled_dot_product_attention(q, k, v, causal=True, causal_offset=offset,
+                                                window=(63, None))
+    position = np.arange(n)[:, None] + offset
+    shown = (np.arange(m)[None, :] <= position) & (np.arange(m)[None, :] >= position - 63)
+    want = numpy_sdpa(q, k, v, 1 / np.sqrt(d), np.broadcast_to(shown, (b, n, m)),
+                      np.zeros((1, 1, n, m)))
+    close(got, want, dtype, scale=10)
+    with pytest.raises(ValueError, match="window"):
+        attnpool.scaled_dot_product_attention(q, k, v, window=(-1, None))
+
+
 def test_sdpa_matches_pytorch():
     torch = pytest.importorskip("torch")
     rng = rng_for("torch")

@@ -77,6 +77,11 @@ def test_normalize_softmax_with_masks(target, dtype):
                              visible=visible)
     assert np.array_equal(np.isnan(got), np.isnan(want))
     close(np.nan_to_num(got), np.nan_to_num(want), dtype)
+    banded = attnpool.normalize(scores.astype(dtype), "softmax", causal_offset=2,
+                                window=(3, 1))
+    position = np.arange(n)[:, None] + 2
+    band = (np.arange(m)[None, :] >= position - 3) & (np.arange(m)[None, :] <= position + 1)
+    close(banded, numpy_softmax(scores.astype(dtype), band), dtype)
     zeros = attnpool.normalize(scores.astype(dtype), "softmax", valid_lengths=np.zeros(n, int),
                                empty_rows="zero")
     assert (zeros == 0).all()

@@ -119,8 +119,7 @@ void RequireSameRank(const InputTensor& reference, const InputTensor& other) {
 struct LayerMask {
   std::vector<size_t> lengths;
   bool has_lengths = false, lengths_per_query = false;
-  bool causal = false;
-  std::ptrdiff_t causal_offset = 0;
+  KeyPositions positions;
   std::optional<NpyArray> bias, visible;
   size_t bias_batch = 1, bias_heads = 1, visible_batch = 1, visible_heads = 1;
   size_t n = 0, m = 0;
@@ -130,8 +129,7 @@ struct LayerMask {
     attnpool::AttentionMask<T> mask;
     if (has_lengths) mask.valid_lengths = lengths.data();
     mask.lengths_per_query = lengths_per_query;
-    mask.causal = causal;
-    mask.causal_offset = causal_offset;
+    positions.Apply(mask);
     if (bias) {
       mask.bias =
           attnpool::dense_tensor(bias->data<T>(), bias_batch, bias_heads, n, m);
@@ -173,7 +171,7 @@ LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
   const bool flat = queries.rank() == 2;
   mask.n = n;
   mask.m = m;
-  ParseCausal(arguments, &mask.causal, &mask.causal_offset);
+  mask.positions = ParseKeyPositions(arguments);
   if (const auto path = arguments.Get("--valid-lengths")) {
     const std::string label = "--valid-lengths " + *path;
     const NpyArray array = Load("--valid-lengths", *path);

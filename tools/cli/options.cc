@@ -58,7 +58,12 @@ std::vector<OptionInfo> MaskOptions(const MaskHelp& help) {
   return {
       {"--valid-lengths", "L.npy", help.valid_lengths, {"mask.valid_lengths"}},
       {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
-      {"--causal-offset", "K", "the offset of --causal (default 0)"},
+      {"--causal-offset", "K",
+       "query i sits at key i + K, for --causal and the window (default 0)"},
+      {"--window-left", "W",
+       "sliding window: query i sees keys j >= i + causal offset - W"},
+      {"--window-right", "W",
+       "sliding window: query i sees keys j <= i + causal offset + W"},
       {"--bias", "B.npy", help.bias, {"mask.bias"}},
       {"--visible", "M.npy", help.visible, {"mask.visible"}},
   };
@@ -235,14 +240,30 @@ attnpool::EmptyRows ParseEmptyRows(const Arguments& arguments) {
   UsageError("--empty-rows " + empty_rows + ": use nan or zero");
 }
 
-void ParseCausal(const Arguments& arguments, bool* causal,
-                 std::ptrdiff_t* causal_offset) {
-  *causal = arguments.Has("--causal");
+KeyPositions ParseKeyPositions(const Arguments& arguments) {
+  KeyPositions positions;
+  positions.causal = arguments.Has("--causal");
+  const auto side = [&](const char* option) -> std::optional<size_t> {
+    const auto text = arguments.Get(option);
+    if (!text) return std::nullopt;
+    const long long value = ParseInteger(option, *text);
+    if (value < 0)
+      UsageError(std::string(option) + " " + *text + ": must be >= 0");
+    return static_cast<size_t>(value);
+  };
+  positions.window_left = side("--window-left");
+  positions.window_right = side("--window-right");
   if (const auto offset = arguments.Get("--causal-offset")) {
-    if (!*causal) UsageError("--causal-offset needs --causal");
-    *causal_offset =
+    if (!positions.causal && !positions.window_left &&
+        !positions.window_right) {
+      UsageError(
+          "--causal-offset needs --causal or a window (--window-left, "
+          "--window-right)");
+    }
+    positions.offset =
         static_cast<std::ptrdiff_t>(ParseInteger("--causal-offset", *offset));
   }
+  return positions;
 }
 
 }  // namespace attnpool_cli

@@ -103,8 +103,9 @@ struct MaskHelp {
   const char* visible;
 };
 
-// The mask options, in this order: --valid-lengths, --causal and
-// --causal-offset (ParseCausal), --bias, --visible.
+// The mask options, in this order: --valid-lengths, --causal,
+// --causal-offset, --window-left and --window-right (ParseKeyPositions),
+// --bias, --visible.
 std::vector<OptionInfo> MaskOptions(const MaskHelp& help);
 
 // `text` in lines of at most `width` characters, each after `indent`
@@ -181,8 +182,22 @@ std::optional<double> NumberOption(const Arguments& arguments,
 // --empty-rows: nan (the default) or zero.
 attnpool::EmptyRows ParseEmptyRows(const Arguments& arguments);
 
-// --causal and --causal-offset.
-void ParseCausal(const Arguments& arguments, bool* causal,
-                 std::ptrdiff_t* causal_offset);
+// --causal, --causal-offset, --window-left and --window-right: where each
+// query sits among the keys, and which of them it sees.
+struct KeyPositions {
+  bool causal = false;
+  std::ptrdiff_t offset = 0;
+  std::optional<size_t> window_left, window_right;
+
+  // Into a Mask or an AttentionMask.
+  template <class Mask>
+  void Apply(Mask& mask) const {
+    mask.causal = causal;
+    mask.causal_offset = offset;
+    mask.window_left = window_left;
+    mask.window_right = window_right;
+  }
+};
+KeyPositions ParseKeyPositions(const Arguments& arguments);
 
 }  // namespace attnpool_cli

@@ -20,8 +20,7 @@ struct PoolInputs {
   std::vector<size_t> valid_lengths;
   bool has_valid_lengths = false;
   attnpool::PoolSpec spec;
-  bool causal = false;
-  std::ptrdiff_t causal_offset = 0;
+  KeyPositions positions;
 };
 
 // The one place that runs the pooling, on a block of query rows: the fused
@@ -71,8 +70,7 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   attnpool::Mask<T> mask;
   if (inputs.has_valid_lengths)
     mask.valid_lengths = inputs.valid_lengths.data();
-  mask.causal = inputs.causal;
-  mask.causal_offset = inputs.causal_offset;
+  inputs.positions.Apply(mask);
   if (inputs.bias) mask.bias = View<T>(*inputs.bias);
   if (inputs.visible) {
     mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
@@ -111,7 +109,7 @@ int Pool(const Arguments& arguments) {
   spec.normalization = NameOption(arguments, "--normalize", "sum",
                                   &attnpool::normalization_from_name);
   spec.empty_rows = ParseEmptyRows(arguments);
-  ParseCausal(arguments, &inputs.causal, &inputs.causal_offset);
+  inputs.positions = ParseKeyPositions(arguments);
 
   const InputReading reading(arguments, settings);
   LoadMatrices(arguments, {{"--queries", &inputs.queries},
