@@ -278,29 +278,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const size_t rows = row_end - row_begin;
   const size_t columns = plan.values.cols;
   const size_t width = plan.packed.panel_width;
-  const size_t key_block =
-      std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
   const RowMode mode = detail::FusedModeOf(plan.normalize);
   const Mask<T>& mask = plan.normalize.mask;
-  // Values are read in place when their rows are whole vectors; otherwise a
-  // block at a time is copied into zero-padded rows (and there a block whose
-  // non-finite values need the exact sum, arch/contributions.h).
-  const bool pad_values = columns % N != 0;
-  const size_t padded_columns = (columns + N - 1) / N * N;
-  const size_t score_elements = rows * key_block;
-  const size_t accumulator_elements = rows * padded_columns;
-  const size_t value_elements = key_block * padded_columns;
-  auto buffer = hwy::AllocateAligned<T>(
-      score_elements + 2 * accumulator_elements + value_elements + rows);
-  // Caught by src/threads.h's ForEachRowBlock and rethrown after the loop.
-  if (!buffer) throw std::bad_alloc();
-  T* HWY_RESTRICT scores = buffer.get();
-  T* HWY_RESTRICT accumulator = scores + score_elements;
-  T* HWY_RESTRICT block_sum = accumulator + accumulator_elements;
-  T* HWY_RESTRICT padded_values = block_sum + accumulator_elements;
-  T* HWY_RESTRICT rescale = padded_values + value_elements;
-  std::fill(accumulator, accumulator + accumulator_elements, T(0));
-  std::vector<RowState<T>> states(rows);
   // Keys [starts[r], limits[r]) of [key_begin, key_end) pass the structural
   // masks (arch/visible_limit.h); the blocks run from the first key any row
   // sees (rounded down to a panel: blocks start at multiples of the panel
@@ -324,6 +303,34 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       lowest >= widest ? widest
                        : key_begin + (lowest - key_begin) / width * width;
 
+  // Keys per block; a run of keys up to half a block longer (a block of
+  // rows under a sliding window sees one window plus its height) is one
+  // block, not a full one and a sliver.
+  size_t key_block =
+      std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
+  const size_t span = widest - first_block;
+  if (span > key_block && span <= key_block + key_block / 2) {
+    key_block = (span + width - 1) / width * width;
+  }
+  // Values are read in place when their rows are whole vectors; otherwise a
+  // block at a time is copied into zero-padded rows (and there a block whose
+  // non-finite values need the exact sum, arch/contributions.h).
+  const bool pad_values = columns % N != 0;
+  const size_t padded_columns = (columns + N - 1) / N * N;
+  const size_t score_elements = rows * key_block;
+  const size_t accumulator_elements = rows * padded_columns;
+  const size_t value_elements = key_block * padded_columns;
+  auto buffer = hwy::AllocateAligned<T>(
+      score_elements + 2 * accumulator_elements + value_elements + rows);
+  // Caught by src/threads.h's ForEachRowBlock and rethrown after the loop.
+  if (!buffer) throw std::bad_alloc();
+  T* HWY_RESTRICT scores = buffer.get();
+  T* HWY_RESTRICT accumulator = scores + score_elements;
+  T* HWY_RESTRICT block_sum = accumulator + accumulator_elements;
+  T* HWY_RESTRICT padded_values = block_sum + accumulator_elements;
+  T* HWY_RESTRICT rescale = padded_values + value_elements;
+  std::fill(accumulator, accumulator + accumulator_elements, T(0));
+  std::vector<RowState<T>> states(rows);
   for (size_t key = first_block; key < widest; key += key_block) {
     // Panels up to the last key any row of the block sees. Blocks start at
     // multiples of the panel width (key_begin is one).
