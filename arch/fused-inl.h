@@ -21,8 +21,12 @@
 // Key blocks every row of the query block cannot see (valid lengths, causal,
 // sliding windows) are skipped, and score panels outside the run of keys
 // the rows see are not computed.
-// Every step is per row and in a fixed order over key blocks, so results do
-// not depend on how rows are grouped into calls or on threads.
+// Every step is per row and in a fixed order over key blocks, which lie on
+// a grid from the call's first key, so results do not depend on threads or
+// on how a call's rows are grouped into work items — nor on how queries are
+// grouped into calls, unless a sliding window's left side cuts off the keys
+// before every query's window (src/fused.cc): then the grid starts at the
+// first key the call's queries see.
 
 #if defined(ATTNPOOL_ARCH_FUSED_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNPOOL_ARCH_FUSED_INL_H_
@@ -280,10 +284,14 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const size_t width = plan.packed.panel_width;
   const RowMode mode = detail::FusedModeOf(plan.normalize);
   const Mask<T>& mask = plan.normalize.mask;
+  const size_t key_block =
+      std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
   // Keys [starts[r], limits[r]) of [key_begin, key_end) pass the structural
-  // masks (arch/visible_limit.h); the blocks run from the first key any row
-  // sees (rounded down to a panel: blocks start at multiples of the panel
-  // width, as key_begin does) to the last.
+  // masks (arch/visible_limit.h). Key blocks lie on a grid from key_begin
+  // that no row moves (so each row's blocks, and its rounding, are the same
+  // in any block of rows); they run from the block holding the first key
+  // any row sees to the last such key, and their scores are computed from
+  // that first key's panel on (a row's earlier keys are hidden from it).
   std::vector<size_t> starts(rows), limits(rows);
   size_t widest = key_begin, lowest = key_end;
   for (size_t r = 0; r < rows; ++r) {
@@ -300,18 +308,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     if (starts[r] < limits[r]) lowest = std::min(lowest, starts[r]);
   }
   const size_t first_block =
-      lowest >= widest ? widest
-                       : key_begin + (lowest - key_begin) / width * width;
-
-  // Keys per block; a run of keys up to half a block longer (a block of
-  // rows under a sliding window sees one window plus its height) is one
-  // block, not a full one and a sliver.
-  size_t key_block =
-      std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
-  const size_t span = widest - first_block;
-  if (span > key_block && span <= key_block + key_block / 2) {
-    key_block = (span + width - 1) / width * width;
-  }
+      lowest >= widest
+          ? widest
+          : key_begin + (lowest - key_begin) / key_block * key_block;
   // Values are read in place when their rows are whole vectors; otherwise a
   // block at a time is copied into zero-padded rows (and there a block whose
   // non-finite values need the exact sum, arch/contributions.h).
@@ -332,10 +331,10 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
   for (size_t key = first_block; key < widest; key += key_block) {
-    // Panels up to the last key any row of the block sees. Blocks start at
-    // multiples of the panel width (key_begin is one).
+    // Panels from the first key any row sees to the last (key_begin and the
+    // grid are multiples of the panel width).
     const size_t count = std::min(key_block, widest - key);
-    const size_t panel_begin = key / width;
+    const size_t panel_begin = std::max(key, lowest) / width;
     const size_t panel_end = (key + count + width - 1) / width;
     if (plan.path == detail::FusedPath::tile) {
       const MatrixView<T> score_view(scores, rows, key_block, key_block);
@@ -356,46 +355,53 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         }
       }
     }
+    // The keys before the first any row sees weigh 0 for every row: the
+    // block is processed from `at`, the first vector holding a seen key.
+    // Skipping whole vectors of zeros (and −inf) changes no bit: the row
+    // reductions keep their lanes, and the weighted sum runs key by key.
+    const size_t skip = (std::max(key, lowest) - key) / N * N;
+    const size_t at = key + skip, at_count = count - skip;
+    T* HWY_RESTRICT at_scores = scores + skip;
     bool any_weight = false;
     for (size_t r = 0; r < rows; ++r) {
-      const size_t first = FirstVisible(starts[r], key, count);
-      const size_t visible = Visible(limits[r], key, count);
-      rescale[r] = ProcessRow(d, plan, mode, scores + r * key_block, count,
-                              first, visible, row_begin + r, key, states[r]);
+      const size_t first = FirstVisible(starts[r], at, at_count);
+      const size_t visible = Visible(limits[r], at, at_count);
+      T* HWY_RESTRICT row = at_scores + r * key_block;
+      rescale[r] = ProcessRow(d, plan, mode, row, at_count, first, visible,
+                              row_begin + r, at, states[r]);
       // Compact kernels: a row whose weights here are all 0 adds nothing.
       any_weight |=
-          first < visible &&
-          (!plan.skip_zero_blocks ||
-           WeightsAsIs(d, scores + r * key_block, visible) != RowResult::empty);
+          first < visible && (!plan.skip_zero_blocks ||
+                              WeightsAsIs(d, row, visible) != RowResult::empty);
     }
     // An all-zero block adds nothing (zero weights contribute nothing).
     if (mode == RowMode::argmax || !any_weight) continue;
-    // block_sum = p · V[key, key + count); acc = acc·rescale + block_sum.
-    const ConstMatrixView<T> block_values(plan.values.row(key), count, columns,
-                                          plan.values.stride);
+    // block_sum = p · V[at, key + count); acc = acc·rescale + block_sum.
+    const ConstMatrixView<T> block_values(plan.values.row(at), at_count,
+                                          columns, plan.values.stride);
     ConstMatrixView<T> values = block_values;
     if (pad_values) {
-      for (size_t j = 0; j < count; ++j) {
+      for (size_t j = 0; j < at_count; ++j) {
         T* target = padded_values + j * padded_columns;
-        std::memcpy(target, plan.values.row(key + j), columns * sizeof(T));
+        std::memcpy(target, plan.values.row(at + j), columns * sizeof(T));
         std::fill(target + columns, target + padded_columns, T(0));
       }
-      values = ConstMatrixView<T>(padded_values, count, padded_columns);
+      values = ConstMatrixView<T>(padded_values, at_count, padded_columns);
     }
-    const ConstMatrixView<T> weights(scores, rows, count, key_block);
+    const ConstMatrixView<T> weights(at_scores, rows, at_count, key_block);
     const MatrixView<T> sums(block_sum, rows, padded_columns);
     wsum::WeightedSumRows(weights, values, static_cast<const T*>(nullptr), sums,
                           size_t{0}, rows, size_t{0}, padded_columns);
     // A value that is not finite made sums NaN or ±inf: sum again without
     // the terms of keys that contribute nothing (arch/contributions.h).
     if (!SumsFinite(d, block_sum, rows * padded_columns)) {
-      const MatrixView<T> zeroed(padded_values, count, padded_columns);
+      const MatrixView<T> zeroed(padded_values, at_count, padded_columns);
       if (detail::CopyZeroingNonFinite(block_values, zeroed)) {
         wsum::WeightedSumRows(weights, ConstMatrixView<T>(zeroed),
                               static_cast<const T*>(nullptr), sums, size_t{0},
                               rows, size_t{0}, padded_columns);
         detail::AddNonFiniteTerms(plan.normalize, weights, block_values, sums,
-                                  row_begin, key, plan.key_offset);
+                                  row_begin, at, plan.key_offset);
       }
     }
     for (size_t r = 0; r < rows; ++r) {

@@ -23,19 +23,12 @@ inline std::ptrdiff_t SaturatingAdd(std::ptrdiff_t a, std::ptrdiff_t b) {
   return sum;
 }
 
-// p ± distance, clamped to the range of ptrdiff_t.
-inline std::ptrdiff_t SaturatingOffset(std::ptrdiff_t p, size_t distance,
-                                       bool after) {
-  constexpr auto kMax = std::numeric_limits<std::ptrdiff_t>::max();
-  const auto step = static_cast<std::ptrdiff_t>(
-      std::min(distance, static_cast<size_t>(kMax)));
-  return SaturatingAdd(p, after ? step : -step);
-}
-
-// Query `row`'s key position: row + causal_offset (normalize.h).
+// Query `row`'s key position p = row + causal_offset (normalize.h), exact:
+// positions and the window's bounds are compared in 128-bit arithmetic, as
+// the reference does.
 template <typename T>
-std::ptrdiff_t KeyPosition(const Mask<T>& mask, size_t row) {
-  return SaturatingAdd(static_cast<std::ptrdiff_t>(row), mask.causal_offset);
+__int128 KeyPosition(const Mask<T>& mask, size_t row) {
+  return static_cast<__int128>(row) + mask.causal_offset;
 }
 
 // The end of the keys query `row` sees: keys j ≥ limit are hidden (valid
@@ -46,25 +39,31 @@ size_t VisibleLimit(const Mask<T>& mask, size_t row, size_t key_count) {
   if (mask.valid_lengths != nullptr) {
     limit = std::min(limit, mask.valid_lengths[row]);
   }
-  const auto bound_after = [&](std::ptrdiff_t last) {
-    limit = last < 0 ? 0 : std::min(limit, static_cast<size_t>(last) + 1);
+  // Keys j ≤ last are visible.
+  const auto bound_after = [&](__int128 last) {
+    if (last < 0) {
+      limit = 0;
+    } else if (last < static_cast<__int128>(limit)) {
+      limit = static_cast<size_t>(last) + 1;
+    }
   };
   if (mask.causal) bound_after(KeyPosition(mask, row));
   if (mask.window_right) {
-    bound_after(SaturatingOffset(KeyPosition(mask, row), *mask.window_right,
-                                 /*after=*/true));
+    bound_after(KeyPosition(mask, row) + __int128(*mask.window_right));
   }
   return limit;
 }
 
 // The start of the keys query `row` sees: keys j < start are hidden (the
-// window's left side); 0 without one.
+// window's left side); 0 without one, SIZE_MAX past every key.
 template <typename T>
 size_t VisibleStart(const Mask<T>& mask, size_t row) {
   if (!mask.window_left) return 0;
-  const std::ptrdiff_t first = SaturatingOffset(
-      KeyPosition(mask, row), *mask.window_left, /*after=*/false);
-  return first < 0 ? 0 : static_cast<size_t>(first);
+  const __int128 first = KeyPosition(mask, row) - __int128(*mask.window_left);
+  if (first <= 0) return 0;
+  return first >= static_cast<__int128>(std::numeric_limits<size_t>::max())
+             ? std::numeric_limits<size_t>::max()
+             : static_cast<size_t>(first);
 }
 
 // Whether the structural masks bound a query's keys from below.

@@ -189,6 +189,73 @@ ATTNPOOL_TEST_EACH_TARGET(FusedDouble, "fused.vs_staged.double", "[fused]") {
   FusedSweep<double>();
 }
 
+// A query's result does not depend on the queries it is computed with:
+// rows [8, 30) alone (their mask moved with them) give the bits they get
+// in the whole call (the key blocks lie on a grid no row moves) — but for
+// a window's left side, which moves the grid's origin to the first key any
+// query of the call sees: within a few units of rounding there.
+template <typename T>
+void RowsGrouping() {
+  std::mt19937_64 rng(kSeed + 70);
+  INFO("seed " << kSeed + 70);
+  // m and the causal offset put the whole call's last key past 768 (two key
+  // blocks of floats) and the part's before it.
+  const size_t n = 100, m = 900, d = 16, dv = 5, begin = 8, count = 22;
+  TestMatrix<T> queries(n, d), keys(m, d), values(m, dv);
+  queries.FillRandom(rng, 0);
+  keys.FillRandom(rng, 0);
+  values.FillRandom(rng, 1);
+  std::vector<size_t> lengths(n);
+  for (size_t& length : lengths) length = rng() % (m + 1);
+  std::vector<Mask<T>> masks(4);
+  masks[1].causal = true;
+  masks[1].causal_offset = 700;
+  masks[2].causal_offset = 300;
+  masks[2].window_left = 150;
+  masks[2].window_right = 20;
+  masks[3].valid_lengths = lengths.data();
+  const PoolSpec specs[] = {
+      {Distance::dot, {Kernel::exp}, Normalization::softmax},
+      {Distance::sqeuclidean, {Kernel::gaussian, 2.0}, Normalization::sum}};
+  for (const PoolSpec& spec : specs) {
+    for (size_t k = 0; k < masks.size(); ++k) {
+      INFO("mask " << k << " " << attnpool::kernel_name(spec.kernel.kernel));
+      const Mask<T>& mask = masks[k];
+      TestMatrix<T> whole(n, dv), part(count, dv);
+      attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                               whole.view(), mask);
+      Mask<T> moved = mask;
+      if (mask.valid_lengths) moved.valid_lengths = mask.valid_lengths + begin;
+      moved.causal_offset += static_cast<std::ptrdiff_t>(begin);
+      const attnpool::ConstMatrixView<T> q = queries.view();
+      attnpool::attention_pool(spec, {q.row(begin), count, d}, keys.view(),
+                               values.view(), part.view(), moved);
+      for (size_t i = 0; i < count; ++i) {
+        if (!mask.window_left) {
+          REQUIRE(std::memcmp(part.view().row(i), whole.view().row(begin + i),
+                              dv * sizeof(T)) == 0);
+          continue;
+        }
+        for (size_t c = 0; c < dv; ++c) {
+          const double got = part(i, c), want = whole(begin + i, c);
+          REQUIRE(std::fabs(got - want) <=
+                  64 * kUnitRoundoff<T> * (1 + std::fabs(want)));
+        }
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(RowsGroupingFloat, "fused.rows_grouping.float",
+                          "[fused]") {
+  RowsGrouping<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(RowsGroupingDouble, "fused.rows_grouping.double",
+                          "[fused]") {
+  RowsGrouping<double>();
+}
+
 // Bitwise identical for 1, 2 and 3 threads.
 // Each fused path (arch/fused.h), chosen by the shape and spec, runs on
 // every target and agrees with the staged pipeline.

@@ -11,6 +11,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -91,17 +92,33 @@ void RequireDimensions(const std::string& name, const Array& array,
 }
 
 // The element strides of the first `ndim` − 1 axes when the array can be read
-// in place (last axis unit-strided or of at most one element, the others
-// non-negative); empty otherwise.
+// in place: last axis unit-strided (or of at most one element), the others
+// non-negative, and rows that do not overlap (a row stride of at least the
+// row's length: a broadcast input, stride 0, is copied). An array with no
+// element gets dense strides (NumPy 2 reports 0 for them). Empty otherwise.
 template <class Array>
 std::vector<size_t> InPlaceStrides(const Array& array) {
   const size_t ndim = array.ndim();
   if (ndim == 0) return {};
-  if (array.shape(ndim - 1) > 1 && array.stride(ndim - 1) != 1) return {};
   std::vector<size_t> strides(ndim - 1);
+  bool empty = false;
+  for (size_t k = 0; k < ndim; ++k) empty |= array.shape(k) == 0;
+  if (empty) {
+    size_t stride = 1;
+    for (size_t k = ndim - 1; k-- > 0;) {
+      stride *= std::max<size_t>(array.shape(k + 1), 1);
+      strides[k] = stride;
+    }
+    return strides;
+  }
+  if (array.shape(ndim - 1) > 1 && array.stride(ndim - 1) != 1) return {};
   for (size_t k = 0; k + 1 < ndim; ++k) {
     if (array.stride(k) < 0) return {};
     strides[k] = static_cast<size_t>(array.stride(k));
+  }
+  if (ndim >= 2 && array.shape(ndim - 2) > 1 &&
+      strides[ndim - 2] < array.shape(ndim - 1)) {
+    return {};
   }
   return strides;
 }

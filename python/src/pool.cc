@@ -51,11 +51,19 @@ void AttentionPool(const SpecArguments& spec, const InArray& queries,
   });
 }
 
-using BestArray =
-    nb::ndarray<size_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+// A PoolState's arrays: accumulator (n, dv), max, sum and best (n each,
+// uintp). All are written in place, never converted: a converted copy
+// would take the writes.
+using StateArrays = std::tuple<OutArray, OutArray, OutArray, OutArray>;
 
-// A PoolState's arrays: accumulator (n, dv), max, sum and best (n each).
-using StateArrays = std::tuple<OutArray, OutArray, OutArray, BestArray>;
+// `best`, checked to be the state's uintp indices, one per query.
+inline size_t* BestIndices(const std::string& name, const OutArray& best,
+                           size_t rows) {
+  if (best.dtype() != nb::dtype<size_t>()) {
+    ThrowType(name, "dtype " + DtypeName(best.dtype()) + " is not uintp");
+  }
+  return Output<size_t, 1>(name, best, {rows}, "the state").data();
+}
 
 // The library's view of `state` (named `name` in errors), element type T.
 template <typename T>
@@ -66,13 +74,8 @@ class Partial {
                      Shape2(name + ".accumulator", std::get<0>(state)),
                      "the state"),
         max_(name + ".max", std::get<1>(state), {rows()}, "the state"),
-        sum_(name + ".sum", std::get<2>(state), {rows()}, "the state") {
-    const BestArray& best = std::get<3>(state);
-    best_ = best.data();
-    if (best.shape(0) != rows()) {
-      ThrowValue(name + ".best", "must have one entry per query");
-    }
-  }
+        sum_(name + ".sum", std::get<2>(state), {rows()}, "the state"),
+        best_(BestIndices(name + ".best", std::get<3>(state), rows())) {}
 
   attnpool::PoolPartial<T> view() const {
     return {accumulator_.matrix(), max_.data(), sum_.data(), best_};

@@ -4,6 +4,7 @@ release and zero-copy inputs. Run by tools/test-python.sh in a venv where
 `pip install .` put the package."""
 import pickle
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -163,6 +164,26 @@ def test_strided_inputs_in_place_or_copied_once():
           numpy_distances(q, reversed_rows, "sqeuclidean"), np.float64)
 
 
+def test_empty_and_broadcast_inputs():
+    q = np.ones((3, 4))
+    assert attnpool.attention_pool(q[:0], q, q).shape == (0, 4)
+    assert attnpool.pairwise_distances(q[:0], q).shape == (0, 3)
+    state = attnpool.PoolState.partial(q[:0], q, q)
+    assert state.finish().shape == (0, 4)
+    broadcast = np.broadcast_to(q[0], (5, 4))  # row stride 0: copied
+    close(attnpool.pairwise_distances(broadcast, q), np.zeros((5, 3)), np.float64)
+
+
+def test_pool_state_best_is_written_in_place():
+    q = np.random.default_rng(5).standard_normal((4, 2))
+    state = attnpool.PoolState.partial(q, q, q, distance="dot", kernel="exp",
+                                       normalize="argmax")
+    state.best = state.best.astype(np.int64)  # a converted copy would take writes
+    with pytest.raises(TypeError, match="best"):
+        state.merge(attnpool.PoolState.partial(q, q, q, key_offset=4, distance="dot",
+                                               kernel="exp", normalize="argmax"))
+
+
 def test_read_only_inputs():
     q = np.ones((3, 2))
     q.flags.writeable = False
@@ -227,27 +248,31 @@ def test_nothing_written_on_a_library_error():
 
 def test_gil_is_released():
     rng = rng_for("gil")
-    q = rng.standard_normal((4000, 64)).astype(np.float32)
-    k = rng.standard_normal((4000, 64)).astype(np.float32)
-    started, done = threading.Event(), threading.Event()
+    q = rng.standard_normal((8000, 64)).astype(np.float32)
+    k = rng.standard_normal((8000, 64)).astype(np.float32)
+    span = {}
 
     def work():
-        started.set()
+        span["start"] = time.perf_counter()
         attnpool.attention_pool(q, k, k, kernel="exp", normalize="softmax",
                                 distance="dot", threads=1)
-        done.set()
+        span["end"] = time.perf_counter()
 
     worker = threading.Thread(target=work)
     worker.start()
-    started.wait()
-    ticks = 0
-    while not done.is_set():
-        ticks += 1
+    ticks = []
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
     worker.join()
-    # The worker goes from started.set() straight into the call: were the
-    # GIL held through it, this loop could run only after it returned, when
-    # `done` is already set.
-    assert ticks > 1000
+    # This thread kept running while the worker was inside the call: with
+    # the GIL held through it, it would stop for the whole call (one gap
+    # between its ticks as long as the call).
+    duration = span["end"] - span["start"]
+    assert duration > 0.02, "the call is too short to tell"
+    inside = [span["start"]] + [t for t in ticks
+                                if span["start"] < t < span["end"]] + [span["end"]]
+    longest_gap = max(b - a for a, b in zip(inside, inside[1:]))
+    assert longest_gap < duration / 2
 
 
 def test_targets_and_version():

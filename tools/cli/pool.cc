@@ -2,6 +2,7 @@
 // the query-key distances, with the masks.
 #include <cstddef>
 #include <optional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,12 @@ attnpool::Mask<T> MaskRows(const attnpool::Mask<T>& mask, size_t begin,
                            size_t count) {
   attnpool::Mask<T> rows = mask;
   if (mask.valid_lengths) rows.valid_lengths = mask.valid_lengths + begin;
-  rows.causal_offset = mask.causal_offset + static_cast<std::ptrdiff_t>(begin);
+  // Saturating: an offset meant as "no limit" may be near the type's ends.
+  if (__builtin_add_overflow(mask.causal_offset,
+                             static_cast<std::ptrdiff_t>(begin),
+                             &rows.causal_offset)) {
+    rows.causal_offset = std::numeric_limits<std::ptrdiff_t>::max();
+  }
   if (mask.bias.data) rows.bias = Rows(mask.bias, begin, count);
   if (mask.visible.data) rows.visible = Rows(mask.visible, begin, count);
   return rows;
