@@ -295,15 +295,10 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   std::vector<size_t> starts(rows), limits(rows);
   size_t widest = key_begin, lowest = key_end;
   for (size_t r = 0; r < rows; ++r) {
-    const auto relative = [&](size_t position) {
-      return std::max(key_begin, position > plan.key_offset
-                                     ? position - plan.key_offset
-                                     : size_t{0});
-    };
-    limits[r] =
-        relative(VisibleLimit(mask, row_begin + r, plan.key_offset + key_end));
-    starts[r] =
-        std::min(relative(VisibleStart(mask, row_begin + r)), limits[r]);
+    const auto run =
+        detail::VisibleRun(mask, row_begin + r, plan.key_offset, key_end);
+    limits[r] = std::max(key_begin, run.limit);
+    starts[r] = std::min(std::max(key_begin, run.start), limits[r]);
     widest = std::max(widest, limits[r]);
     if (starts[r] < limits[r]) lowest = std::min(lowest, starts[r]);
   }

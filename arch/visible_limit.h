@@ -66,6 +66,24 @@ size_t VisibleStart(const Mask<T>& mask, size_t row) {
              : static_cast<size_t>(first);
 }
 
+// Query `row`'s visible keys among keys [key_offset, key_offset +
+// key_count) of the sequence (a shard, or a chunk of one), counted from
+// key_offset: [start, limit) with start ≤ limit ≤ key_count.
+struct KeyRun {
+  size_t start, limit;
+};
+template <typename T>
+KeyRun VisibleRun(const Mask<T>& mask, size_t row, size_t key_offset,
+                  size_t key_count) {
+  const auto relative = [&](size_t position) {
+    return std::min(key_count,
+                    position > key_offset ? position - key_offset : size_t{0});
+  };
+  const size_t limit =
+      relative(VisibleLimit(mask, row, key_offset + key_count));
+  return {std::min(relative(VisibleStart(mask, row)), limit), limit};
+}
+
 // Whether the structural masks bound a query's keys from below.
 template <typename T>
 bool HasVisibleStart(const Mask<T>& mask) {

@@ -242,16 +242,10 @@ class FusedJob {
     // matrices move to the first key.
     size_t key_first = keys.rows, key_count = 0;
     for (size_t i = 0; i < rows; ++i) {
-      const auto relative = [&](size_t position) {
-        return std::min(keys.rows, position > key_offset ? position - key_offset
-                                                         : size_t{0});
-      };
-      const size_t limit =
-          relative(detail::VisibleLimit(mask, i, key_offset + keys.rows));
-      const size_t start = relative(detail::VisibleStart(mask, i));
-      if (start >= limit) continue;
-      key_first = std::min(key_first, start);
-      key_count = std::max(key_count, limit);
+      const auto run = detail::VisibleRun(mask, i, key_offset, keys.rows);
+      if (run.start >= run.limit) continue;
+      key_first = std::min(key_first, run.start);
+      key_count = std::max(key_count, run.limit);
     }
     if (key_first >= key_count) key_first = key_count = 0;
     plan_.normalize = plans.normalize;

@@ -11,7 +11,7 @@ import attnpool
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-TOLERANCE = {np.float32: 2e-4, np.float64: 1e-10}
+TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12}
 
 
 @pytest.fixture(params=attnpool.supported_targets())
