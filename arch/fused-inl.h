@@ -132,57 +132,15 @@ inline size_t Visible(size_t limit, size_t key, size_t count) {
   return limit > key ? std::min(count, limit - key) : 0;
 }
 
-// Turns a row of `count` scores (keys [key, key + count) of query `row`)
-// into the block's weights p in place, updates the state and returns the
-// factor the row's accumulator must be scaled by first. Keys [first,
-// visible) of the block pass the structural masks; the others are hidden,
-// whatever their scores (the decode path leaves them unset).
+// Turns a block's row of `count` values in their final domain (logits or
+// weights; hidden keys at the hidden value) into its weights p in place,
+// updates the state and returns the factor the row's accumulator must be
+// scaled by first.
 template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
-                        T* HWY_RESTRICT row, size_t count, size_t first,
-                        size_t visible, size_t query, size_t key,
-                        RowState<T>& state) {
+HWY_INLINE T BlockWeights(D d, RowMode mode, T* HWY_RESTRICT row, size_t count,
+                          size_t visible, size_t key, RowState<T>& state) {
   const size_t N = hn::Lanes(d);
   const T infinity = std::numeric_limits<T>::infinity();
-  const Mask<T>& mask = plan.normalize.mask;
-  const T hidden = mode == RowMode::weights ? T(0) : -infinity;
-  first = std::min(first, visible);
-  // Kernel, bias; keys past the visible prefix are hidden.
-  const T* bias = mask.bias.data ? mask.bias.row(query) + key : nullptr;
-  if (mode == RowMode::softmax && plan.kernel.kernel == Kernel::exp &&
-      bias == nullptr && mask.visible.data == nullptr &&
-      plan.kernel.scale > T(0)) {
-    // A score of −inf is a logit of −inf (scale > 0): hidden.
-    std::fill(row, row + first, -infinity);
-    T rescale;
-    if (ScaledSoftmaxRow(d, plan.kernel.scale, row, count, visible, state,
-                         &rescale)) {
-      return rescale;
-    }
-  }
-  for (size_t j = 0; j < count; j += N) {
-    auto v = KernelWeights(d, plan.kernel, LoadPadded(d, row, j, count, T(0)));
-    if (bias != nullptr) v = AddBias(d, v, LoadPadded(d, bias, j, count, T(0)));
-    if (mode == RowMode::weights && plan.normalize.logits) {
-      v = attnpool::HWY_NAMESPACE::Exp(d, v);  // exp(ℓ + bias) under none
-    }
-    const size_t shown = visible > j ? visible - j : 0;
-    v = hn::IfThenElse(hn::FirstN(d, shown), v, hn::Set(d, hidden));
-    if (count - j >= N) {
-      hn::StoreU(v, d, row + j);
-    } else {
-      StorePrefix(d, v, row + j, count - j);
-    }
-  }
-  if (mask.visible.data != nullptr) {
-    const uint8_t* flags = mask.visible.row(query) + key;
-    for (size_t j = 0; j < visible; ++j) {
-      if (flags[j] == 0) row[j] = hidden;
-    }
-  }
-  // After the bias: a hidden key's bias (+inf, NaN) must not reach it.
-  std::fill(row, row + first, hidden);
-
   if (mode == RowMode::weights) {
     if (visible != 0) {
       state.sum += RowSum(d, row, count);
@@ -226,6 +184,128 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   }
   return detail::AdvanceSoftmax(&state.max, &state.sum, new_max,
                                 RowSum(d, row, count));
+}
+
+// ProcessRow's softmax of exp(scale·s) scores with soft-capping or ALiBi
+// (and no bias or visible matrix): the adjusted logits of keys [first,
+// visible) (the others −inf) stored with their max on the way, then
+// p = exp(a − m) stored and summed. A block whose max is not finite, or a
+// row whose earlier max is +inf, goes on as BlockWeights does.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE T AdjustedSoftmaxRow(D d, const detail::FusedPlan<T>& plan,
+                                const ScoreAdjuster<T>& adjust,
+                                T* HWY_RESTRICT row, size_t count, size_t first,
+                                size_t visible, size_t query, size_t key,
+                                RowState<T>& state) {
+  const size_t N = hn::Lanes(d);
+  const T infinity = std::numeric_limits<T>::infinity();
+  const Mask<T>& mask = plan.normalize.mask;
+  const int64_t distance =
+      detail::KeyDistance(mask, query, plan.key_offset + key);
+  const auto scale = hn::Set(d, plan.kernel.scale);
+  auto maximum = hn::Set(d, -infinity);
+  for (size_t j = 0; j < count; j += N) {
+    auto a = adjust(d, hn::Mul(LoadPadded(d, row, j, count, T(0)), scale),
+                    distance + static_cast<int64_t>(j));
+    if (j < first || j + N > visible) {  // a vector with hidden keys
+      const auto seen =
+          hn::AndNot(hn::FirstN(d, first > j ? first - j : 0),
+                     hn::FirstN(d, visible > j ? visible - j : 0));
+      a = hn::IfThenElse(seen, a, hn::Set(d, -infinity));
+    }
+    maximum = hn::Max(maximum, a);
+    if (count - j >= N) {
+      hn::StoreU(a, d, row + j);
+    } else {
+      StorePrefix(d, a, row + j, count - j);
+    }
+  }
+  // EMU128/SCALAR MaxOfLanes cannot return −inf (normalize-inl.h).
+  const bool none = hn::AllTrue(d, hn::Eq(maximum, hn::Set(d, -infinity)));
+  const T block_max =
+      none ? -infinity : hn::GetLane(hn::MaxOfLanes(d, maximum));
+  if (!(std::abs(block_max) < infinity) || state.max == infinity) {
+    return BlockWeights(d, RowMode::softmax, row, count, visible, key, state);
+  }
+  const T new_max = std::max(state.max, block_max);
+  const auto shift = hn::Set(d, new_max);
+  auto sum = hn::Zero(d);
+  for (size_t j = 0; j < count; j += N) {
+    const auto p = attnpool::HWY_NAMESPACE::Exp(
+        d, hn::Sub(LoadPadded(d, row, j, count, -infinity), shift));
+    sum = hn::Add(sum, p);  // a NaN logit makes the sum NaN
+    if (count - j >= N) {
+      hn::StoreU(p, d, row + j);
+    } else {
+      StorePrefix(d, p, row + j, count - j);
+    }
+  }
+  const T block_sum = hn::GetLane(hn::SumOfLanes(d, sum));
+  state.nan |= block_sum != block_sum;
+  return detail::AdvanceSoftmax(&state.max, &state.sum, new_max, block_sum);
+}
+
+// Turns a row of `count` scores (keys [key, key + count) of query `row`)
+// into the block's weights p in place, updates the state and returns the
+// factor the row's accumulator must be scaled by first. Keys [first,
+// visible) of the block pass the structural masks; the others are hidden,
+// whatever their scores (the decode path leaves them unset).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
+                        T* HWY_RESTRICT row, size_t count, size_t first,
+                        size_t visible, size_t query, size_t key,
+                        RowState<T>& state) {
+  const size_t N = hn::Lanes(d);
+  const T infinity = std::numeric_limits<T>::infinity();
+  const Mask<T>& mask = plan.normalize.mask;
+  const T hidden = mode == RowMode::weights ? T(0) : -infinity;
+  first = std::min(first, visible);
+  // Kernel, bias; keys past the visible prefix are hidden.
+  const T* bias = mask.bias.data ? mask.bias.row(query) + key : nullptr;
+  const ScoreAdjuster<T> adjust(mask);
+  if (mode == RowMode::softmax && plan.kernel.kernel == Kernel::exp &&
+      bias == nullptr && mask.visible.data == nullptr &&
+      plan.kernel.scale > T(0)) {
+    if (adjust.any()) {
+      return AdjustedSoftmaxRow(d, plan, adjust, row, count, first, visible,
+                                query, key, state);
+    }
+    // A score of −inf is a logit of −inf (scale > 0): hidden.
+    std::fill(row, row + first, -infinity);
+    T rescale;
+    if (ScaledSoftmaxRow(d, plan.kernel.scale, row, count, visible, state,
+                         &rescale)) {
+      return rescale;
+    }
+  }
+  for (size_t j = 0; j < count; j += N) {
+    auto v = KernelWeights(d, plan.kernel, LoadPadded(d, row, j, count, T(0)));
+    if (adjust.any()) {
+      v = adjust(d, v,
+                 detail::KeyDistance(mask, query, plan.key_offset + key) +
+                     static_cast<int64_t>(j));
+    }
+    if (bias != nullptr) v = AddBias(d, v, LoadPadded(d, bias, j, count, T(0)));
+    if (mode == RowMode::weights && plan.normalize.logits) {
+      v = attnpool::HWY_NAMESPACE::Exp(d, v);  // exp(ℓ + bias) under none
+    }
+    const size_t shown = visible > j ? visible - j : 0;
+    v = hn::IfThenElse(hn::FirstN(d, shown), v, hn::Set(d, hidden));
+    if (count - j >= N) {
+      hn::StoreU(v, d, row + j);
+    } else {
+      StorePrefix(d, v, row + j, count - j);
+    }
+  }
+  if (mask.visible.data != nullptr) {
+    const uint8_t* flags = mask.visible.row(query) + key;
+    for (size_t j = 0; j < visible; ++j) {
+      if (flags[j] == 0) row[j] = hidden;
+    }
+  }
+  // After the bias: a hidden key's bias (+inf, NaN) must not reach it.
+  std::fill(row, row + first, hidden);
+  return BlockWeights(d, mode, row, count, visible, key, state);
 }
 
 // Whether every one of the `count` elements at `sums` (aligned, a multiple

@@ -271,6 +271,29 @@ HWY_INLINE V Exp2OfFinite(D d, V t) {
   }
 }
 
+// Whether every lane of x lies where TanhOfSmall holds (|x| below the
+// polynomial's limit: 1 for float, 0.625 for double).
+template <class D, class V>
+HWY_INLINE bool AllTanhSmall(D d, V x) {
+  using T = hn::TFromD<D>;
+  return hn::AllTrue(
+      d, hn::Lt(hn::Abs(x),
+                hn::Set(d, math_impl::TanhConstants<T>::kPolynomialLimit)));
+}
+
+// tanh(x) for |x| below the polynomial's limit (AllTanhSmall): x + x³·P(x²),
+// the bits Tanh gives there.
+template <class D, class V>
+HWY_INLINE V TanhOfSmall(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V magnitude = hn::Abs(x);
+  const V square = hn::Mul(magnitude, magnitude);
+  return hn::CopySignToAbs(
+      hn::MulAdd(hn::Mul(magnitude, square),
+                 math_impl::TanhPolynomial(d, square, T()), magnitude),
+      x);
+}
+
 // tanh(x), float or double lanes. Contract at the top of this file.
 template <class D, class V>
 HWY_INLINE V Tanh(D d, V x) {

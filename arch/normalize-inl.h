@@ -118,29 +118,36 @@ HWY_INLINE RowResult WeightsAsIs(D d, const T* HWY_RESTRICT row, size_t count) {
 }
 
 // The limit of a normalization whose row contains `infinity` (±inf): those
-// entries share all the weight, the others get 0. `infinity` occurs in
-// row[0, count), or else the row is left as it is (false).
+// entries (and `others` more outside the row: a sink) share all the weight,
+// the others get 0. `infinity` occurs in row[0, count), or else the row is
+// left as it is (false).
 template <typename T>
-bool ShareAmongInfinities(T* HWY_RESTRICT row, size_t count, T infinity) {
+bool ShareAmongInfinities(T* HWY_RESTRICT row, size_t count, T infinity,
+                          size_t others = 0) {
   size_t winners = 0;
   for (size_t j = 0; j < count; ++j) winners += row[j] == infinity;
   if (winners == 0) return false;
+  winners += others;
   const T share = T(1) / static_cast<T>(winners);
   for (size_t j = 0; j < count; ++j) row[j] = row[j] == infinity ? share : T(0);
   return true;
 }
 
-// softmax(row[0, count)), scores with hidden keys at −inf.
+// softmax(row[0, count)), scores with hidden keys at −inf, and a sink's
+// logit (−inf: none) in the denominator (normalize.h).
 template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE RowResult SoftmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
+HWY_INLINE RowResult SoftmaxRow(D d, T* HWY_RESTRICT row, size_t count,
+                                T sink) {
   bool has_nan = false;
-  const T maximum = RowMax(d, row, count, &has_nan);
+  const T maximum = std::max(RowMax(d, row, count, &has_nan), sink);
   if (has_nan) return RowResult::nan;
   const T infinity = std::numeric_limits<T>::infinity();
-  if (count == 0 || maximum == -infinity) return RowResult::empty;
+  if (maximum == -infinity) return RowResult::empty;
   if (maximum == infinity) {
-    // The limit of softmax: the +inf scores share all the weight.
-    ShareAmongInfinities(row, count, infinity);
+    // The limit of softmax: the +inf scores (and sink) share all the weight.
+    if (!ShareAmongInfinities(row, count, infinity, sink == infinity)) {
+      FillRow(row, 0, count, T(0));  // the sink's alone
+    }
     return RowResult::normalized;
   }
   // x − max ≤ 0 here, so exp cannot overflow; the max itself gives 1, so the
@@ -158,7 +165,9 @@ HWY_INLINE RowResult SoftmaxRow(D d, T* HWY_RESTRICT row, size_t count) {
       StorePrefix(d, e, row + j, count - j);
     }
   }
-  const T scale = T(1) / hn::GetLane(hn::SumOfLanes(d, sum));
+  const T scale =
+      T(1) / (hn::GetLane(hn::SumOfLanes(d, sum)) +
+              (sink == -infinity ? T(0) : std::exp(sink - maximum)));
   TransformRow(d, row, count, T(0), [d, scale](hn::Vec<D> v) HWY_ATTR {
     return hn::Mul(v, hn::Set(d, scale));
   });
@@ -221,6 +230,43 @@ HWY_INLINE V AddBias(D d, V score, V bias) {
                         hn::Add(score, bias));
 }
 
+// A mask's score adjustments (normalize.h: soft-capping, then ALiBi), in
+// registers: of a vector of scores whose first key lies `distance` = j − p
+// (KeyDistance) after the query's position. Accuracy: soft-capping adds
+// tanh's error and one rounding of s/cap (relative, 2 u); ALiBi one rounding
+// of the distance (exact below 2^24 in float) and one of the multiply-add.
+template <typename T>
+class ScoreAdjuster {
+ public:
+  explicit ScoreAdjuster(const Mask<T>& mask)
+      : softcap_(mask.softcap.has_value()),
+        alibi_(mask.alibi_slope != T(0)),
+        cap_(mask.softcap.value_or(T(1))),
+        inverse_cap_(T(1) / cap_),
+        slope_(mask.alibi_slope) {}
+
+  bool any() const { return softcap_ || alibi_; }
+
+  template <class D, class V = hn::Vec<D>>
+  HWY_INLINE V operator()(D d, V score, int64_t distance) const {
+    if (softcap_) {
+      // Scores well inside the cap (the usual case) skip tanh's large branch.
+      const V x = hn::Mul(score, hn::Set(d, inverse_cap_));
+      score = hn::Mul(hn::Set(d, cap_),
+                      AllTanhSmall(d, x) ? TanhOfSmall(d, x) : Tanh(d, x));
+    }
+    if (alibi_) {
+      score = hn::MulAdd(hn::Set(d, slope_),
+                         hn::Iota(d, static_cast<T>(distance)), score);
+    }
+    return score;
+  }
+
+ private:
+  bool softcap_, alibi_;
+  T cap_, inverse_cap_, slope_;
+};
+
 template <typename T>
 void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
                    size_t row_begin, size_t row_end) {
@@ -230,9 +276,24 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
   const bool score_domain = plan.logits || normalizes_scores(normalization);
   const T hidden = score_domain ? -std::numeric_limits<T>::infinity() : T(0);
   const size_t key_count = values.cols;
+  const ScoreAdjuster<T> adjust(mask);
+  const T sink = mask.sink.value_or(-std::numeric_limits<T>::infinity());
   for (size_t i = row_begin; i < row_end; ++i) {
     T* HWY_RESTRICT row = values.row(i);
     const size_t limit = VisibleLimit(mask, i, key_count);
+    if (adjust.any()) {
+      const size_t N = hn::Lanes(d);
+      const int64_t distance = detail::KeyDistance(mask, i, 0);
+      for (size_t j = 0; j < limit; j += N) {
+        const auto v = adjust(d, LoadPadded(d, row, j, limit, T(0)),
+                              distance + static_cast<int64_t>(j));
+        if (limit - j >= N) {
+          hn::StoreU(v, d, row + j);
+        } else {
+          StorePrefix(d, v, row + j, limit - j);
+        }
+      }
+    }
     if (mask.bias.data != nullptr) {
       // A bias of −inf hides its key: −inf whatever the score (NaN too).
       const T* HWY_RESTRICT bias = mask.bias.row(i);
@@ -265,7 +326,7 @@ void NormalizeRows(const detail::NormalizePlan<T>& plan, MatrixView<T> values,
       });
       result = WeightsAsIs(d, row, limit);
     } else if (score_domain) {
-      result = SoftmaxRow(d, row, limit);
+      result = SoftmaxRow(d, row, limit, sink);
     } else if (normalization == Normalization::sum) {
       result = SumRow(d, row, limit);
     } else {  // none

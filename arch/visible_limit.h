@@ -1,12 +1,14 @@
 // The structural masks (valid length, causal, sliding window) as one run of
 // keys per query: keys [VisibleStart, VisibleLimit) of the query pass them.
-// Target-independent: the per-ISA stages and src/ share it.
+// Target-independent: the per-ISA stages and src/ share it, with the
+// per-key position arithmetic of ALiBi.
 #pragma once
 
 #include <attnpool/normalize.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 namespace attnpool {
@@ -82,6 +84,23 @@ KeyRun VisibleRun(const Mask<T>& mask, size_t row, size_t key_offset,
   const size_t limit =
       relative(VisibleLimit(mask, row, key_offset + key_count));
   return {std::min(relative(VisibleStart(mask, row)), limit), limit};
+}
+
+// Key `key`'s offset from query `row`'s position, key − p (ALiBi's factor),
+// clamped to the range of int64_t (far beyond any slope·distance a float
+// logit can hold), so that keys after it add in one instruction.
+template <typename T>
+int64_t KeyDistance(const Mask<T>& mask, size_t row, size_t key) {
+  const __int128 distance = static_cast<__int128>(key) - KeyPosition(mask, row);
+  const __int128 most = std::numeric_limits<int64_t>::max() / 2;
+  return static_cast<int64_t>(std::max(-most, std::min(most, distance)));
+}
+
+// Whether the mask adjusts scores by position or soft-capping (normalize.h;
+// the sink is not a per-key adjustment).
+template <typename T>
+bool AdjustsScores(const Mask<T>& mask) {
+  return mask.softcap.has_value() || mask.alibi_slope != T(0);
 }
 
 // Whether the structural masks bound a query's keys from below.

@@ -536,6 +536,42 @@ void W6(int threads) {
          note);
 }
 
+// ---------------------------------------- W7: score adjustments on W2
+
+// W2's attention with Gemma 2's logit soft-cap (50; and, for information,
+// 1, which most logits reach), then with ALiBi (slope 2^-4, the 4th of 16
+// heads' standard slopes), each against the same call without it, in the
+// same process.
+void W7(int threads) {
+  const size_t n = 4096, m = 4096, d = 64;
+  const auto q = Normal(n * d, 1, 15), k = Normal(m * d, 1, 16),
+             v = Normal(m * d, 1, 17);
+  std::vector<float> out(n * d);
+  const double gflop = 4.0 * n * m * d / 1e9;
+  const auto run = [&](const attnpool::Mask<float>& mask) {
+    return Time([&] {
+      attnpool::attention_pool(kSdpaSpec, {q.data(), n, d}, {k.data(), m, d},
+                               {v.data(), m, d}, {out.data(), n, d}, mask,
+                               {threads});
+    });
+  };
+  attnpool::Mask<float> softcap, alibi;
+  softcap.softcap = 50.0f;
+  alibi.alibi_slope = 0.0625f;
+  const Timing plain = run({});
+  const std::string target = attnpool::last_run_target();
+  Report("W7c", "attnpool_softcap_50", threads, "GFLOP/s", gflop, run(softcap),
+         target);
+  Report("W7c", "attnpool_uncapped", threads, "GFLOP/s", gflop, plain, target);
+  // A cap within the logits' spread: tanh's full path for most vectors.
+  softcap.softcap = 1.0f;
+  Report("W7c", "attnpool_softcap_1", threads, "GFLOP/s", gflop, run(softcap),
+         "a cap inside the logits' spread");
+  Report("W7a", "attnpool_alibi", threads, "GFLOP/s", gflop, run(alibi),
+         target);
+  Report("W7a", "attnpool_no_alibi", threads, "GFLOP/s", gflop, plain, target);
+}
+
 // ------------------------------------------------------------- summary
 
 void Summary(const std::vector<int>& thread_counts) {
@@ -578,6 +614,8 @@ void Summary(const std::vector<int>& thread_counts) {
        {"attnpool_dense_same_pairs"},
        "fma_peak",
        1.0},
+      {"W7c", "attnpool_softcap_50", {"attnpool_uncapped"}, "fma_peak", 1.0},
+      {"W7a", "attnpool_alibi", {"attnpool_no_alibi"}, "fma_peak", 1.0},
   };
   std::printf(
       "\n| workload | threads | attnpool | best baseline | attnpool ÷ it | "
@@ -620,14 +658,20 @@ void Summary(const std::vector<int>& thread_counts) {
 
 int main(int argc, char** argv) {
   bool memory = true;
+  std::string only;
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--quick")) {
       g_quick = true;
       g_reps = 1;
     } else if (!std::strcmp(argv[a], "--no-memory")) {
       memory = false;
+    } else if (!std::strcmp(argv[a], "--only") && a + 1 < argc) {
+      only = argv[++a];  // workloads, comma-separated: P,W2,W7
+      memory = false;
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--no-memory]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--no-memory] [--only P,W1,...]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -647,14 +691,17 @@ int main(int argc, char** argv) {
   std::printf("\n");
   // First, while the process's peak resident set is still its inputs'.
   if (memory && !g_quick) M1(thread_counts.back());
+  const std::pair<const char*, void (*)(int)> workloads[] = {
+      {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W3", W3},
+      {"W4", W4},    {"W5", W5}, {"W6", W6}, {"W7", W7}};
   for (int threads : thread_counts) {
-    Probes(threads);
-    W1(threads);
-    W2(threads);
-    W3(threads);
-    W4(threads);
-    W5(threads);
-    W6(threads);
+    for (const auto& [name, run] : workloads) {
+      if (only.empty() ||
+          ("," + only + ",").find(std::string(",") + name + ",") !=
+              std::string::npos) {
+        run(threads);
+      }
+    }
   }
   Summary(thread_counts);
   return 0;

@@ -95,7 +95,7 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
     for (size_t h = 0; h < shape.heads; ++h) {
       const MatrixView<T> head_out = out.matrix(b, h);
       if (m == 0) {
-        detail::FillEmptyRows(empty_rows, head_out);
+        detail::FillEmptyRows(empty_rows, mask.sinks != nullptr, head_out);
         continue;
       }
       // Keys projected and transposed once per key head, zero padded.

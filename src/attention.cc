@@ -223,6 +223,23 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
 
 }  // namespace
 
+std::vector<double> alibi_slopes(size_t heads) {
+  // 2^(−8(h+1)/H) for h < H, H a power of two.
+  const auto power_of_two_slopes = [](size_t count, size_t take_every,
+                                      size_t take, std::vector<double>& out) {
+    for (size_t h = 0; h < count && out.size() < take; h += take_every) {
+      out.push_back(std::exp2(-8.0 * double(h + 1) / double(count)));
+    }
+  };
+  std::vector<double> slopes;
+  if (heads == 0) return slopes;
+  size_t below = 1;
+  while (below <= heads / 2) below *= 2;
+  power_of_two_slopes(below, 1, heads, slopes);
+  power_of_two_slopes(2 * below, 2, heads, slopes);
+  return slopes;
+}
+
 #define ATTNPOOL_ATTENTION_OVERLOADS(T)                                        \
   void scaled_dot_product_attention(                                           \
       TensorView<const T> queries, TensorView<const T> keys,                   \

@@ -18,7 +18,7 @@ namespace detail {
 
 // The byte ranges a checked mask reads, for the output overlap checks.
 struct MaskRanges {
-  ByteRange valid_lengths, bias, visible;
+  ByteRange valid_lengths, bias, visible, alibi_slopes, sinks;
 };
 
 template <typename U>
@@ -58,6 +58,25 @@ MaskRanges CheckAttentionMask(const AttentionMask<T>& mask, size_t batch,
       CheckBroadcastTensor("mask.bias", mask.bias, batch, heads, n, m);
   ranges.visible =
       CheckBroadcastTensor("mask.visible", mask.visible, batch, heads, n, m);
+  if (mask.softcap && !(*mask.softcap > T(0) && std::isfinite(*mask.softcap))) {
+    throw Error("mask.softcap", "is " + std::to_string(*mask.softcap) +
+                                    " but must be finite and > 0");
+  }
+  // Per-head values: checked here, where their names are known.
+  const auto per_head = [&](const char* name, const T* values, bool finite) {
+    for (size_t h = 0; values != nullptr && h < heads; ++h) {
+      if (finite ? !std::isfinite(values[h]) : std::isnan(values[h])) {
+        throw Error(std::string(name) + "[" + std::to_string(h) + "]",
+                    "is " + std::to_string(values[h]) + " but must be " +
+                        (finite ? "finite" : "a number"));
+      }
+    }
+    const auto begin = reinterpret_cast<uintptr_t>(values);
+    return values == nullptr ? ByteRange{}
+                             : ByteRange{begin, begin + heads * sizeof(T)};
+  };
+  ranges.alibi_slopes = per_head("mask.alibi_slopes", mask.alibi_slopes, true);
+  ranges.sinks = per_head("mask.sinks", mask.sinks, false);
   return ranges;
 }
 
@@ -73,6 +92,8 @@ inline void CheckMaskOverlap(const std::string& out_name, ByteRange out,
   CheckNoOverlap(out_name, out, "mask.valid_lengths", ranges.valid_lengths);
   CheckNoOverlap(out_name, out, "mask.bias", ranges.bias);
   CheckNoOverlap(out_name, out, "mask.visible", ranges.visible);
+  CheckNoOverlap(out_name, out, "mask.alibi_slopes", ranges.alibi_slopes);
+  CheckNoOverlap(out_name, out, "mask.sinks", ranges.sinks);
 }
 
 // The Mask of batch entry b, query head h (n queries); `lengths` holds the
@@ -101,6 +122,9 @@ Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
     head.visible = mask.visible.matrix(mask.visible.batch == 1 ? 0 : b,
                                        mask.visible.heads == 1 ? 0 : h);
   }
+  head.softcap = mask.softcap;
+  if (mask.alibi_slopes != nullptr) head.alibi_slope = mask.alibi_slopes[h];
+  if (mask.sinks != nullptr) head.sink = mask.sinks[h];
   return head;
 }
 

@@ -139,6 +139,9 @@ attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
   result.causal = mask->causal != 0;
   result.causal_offset = mask->causal_offset;
   SetWindow(mask->window, result);
+  if (mask->softcap != 0) result.softcap = T(mask->softcap);
+  result.alibi_slope = T(mask->alibi_slope);
+  if (mask->has_sink) result.sink = T(mask->sink);
   if (mask->bias.data != nullptr || mask->bias.rows != 0) {
     result.bias = View<T>(mask->bias);
   }
@@ -239,6 +242,9 @@ attnpool::AttentionMask<T> AttentionMaskOf(
   SetWindow(mask->window, result);
   result.bias = MaskTensor<T>("mask.bias", mask->bias);
   result.visible = MaskTensor<uint8_t>("mask.visible", mask->visible);
+  if (mask->softcap != 0) result.softcap = T(mask->softcap);
+  result.alibi_slopes = static_cast<const T*>(mask->alibi_slopes);
+  result.sinks = static_cast<const T*>(mask->sinks);
   return result;
 }
 

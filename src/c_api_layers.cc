@@ -110,6 +110,14 @@ attnpool_status attnpool_rule_of_thumb_bandwidth(attnpool_dtype dtype,
   });
 }
 
+attnpool_status attnpool_alibi_slopes(size_t heads, double* slopes) {
+  return Guard([&] {
+    if (heads != 0) Required(slopes, "slopes");
+    const auto standard = attnpool::alibi_slopes(heads);
+    std::copy(standard.begin(), standard.end(), slopes);
+  });
+}
+
 attnpool_status attnpool_gaussian_bandwidth_grid(double h_min, double h_max,
                                                  size_t count, double* out) {
   return Guard([&] {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,22 @@ void MergeState(detail::FusedRowMode mode, const detail::FusedState<T>& into,
       for (size_t c = 0; c < columns; ++c)
         acc[c] = acc[c] * keep + add[c] * take;
     }
+  }
+}
+
+// Merges a sink's logit (normalize.h: a key of weight exp(sink − max) and
+// no value) into every softmax row of `state`, as MergeState would a part
+// holding it alone.
+template <typename T>
+void MergeSink(const detail::FusedState<T>& state, size_t rows, T sink) {
+  for (size_t i = 0; i < rows; ++i) {
+    if (std::isnan(state.sum[i])) continue;
+    const T new_max = std::max(state.max[i], sink);
+    const T keep = detail::SoftmaxWeight(state.max[i], new_max);
+    state.max[i] = new_max;
+    state.sum[i] = state.sum[i] * keep + detail::SoftmaxWeight(sink, new_max);
+    T* acc = state.accumulator.row(i);
+    for (size_t c = 0; c < state.accumulator.cols; ++c) acc[c] *= keep;
   }
 }
 
@@ -200,7 +217,8 @@ detail::FusedPath ChooseFusedPath(const PoolSpec& spec,
       queries.cols <= detail::kFusedSmallDepth &&
       values.cols <= detail::kFusedSmallColumns && values.cols != 0 &&
       mode != detail::FusedRowMode::argmax && mask.bias.data == nullptr &&
-      mask.visible.data == nullptr && !detail::HasVisibleStart(mask);
+      mask.visible.data == nullptr && !detail::HasVisibleStart(mask) &&
+      !detail::AdjustsScores(mask);
   if (!small_depth) {
     return queries.rows <= kDecodeRows && spec.distance == Distance::dot
                ? detail::FusedPath::decode
@@ -235,6 +253,8 @@ class FusedJob {
     const size_t rows = queries.rows;
     const auto& mask = plans.normalize.mask;
     mode_ = detail::FusedModeOf(plans.normalize);
+    // The shard holding the sequence's first key holds the sink.
+    if (key_offset == 0) sink_ = mask.sink;
     // Keys outside every query's run of structurally visible keys (before
     // its start, from its limit) are never read, not even to pack them:
     // padding there may hold anything. The keys before the first are cut
@@ -322,13 +342,15 @@ class FusedJob {
         std::min(plan_.keys.rows, key_begin + chunk_keys_));
   }
 
-  // After every item: the chunks merged into `state` in key order.
+  // After every item: the chunks merged into `state` in key order, then the
+  // sink.
   void Merge() {
-    if (chunks_ == 0) return SetEmpty(state_, plan_.queries.rows);
+    if (chunks_ == 0) SetEmpty(state_, plan_.queries.rows);
     for (const StateStorage<T>& chunk : storage_) {
       MergeState(mode_, state_, chunk.view, plan_.queries.rows,
                  plan_.values.cols);
     }
+    if (sink_) MergeSink(state_, plan_.queries.rows, *sink_);
   }
 
   // Bytes of the packed copies this job holds.
@@ -342,6 +364,7 @@ class FusedJob {
  private:
   detail::FusedState<T> state_;
   detail::FusedRowMode mode_;
+  std::optional<T> sink_;
   detail::OwnedPackedKeys<T> packed_, packed_values_;
   detail::FusedPlan<T> plan_;
   size_t block_rows_ = kFusedRows, row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
@@ -428,14 +451,14 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   last_path = -1;
   if (rows == 0) return;
   const auto mode = ModeOf(spec);
-  if (keys.rows == 0) {
+  if (keys.rows == 0) {  // the log-sum-exp of the sink alone, if any
     if (normalizer != nullptr) {
       std::fill(normalizer, normalizer + rows,
                 mode == detail::FusedRowMode::weights
                     ? T(0)
-                    : -std::numeric_limits<T>::infinity());
+                    : mask.sink.value_or(-std::numeric_limits<T>::infinity()));
     }
-    return detail::FillEmptyRows(spec.empty_rows, out);
+    return detail::FillEmptyRows(spec.empty_rows, mask.sink.has_value(), out);
   }
   // The state accumulates in `out`, then finishes in place.
   StateStorage<T> state(rows, out);
@@ -476,7 +499,8 @@ void RunPoolBatch(const PoolSpec& spec,
       const auto& call = calls[end];
       if (call.queries.rows == 0) continue;
       if (call.keys.rows == 0) {
-        detail::FillEmptyRows(spec.empty_rows, call.out);
+        detail::FillEmptyRows(spec.empty_rows, call.mask.sink.has_value(),
+                              call.out);
         continue;
       }
       states.push_back(

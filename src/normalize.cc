@@ -2,6 +2,7 @@
 #include <attnpool/error.h>
 #include <attnpool/normalize.h>
 
+#include <cmath>
 #include <string>
 
 #include "arch/stages.h"
@@ -40,6 +41,35 @@ void Normalize(Normalization normalization, MatrixView<T> values,
 
 namespace detail {
 
+// The score adjustments of a mask (normalize.h): values, and what they need.
+template <typename T>
+void CheckScoreAdjustments(const Mask<T>& mask, bool scores, bool softmax) {
+  const char* needs_scores =
+      "adjusts scores: it needs softmax or argmax, or an exponential kernel";
+  if (mask.softcap) {
+    if (!(*mask.softcap > T(0) && std::isfinite(*mask.softcap))) {
+      throw Error("mask.softcap", "is " + std::to_string(*mask.softcap) +
+                                      " but must be finite and > 0");
+    }
+    if (!scores) throw Error("mask.softcap", needs_scores);
+  }
+  if (mask.alibi_slope != T(0)) {
+    if (!std::isfinite(mask.alibi_slope)) {
+      throw Error("mask.alibi_slope", "is " + std::to_string(mask.alibi_slope) +
+                                          " but must be finite");
+    }
+    if (!scores) throw Error("mask.alibi_slope", needs_scores);
+  }
+  if (mask.sink) {
+    if (std::isnan(*mask.sink)) throw Error("mask.sink", "is NaN");
+    if (!softmax) {
+      throw Error("mask.sink",
+                  "joins a softmax: it needs softmax, or sum of an "
+                  "exponential kernel's weights");
+    }
+  }
+}
+
 template <typename T>
 NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
                                    EmptyRows empty_rows, const Mask<T>& mask,
@@ -64,6 +94,9 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
                   "exponential kernel");
     }
   }
+  CheckScoreAdjustments(mask, logits || normalizes_scores(normalization),
+                        normalization == Normalization::softmax ||
+                            (logits && normalization == Normalization::sum));
   if (mask.visible.data != nullptr || mask.visible.rows != 0) {
     const auto visible_bytes = CheckView("mask.visible", mask.visible);
     CheckSize("mask.visible.rows", mask.visible.rows, rows,

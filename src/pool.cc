@@ -49,7 +49,9 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
                                        &weights, mask, execution);
   detail::RecordRunTarget(0);
   if (queries.rows == 0) return;
-  if (keys.rows == 0) return detail::FillEmptyRows(spec.empty_rows, out);
+  if (keys.rows == 0) {
+    return detail::FillEmptyRows(spec.empty_rows, mask.sink.has_value(), out);
+  }
   pairwise_distances(spec.distance, queries, keys, weights, execution);
   const int threads = detail::ThreadCount(execution);
   const size_t rows = queries.rows;

@@ -74,8 +74,8 @@ PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
 }
 
 template <typename T>
-void FillEmptyRows(EmptyRows empty_rows, MatrixView<T> out) {
-  const T fill = empty_rows == EmptyRows::zero
+void FillEmptyRows(EmptyRows empty_rows, bool sink, MatrixView<T> out) {
+  const T fill = empty_rows == EmptyRows::zero || sink
                      ? T(0)
                      : std::numeric_limits<T>::quiet_NaN();
   for (size_t i = 0; i < out.rows; ++i) {
@@ -88,7 +88,7 @@ void FillEmptyRows(EmptyRows empty_rows, MatrixView<T> out) {
       const PoolSpec&, ConstMatrixView<T>, ConstMatrixView<T>,                 \
       ConstMatrixView<T>, MatrixView<T>, const MatrixView<T>*, const Mask<T>&, \
       const Execution&, bool, const std::string&);                             \
-  template void FillEmptyRows(EmptyRows, MatrixView<T>);
+  template void FillEmptyRows(EmptyRows, bool, MatrixView<T>);
 ATTNPOOL_INSTANTIATE(float)
 ATTNPOOL_INSTANTIATE(double)
 #undef ATTNPOOL_INSTANTIATE

@@ -28,9 +28,10 @@ PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                        const Mask<T>& mask, const Execution& execution,
                        bool shard = false, const std::string& out_name = "out");
 
-// Every row of `out` as an empty row (the m = 0 case).
+// Every row of `out` as a query that sees no key gets it (the m = 0 case):
+// an empty row, or with a sink (normalize.h), which takes all the weight, 0.
 template <typename T>
-void FillEmptyRows(EmptyRows empty_rows, MatrixView<T> out);
+void FillEmptyRows(EmptyRows empty_rows, bool sink, MatrixView<T> out);
 
 }  // namespace detail
 }  // namespace attnpool

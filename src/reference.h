@@ -74,8 +74,17 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
     double* row = values.data() + i * cols;
     for (size_t j = 0; j < cols; ++j) {
       seen[j] = !hidden(mask, i, j);
-      if (seen[j] && mask.bias.data) row[j] += mask.bias(i, j);
+      if (!seen[j]) continue;
+      if (mask.softcap) {
+        const double cap = *mask.softcap;
+        row[j] = cap * std::tanh(row[j] / cap);
+      }
+      row[j] += double(mask.alibi_slope) *
+                double(static_cast<__int128>(j) - i - mask.causal_offset);
+      if (mask.bias.data) row[j] += mask.bias(i, j);
     }
+    // The sink's logit joins a softmax (−inf: none).
+    const double sink = mask.sink ? double(*mask.sink) : -infinity;
     // NaN among the visible values: a NaN row. Otherwise the weights.
     bool has_nan = false, empty = true;
     for (size_t j = 0; j < cols; ++j) has_nan |= seen[j] && std::isnan(row[j]);
@@ -89,11 +98,11 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
       if (winner < cols) weight[winner] = 1, empty = false;
     } else if (scores &&
                (logits ? normalization != Normalization::none : true)) {
-      double best = -infinity;
+      double best = sink;
       for (size_t j = 0; j < cols; ++j)
         if (seen[j]) best = std::max(best, row[j]);
       if (best == infinity) {
-        double winners = 0;
+        double winners = sink == infinity;
         for (size_t j = 0; j < cols; ++j)
           winners += seen[j] && row[j] == infinity;
         for (size_t j = 0; j < cols; ++j) {
@@ -101,7 +110,7 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
         }
         empty = false;
       } else if (best > -infinity) {
-        double sum = 0;
+        double sum = std::exp(sink - best);
         for (size_t j = 0; j < cols; ++j) {
           if (seen[j]) sum += weight[j] = std::exp(row[j] - best);
         }

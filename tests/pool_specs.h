@@ -104,4 +104,11 @@ inline bool TakesBias(const attnpool::PoolSpec& spec) {
          attnpool::normalizes_scores(spec.normalization);
 }
 
+// Whether its normalization is a softmax (which a sink may join).
+inline bool TakesSink(const attnpool::PoolSpec& spec) {
+  return spec.normalization == attnpool::Normalization::softmax ||
+         (attnpool::is_exponential(spec.kernel.kernel) &&
+          spec.normalization == attnpool::Normalization::sum);
+}
+
 }  // namespace attnpool_test

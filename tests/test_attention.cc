@@ -125,7 +125,8 @@ HeadResult ReferenceHead(std::vector<double> scores, size_t n, size_t m,
         scale += std::fabs(scores[i * m + j] * values[j * dv + c]);
       }
       // An empty row is the policy's fill, whatever the values.
-      if (m == 0) sum = empty_rows == EmptyRows::nan ? NAN : 0.0;
+      // (A sink takes all of it: 0.)
+      if (m == 0 && !mask.sink) sum = empty_rows == EmptyRows::nan ? NAN : 0.0;
       result.out[i * dv + c] = sum;
       result.scale[i * dv + c] = scale;
     }
@@ -174,6 +175,9 @@ Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
   };
   if (mask.bias.data) head.bias = head_of(mask.bias);
   if (mask.visible.data) head.visible = head_of(mask.visible);
+  head.softcap = mask.softcap;
+  if (mask.alibi_slopes) head.alibi_slope = mask.alibi_slopes[h];
+  if (mask.sinks) head.sink = mask.sinks[h];
   return head;
 }
 
@@ -189,6 +193,7 @@ struct MaskCase {
 template <typename T>
 struct MaskStorage {
   std::vector<size_t> batch_lengths, query_lengths;
+  std::vector<T> slopes, sinks;
   Tensor<T> bias;
   Tensor<uint8_t> visible;
   MaskStorage(size_t batch, size_t heads, size_t n, size_t m,
@@ -199,6 +204,9 @@ struct MaskStorage {
     for (size_t k = 0; k < batch * n; ++k)
       query_lengths.push_back(rng() % (m + 1));
     bias.FillNormal(rng, 2.0);
+    for (double slope : attnpool::alibi_slopes(heads))
+      slopes.push_back(T(slope));
+    for (size_t h = 0; h < heads; ++h) sinks.push_back(T(h % 3) - T(1.5));
     for (size_t h = 0; h < heads; ++h)
       for (size_t i = 0; i < n; ++i)
         for (size_t j = 0; j < m; ++j) visible(0, h, i, j) = rng() % 4 != 0;
@@ -227,6 +235,16 @@ struct MaskStorage {
     band.window_left = 3;
     band.window_right = 20;
     cases.push_back({"window band + query lengths + bias + visible", band});
+    AttentionMask<T> adjusted = lengths;  // Gemma 2's soft-cap, BLOOM's ALiBi
+    adjusted.softcap = T(1.5);
+    adjusted.alibi_slopes = slopes.data();
+    adjusted.sinks = sinks.data();
+    cases.push_back(
+        {"batch lengths + causal + soft-cap + ALiBi + sinks", adjusted});
+    AttentionMask<T> sinks_window = window;  // StreamingLLM
+    sinks_window.sinks = sinks.data();
+    sinks_window.window_right = 1;
+    cases.push_back({"sliding window + sinks", sinks_window});
     return cases;
   }
 };
@@ -295,6 +313,10 @@ void SdpaSweep() {
                   scores[i * s.m + j] = factor * dot;
                   largest = std::max(largest, std::fabs(factor * dot));
                 }
+              }
+              if (mask_case.mask.alibi_slopes) {  // its offsets' reach
+                largest += std::fabs(double(mask_case.mask.alibi_slopes[h])) *
+                           double(s.m + s.n + 4);
               }
               const auto want = ReferenceHead<T>(
                   scores, s.n, s.m, v, s.dv,
@@ -637,6 +659,52 @@ ATTNPOOL_TEST_EACH_TARGET(MultiHead, "attention.multi_head.float",
   }
 }
 
+// The standard ALiBi slopes (Press et al.'s get_slopes), and sinks at their
+// limits: a sink of +inf takes all the weight, and a query that sees no key
+// gets 0 beside a sink, under either empty-row policy.
+TEST_CASE("attention: ALiBi slopes and sinks at their limits", "[attention]") {
+  const std::vector<double> eight = attnpool::alibi_slopes(8);
+  REQUIRE(eight.size() == 8);
+  for (size_t h = 0; h < 8; ++h)
+    REQUIRE(eight[h] == std::ldexp(1.0, -int(h) - 1));
+  const std::vector<double> twelve = attnpool::alibi_slopes(12);
+  REQUIRE(twelve.size() == 12);
+  for (size_t h = 0; h < 8; ++h) REQUIRE(twelve[h] == eight[h]);
+  for (size_t h = 8; h < 12; ++h) {
+    REQUIRE(twelve[h] ==
+            Approx(std::exp2(-0.5 - double(h - 8))).epsilon(1e-15));
+  }
+  REQUIRE(attnpool::alibi_slopes(1) == std::vector<double>{1.0 / 256});
+  REQUIRE(attnpool::alibi_slopes(0).empty());
+
+  const size_t n = 5, m = 40, d = 8;
+  std::mt19937_64 rng(kSeed + 62);
+  Tensor<float> queries(1, 2, n, d), keys(1, 2, m, d), values(1, 2, m, d);
+  queries.FillNormal(rng, 1.0);
+  keys.FillNormal(rng, 1.0);
+  values.FillNormal(rng, 1.0);
+  const size_t lengths[n] = {0, 3, 40, 0, 17};
+  const float sinks[2] = {INFINITY, 0.5f};
+  AttentionMask<float> mask;
+  mask.valid_lengths = lengths;
+  mask.lengths_per_query = true;
+  mask.sinks = sinks;
+  for (EmptyRows empty_rows : {EmptyRows::nan, EmptyRows::zero}) {
+    Tensor<float> out(1, 2, n, d);
+    attnpool::scaled_dot_product_attention(queries.view(), keys.view(),
+                                           values.view(), out.view(), mask, {},
+                                           empty_rows);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t c = 0; c < d; ++c) {
+        INFO("i " << i << " c " << c);
+        REQUIRE(out(0, 0, i, c) == 0.0f);  // the +inf sink's
+        if (lengths[i] == 0) REQUIRE(out(0, 1, i, c) == 0.0f);
+        if (lengths[i] != 0) REQUIRE(out(0, 1, i, c) != 0.0f);
+      }
+    }
+  }
+}
+
 // ----------------------------------------------------------------- errors
 
 TEST_CASE("attention: bad input names the argument, writes nothing",
@@ -679,6 +747,31 @@ TEST_CASE("attention: bad input names the argument, writes nothing",
   RequireRejected("mask.bias.heads", outputs, [&] {
     AttentionMask<float> mask;
     mask.bias = attnpool::dense_tensor<const float>(data.data(), 1, 2, 3, 5);
+    attnpool::scaled_dot_product_attention(q, k, v, out, mask);
+  });
+  // Score adjustments: per-head values named by their head.
+  const float slopes[4] = {0.5f, 0.25f, NAN, 0.0625f};
+  const float sinks[4] = {0.0f, 1.0f, 2.0f, NAN};
+  RequireRejected("mask.alibi_slopes[2]", outputs, [&] {
+    AttentionMask<float> mask;
+    mask.alibi_slopes = slopes;
+    attnpool::scaled_dot_product_attention(q, k, v, out, mask);
+  });
+  RequireRejected("mask.sinks[3]", outputs, [&] {
+    AttentionMask<float> mask;
+    mask.sinks = sinks;
+    attnpool::scaled_dot_product_attention(q, k, v, out, mask);
+  });
+  for (float cap : {0.0f, -1.0f, INFINITY, NAN}) {
+    RequireRejected("mask.softcap", outputs, [&] {
+      AttentionMask<float> mask;
+      mask.softcap = cap;
+      attnpool::scaled_dot_product_attention(q, k, v, out, mask);
+    });
+  }
+  RequireRejected("out", outputs, [&] {  // an output may not alias the sinks
+    AttentionMask<float> mask;
+    mask.sinks = outputs.data();
     attnpool::scaled_dot_product_attention(q, k, v, out, mask);
   });
   RequireRejected("out", outputs, [&] {

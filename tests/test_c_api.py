@@ -51,7 +51,9 @@ class Window(ctypes.Structure):
 class Mask(ctypes.Structure):
     _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
                 ("causal", ctypes.c_int), ("causal_offset", ctypes.c_ssize_t),
-                ("bias", ConstMatrix), ("visible", ConstMatrix), ("window", Window)]
+                ("bias", ConstMatrix), ("visible", ConstMatrix), ("window", Window),
+                ("softcap", ctypes.c_double), ("alibi_slope", ctypes.c_double),
+                ("has_sink", ctypes.c_int), ("sink", ctypes.c_double)]
 
 
 class Execution(ctypes.Structure):
@@ -76,7 +78,9 @@ class AttentionMask(ctypes.Structure):
     _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
                 ("lengths_per_query", ctypes.c_int), ("causal", ctypes.c_int),
                 ("causal_offset", ctypes.c_ssize_t), ("bias", ConstTensor),
-                ("visible", ConstTensor), ("window", Window)]
+                ("visible", ConstTensor), ("window", Window),
+                ("softcap", ctypes.c_double), ("alibi_slopes", ctypes.c_void_p),
+                ("sinks", ctypes.c_void_p)]
 
 
 class PartialState(ctypes.Structure):
@@ -502,6 +506,28 @@ class CApiTest(unittest.TestCase):
                 expected = softmax(np.where(visible, logits, -np.inf)) @ v_rep
                 tolerance = self.tolerance(dtype) * 5
                 np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
+        # Gemma 2's soft-cap, ALiBi's standard slopes, per-head sinks, causal.
+        slopes = (ctypes.c_double * heads)()
+        self.assertEqual(lib.attnpool_alibi_slopes(heads, slopes), OK, last_error())
+        self.assertEqual(list(slopes), [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8])
+        q = self.rand(1, heads, n, d)
+        k = self.rand(1, heads, m, d)
+        v = self.rand(1, heads, m, dv)
+        slopes32 = np.array(list(slopes), np.float32)
+        sinks = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+        mask = AttentionMask(causal=1, causal_offset=4, softcap=1.5,
+                             alibi_slopes=slopes32.ctypes.data, sinks=sinks.ctypes.data)
+        status, out = self.sdpa(q, k, v, mask=mask)
+        self.assertEqual(status, OK, last_error())
+        scores = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 1, 3, 2) / np.sqrt(d)
+        distance = np.arange(m)[None, :] - (np.arange(n)[:, None] + 4)
+        logits = (1.5 * np.tanh(scores / 1.5) +
+                  slopes32.astype(np.float64)[None, :, None, None] * distance)
+        logits = np.where(distance <= 0, logits, -np.inf)
+        top = np.maximum(logits.max(axis=-1, keepdims=True), sinks[None, :, None, None])
+        weights = np.exp(logits - top)
+        weights /= weights.sum(axis=-1, keepdims=True) + np.exp(sinks[None, :, None, None] - top)
+        np.testing.assert_allclose(out, weights @ v, rtol=1e-5, atol=1e-6)
         # (B, n, H, d) arrays, PyTorch's batch_first layout, seen as (B, H, n, d)
         # through the strides; the default scale 1/sqrt(d).
         q = self.rand(2, n, heads, d).transpose(0, 2, 1, 3)

@@ -216,6 +216,38 @@ class CliTest(unittest.TestCase):
                               "--window-left", "-1", "-o", self.path("out.npy"), expect=2)
         self.assertIn("--window-left -1: must be >= 0", result.stderr)
 
+    def test_score_adjustments_across_calls(self):
+        # Soft-cap, ALiBi about position i + 2 and a sink, fused and staged,
+        # over calls of 4 rows (each call's offset moves the positions).
+        n, m = 13, 19
+        x = np.sort(self.rng.uniform(0, 5, m))
+        y = np.cos(x)[:, None]
+        queries = self.rng.uniform(0, 5, n)
+        scores = queries[:, None] * x[None, :]
+        distance = np.arange(m)[None, :] - (np.arange(n)[:, None] + 2)
+        logits = 3.0 * np.tanh(scores / 3.0) + 0.25 * distance
+        top = np.maximum(logits.max(1, keepdims=True), 1.5)
+        p = np.exp(logits - top)
+        expected = p / (p.sum(1, keepdims=True) + np.exp(1.5 - top)) @ y
+        for extra in ([], ["--weights", self.path("w.npy")]):
+            with self.subTest(extra=extra):
+                self.run_cli("pool", "--queries", self.save("q.npy", queries),
+                             "--keys", self.save("x.npy", x), "--values",
+                             self.save("y.npy", y), "--distance", "dot", "--kernel", "exp",
+                             "--scale", "1", "--normalize", "softmax", "--softcap", "3",
+                             "--causal-offset", "2", "--alibi-slope", "0.25",
+                             "--sink", "1.5", "--rows-per-call", "4",
+                             "-o", self.path("out.npy"), *extra)
+                np.testing.assert_allclose(np.load(self.path("out.npy")), expected,
+                                           rtol=1e-12, atol=1e-12)
+        for bad, message, code in (
+                (["--softcap", "0"], "--softcap 0: must be finite and > 0", 2),
+                (["--kernel", "boxcar", "--sink", "1"], "mask.sink: joins a softmax", 1)):
+            result = self.run_cli("pool", "--queries", self.path("q.npy"), "--keys",
+                                  self.path("x.npy"), "--values", self.path("y.npy"),
+                                  *bad, "-o", self.path("out.npy"), expect=code)
+            self.assertIn(message, result.stderr)
+
     def test_causal_and_visible_masks_across_calls(self):
         n, m = 23, 23
         x = np.sort(self.rng.uniform(0, 5, m))
@@ -309,6 +341,32 @@ class CliTest(unittest.TestCase):
         shifted = np.exp(logits - logits.max(-1, keepdims=True))
         expected = shifted / shifted.sum(-1, keepdims=True) @ v64
         np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+        # Soft-capping, ALiBi's standard slopes (or given ones) and sinks.
+        sinks = np.array([0.0, 1.0, -1.0, 2.0], np.float32)
+        slopes = 2.0 ** -np.array([2.0, 4.0, 6.0, 8.0])
+        for alibi in (["--alibi"], ["--alibi-slopes", self.save("a.npy", slopes)]):
+            with self.subTest(alibi=alibi):
+                self.run_cli("sdpa", "--queries", self.path("q.npy"), "--keys",
+                             self.path("k.npy"), "--values", self.path("v.npy"),
+                             "--causal", "--softcap", "2", *alibi, "--sinks",
+                             self.save("s.npy", sinks), "-o", self.path("out.npy"))
+                out = np.load(self.path("out.npy"))
+                scores = q.astype(np.float64) @ k64.transpose(0, 1, 3, 2) / np.sqrt(d)
+                distance = (np.arange(m)[None, :] - np.arange(n)[:, None])[None, None]
+                logits = (2 * np.tanh(scores / 2) +
+                          slopes.astype(np.float32)[None, :, None, None] * distance)
+                logits = np.where(distance <= 0, logits, -np.inf)
+                sink = sinks.astype(np.float64)[None, :, None, None]
+                top = np.maximum(logits.max(-1, keepdims=True), sink)
+                p = np.exp(logits - top)
+                expected = p / (p.sum(-1, keepdims=True) + np.exp(sink - top)) @ v64
+                np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+        result = self.run_cli("sdpa", "--queries", self.path("q.npy"), "--keys",
+                              self.path("k.npy"), "--values", self.path("v.npy"),
+                              "--sinks", self.save("s.npy", sinks[:3]), "-o",
+                              self.path("out.npy"), expect=1)
+        self.assertIn("one entry per query head", result.stderr)
 
         # 2-D float64: one sequence, per-query lengths, a visible mask, zero rows.
         q, k = self.rng.standard_normal((n, d)), self.rng.standard_normal((m, d))

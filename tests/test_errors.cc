@@ -137,6 +137,27 @@ TEST_CASE("normalize rejects bad arguments", "[normalize][errors]") {
   mask = {};
   mask.visible = {visible.data(), 3, 5, 5};
   RequireRejected("mask.visible.cols", values, run(softmax, v, mask));
+  // Score adjustments: their values, and what they need (scores; a sink a
+  // softmax).
+  for (float cap : {0.0f, -2.0f, INFINITY, NAN}) {
+    mask = {};
+    mask.softcap = cap;
+    RequireRejected("mask.softcap", values, run(softmax, v, mask));
+  }
+  mask.softcap = 3.0f;
+  RequireRejected("mask.softcap", values, run(Normalization::sum, v, mask));
+  mask = {};
+  mask.alibi_slope = NAN;
+  RequireRejected("mask.alibi_slope", values, run(softmax, v, mask));
+  mask.alibi_slope = 0.5f;
+  RequireRejected("mask.alibi_slope", values,
+                  run(Normalization::none, v, mask));
+  mask = {};
+  mask.sink = NAN;
+  RequireRejected("mask.sink", values, run(softmax, v, mask));
+  mask.sink = 1.0f;
+  RequireRejected("mask.sink", values, run(Normalization::argmax, v, mask));
+  RequireRejected("mask.sink", values, run(Normalization::sum, v, mask));
 }
 
 TEST_CASE("attention_pool_staged rejects bad arguments", "[pool][errors]") {

@@ -70,6 +70,12 @@ void CheckFused(const PoolSpec& spec, const Mask<T>& mask,
       }
     }
   }
+  // ALiBi's offsets, the cap and the sink bound the adjusted logits.
+  largest_logit += std::fabs(double(mask.alibi_slope)) *
+                   double(m + n + std::labs(mask.causal_offset));
+  if (mask.softcap)
+    largest_logit = std::max(largest_logit, double(*mask.softcap));
+  if (mask.sink) largest_logit += std::fabs(double(*mask.sink));
   const double u = kUnitRoundoff<T>;
   const double blocks = 1 + m / 128.0;
   const double relative = (m + 16 + 8 * blocks) * u + 6 * kExpError<T> +
@@ -177,6 +183,24 @@ void FusedSweep() {
       elementwise.window_left = s.m / 3;
       elementwise.causal_offset = static_cast<std::ptrdiff_t>(s.m / 2);
       CheckFused<T>(spec, elementwise, queries, keys, values);
+      // Score adjustments in registers (with the window band), then a sink
+      // over valid lengths (rows with no key get the sink's 0).
+      if (TakesBias(spec)) {
+        Mask<T> adjusted = window;
+        adjusted.softcap = T(2.5);
+        adjusted.alibi_slope = T(-0.0625);
+        CheckFused<T>(spec, adjusted, queries, keys, values);
+        adjusted.softcap.reset();
+        adjusted.window_left.reset();
+        adjusted.alibi_slope = T(0.03125);
+        CheckFused<T>(spec, adjusted, queries, keys, values);
+      }
+      if (TakesSink(spec)) {
+        Mask<T> sink;
+        sink.valid_lengths = lengths.data();
+        sink.sink = T(0.75);
+        CheckFused<T>(spec, sink, queries, keys, values);
+      }
     }
   }
 }
@@ -442,6 +466,8 @@ void NormalizerCase() {
     Mask<T> mask;
     mask.valid_lengths = lengths.data();
     if (TakesBias(spec)) mask.bias = bias.view();
+    const double sink = 1.25;  // in the log-sum-exp
+    if (TakesSink(spec)) mask.sink = T(sink);
     TestMatrix<T> plain(n, dv), out(n, dv);
     std::vector<T> normalizer(n + 1, T(-7));
     attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
@@ -474,9 +500,10 @@ void NormalizerCase() {
       if (argmax) {
         want = largest;
       } else if (softmax) {
-        double sum = 0;
+        largest = std::max(largest, sink);
+        double sum = std::exp(sink - largest);
         for (double a : scores) sum += std::exp(a - largest);
-        want = scores.empty() ? -HUGE_VAL : largest + std::log(sum);
+        want = largest + std::log(sum);
       } else {
         for (double a : scores) want += logits ? std::exp(a) : a;
       }
@@ -739,10 +766,12 @@ void ShardCase() {
            << attnpool::normalization_name(spec.normalization) << " masked "
            << masked);
       Mask<T> mask;
-      if (masked) {
+      if (masked) {  // with a sink (shard 0's) and ALiBi's key positions
         mask.valid_lengths = lengths.data();
         mask.causal = true;
         mask.causal_offset = 300;
+        if (TakesSink(spec)) mask.sink = T(0.5);
+        if (TakesBias(spec)) mask.alibi_slope = T(0.01);
       }
       CheckFused<T>(
           spec, mask, queries, keys, values, [&](attnpool::MatrixView<T> out) {

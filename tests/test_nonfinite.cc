@@ -364,63 +364,74 @@ void PipelinePolicy() {
       {"staged", attnpool::attention_pool_staged},
       {"fused", attnpool::attention_pool}};
   for (const auto& [pool_name, pool] : pools) {
-    for (const PoolSpec& spec :
-         {PoolSpec{Distance::sqeuclidean,
-                   {Kernel::gaussian, 1.0},
-                   Normalization::sum},
-          PoolSpec{Distance::dot, {Kernel::exp}, Normalization::softmax},
-          PoolSpec{Distance::euclidean,
-                   {Kernel::triangular, 9.0},
-                   Normalization::sum,
-                   EmptyRows::zero},
-          PoolSpec{Distance::manhattan, {Kernel::constant}, Normalization::sum},
-          PoolSpec{Distance::cosine,
-                   {Kernel::exp, 1, 2.0},
-                   Normalization::argmax}}) {
-      INFO(pool_name << " " << attnpool::distance_name(spec.distance) << " "
-                     << attnpool::kernel_name(spec.kernel.kernel) << " "
-                     << attnpool::normalization_name(spec.normalization));
-      TestMatrix<T> queries(n, d), keys(m, d), values(m, dv), out(n, dv, 1);
-      std::mt19937_64 rng(kSeed + 6);
-      queries.FillRandom(rng, 0);
-      keys.FillRandom(rng, 0);
-      values.FillRandom(rng, 0);
-      keys(7, 1) = kNaN<T>;
-      // Queries 0-3 see keys j < 7 only; 4-7 see every key.
-      std::vector<size_t> lengths = {7, 7, 7, 7, m, m, m, m};
-      Mask<T> mask;
-      mask.valid_lengths = lengths.data();
-      pool(spec, queries.view(), keys.view(), values.view(), out.view(), mask,
-           {});
-      RequireRanOnTarget();
-      const bool constant = TakesNothing(spec.kernel.kernel);
-      for (size_t i = 0; i < n; ++i) {
-        for (size_t c = 0; c < dv; ++c) {
-          INFO("key NaN: (" << i << ", " << c << ") " << out(i, c));
-          REQUIRE(std::isnan(out(i, c)) == (i >= 4 && !constant));
+    // Softmax again with score adjustments and a sink (the adjusted paths).
+    for (bool adjusted : {false, true}) {
+      for (const PoolSpec& spec :
+           {PoolSpec{Distance::sqeuclidean,
+                     {Kernel::gaussian, 1.0},
+                     Normalization::sum},
+            PoolSpec{Distance::dot, {Kernel::exp}, Normalization::softmax},
+            PoolSpec{Distance::euclidean,
+                     {Kernel::triangular, 9.0},
+                     Normalization::sum,
+                     EmptyRows::zero},
+            PoolSpec{
+                Distance::manhattan, {Kernel::constant}, Normalization::sum},
+            PoolSpec{Distance::cosine,
+                     {Kernel::exp, 1, 2.0},
+                     Normalization::argmax}}) {
+        if (adjusted && spec.normalization != Normalization::softmax) continue;
+        INFO(pool_name << " " << attnpool::distance_name(spec.distance) << " "
+                       << attnpool::kernel_name(spec.kernel.kernel) << " "
+                       << attnpool::normalization_name(spec.normalization)
+                       << (adjusted ? " soft-cap + ALiBi + sink" : ""));
+        TestMatrix<T> queries(n, d), keys(m, d), values(m, dv), out(n, dv, 1);
+        std::mt19937_64 rng(kSeed + 6);
+        queries.FillRandom(rng, 0);
+        keys.FillRandom(rng, 0);
+        values.FillRandom(rng, 0);
+        keys(7, 1) = kNaN<T>;
+        // Queries 0-3 see keys j < 7 only; 4-7 see every key.
+        std::vector<size_t> lengths = {7, 7, 7, 7, m, m, m, m};
+        Mask<T> mask;
+        mask.valid_lengths = lengths.data();
+        if (adjusted) {
+          mask.softcap = T(2);
+          mask.alibi_slope = T(0.25);
+          mask.sink = T(-1);
         }
-      }
-      keys(7, 1) = T(0.5);
-      // Argmax winners, to know which rows copy key 3's values.
-      std::vector<T> weight_storage(n * m);
-      TestMatrix<T> staged(n, dv);
-      const attnpool::MatrixView<T> weights(weight_storage.data(), n, m);
-      attnpool::attention_pool_staged(spec, queries.view(), keys.view(),
-                                      values.view(), staged.view(), weights,
-                                      mask);
-      values(3, 2) = kNaN<T>;  // key 3: seen by every query
-      values(9, 1) = kNaN<T>;  // key 9: hidden from queries 0-3
-      pool(spec, queries.view(), keys.view(), values.view(), out.view(), mask,
-           {});
-      for (size_t i = 0; i < n; ++i) {
-        const bool argmax = spec.normalization == Normalization::argmax;
-        const bool copies_key_3 = weights(i, 3) == T(1);
-        const bool copies_key_9 = weights(i, 9) == T(1);
-        for (size_t c = 0; c < dv; ++c) {
-          INFO("value NaN: (" << i << ", " << c << ") " << out(i, c));
-          REQUIRE(std::isnan(out(i, c)) ==
-                  ((c == 2 && (!argmax || copies_key_3)) ||
-                   (c == 1 && i >= 4 && (!argmax || copies_key_9))));
+        pool(spec, queries.view(), keys.view(), values.view(), out.view(), mask,
+             {});
+        RequireRanOnTarget();
+        const bool constant = TakesNothing(spec.kernel.kernel);
+        for (size_t i = 0; i < n; ++i) {
+          for (size_t c = 0; c < dv; ++c) {
+            INFO("key NaN: (" << i << ", " << c << ") " << out(i, c));
+            REQUIRE(std::isnan(out(i, c)) == (i >= 4 && !constant));
+          }
+        }
+        keys(7, 1) = T(0.5);
+        // Argmax winners, to know which rows copy key 3's values.
+        std::vector<T> weight_storage(n * m);
+        TestMatrix<T> staged(n, dv);
+        const attnpool::MatrixView<T> weights(weight_storage.data(), n, m);
+        attnpool::attention_pool_staged(spec, queries.view(), keys.view(),
+                                        values.view(), staged.view(), weights,
+                                        mask);
+        values(3, 2) = kNaN<T>;  // key 3: seen by every query
+        values(9, 1) = kNaN<T>;  // key 9: hidden from queries 0-3
+        pool(spec, queries.view(), keys.view(), values.view(), out.view(), mask,
+             {});
+        for (size_t i = 0; i < n; ++i) {
+          const bool argmax = spec.normalization == Normalization::argmax;
+          const bool copies_key_3 = weights(i, 3) == T(1);
+          const bool copies_key_9 = weights(i, 9) == T(1);
+          for (size_t c = 0; c < dv; ++c) {
+            INFO("value NaN: (" << i << ", " << c << ") " << out(i, c));
+            REQUIRE(std::isnan(out(i, c)) ==
+                    ((c == 2 && (!argmax || copies_key_3)) ||
+                     (c == 1 && i >= 4 && (!argmax || copies_key_9))));
+          }
         }
       }
     }

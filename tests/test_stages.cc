@@ -147,6 +147,10 @@ struct MaskCase {
   bool valid_lengths, causal, visible, bias;
   std::ptrdiff_t offset;
   std::optional<size_t> window_left = {}, window_right = {};
+  // Score adjustments (scores only) and a sink (softmax only).
+  std::optional<double> softcap = {};
+  double alibi_slope = 0;
+  std::optional<double> sink = {};
 };
 
 template <typename T>
@@ -176,6 +180,9 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
   mask.window_right = mask_case.window_right;
   if (mask_case.visible) mask.visible = {visible.data(), rows, cols};
   if (mask_case.bias) mask.bias = bias.view();
+  if (mask_case.softcap) mask.softcap = T(*mask_case.softcap);
+  mask.alibi_slope = T(mask_case.alibi_slope);
+  if (mask_case.sink) mask.sink = T(*mask_case.sink);
 
   std::vector<double> want(rows * cols);
   for (size_t i = 0; i < rows; ++i) {
@@ -199,10 +206,18 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
            << mask_case.offset << " window "
            << mask_case.window_left.value_or(-1) << "/"
            << mask_case.window_right.value_or(-1) << " visible "
-           << mask_case.visible << " bias " << mask_case.bias);
+           << mask_case.visible << " bias " << mask_case.bias << " softcap "
+           << mask_case.softcap.value_or(0) << " alibi "
+           << mask_case.alibi_slope << " sink "
+           << mask_case.sink.value_or(-INFINITY));
       REQUIRE(SameNaN(got, expected));
       if (std::isnan(expected)) continue;
-      const double gap = std::fabs(best - input(i, j)) + 6;  // + |bias| ≤ 3
+      // + |bias| ≤ 3, ALiBi's offsets and the cap's rounding.
+      const double gap = std::fabs(best - input(i, j)) + 6 +
+                         2 * std::fabs(mask_case.alibi_slope) *
+                             double(cols + 1 + std::labs(mask_case.offset)) +
+                         4 * mask_case.softcap.value_or(0) +
+                         std::fabs(mask_case.sink.value_or(0));
       const double bound =
           NormalizeErrorBound<T>(normalization, expected, cols, gap);
       AccuracyLog::Get().Record(
@@ -217,7 +232,9 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
         normalization != Normalization::none) {
       double want_sum = 0;
       for (size_t j = 0; j < cols; ++j) want_sum += want[i * cols + j];
-      REQUIRE((want_sum == 0 || want_sum == Approx(1).epsilon(1e-12)));
+      // (A sink takes its share.)
+      REQUIRE((want_sum == 0 || mask_case.sink ||
+               want_sum == Approx(1).epsilon(1e-12)));
       REQUIRE(std::fabs(row_sum - want_sum) <=
               (cols + 8) * 4 * kUnitRoundoff<T> + 4 * kExpError<T>);
     }
@@ -241,13 +258,24 @@ void NormalizeSweep() {
                             // offset, right only with the element-wise masks.
                             {false, false, false, false, 0, 2},
                             {true, true, false, false, 4, 3, 1},
-                            {false, false, true, true, -1, {}, 5}};
+                            {false, false, true, true, -1, {}, 5},
+                            // Score adjustments, then a sink (with empty
+                            // rows: lengths 0), then all of them.
+                            {false, false, false, false, 0, {}, {}, 4.0},
+                            {false, true, false, false, 3, {}, {}, {}, 0.25},
+                            {true, false, false, false, 0, {}, {}, {}, 0, 1.5},
+                            {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0}};
   for (int n = 0; n < attnpool::kNormalizationCount; ++n) {
     const auto normalization = static_cast<Normalization>(n);
     const bool scores = normalization == Normalization::softmax ||
                         normalization == Normalization::argmax;
     for (const MaskCase& mask_case : cases) {
-      if (mask_case.bias && !scores) continue;  // rejected: see the errors test
+      // Rejected: see the errors test.
+      if ((mask_case.bias || mask_case.softcap || mask_case.alibi_slope != 0) &&
+          !scores) {
+        continue;
+      }
+      if (mask_case.sink && normalization != Normalization::softmax) continue;
       for (EmptyRows empty : {EmptyRows::nan, EmptyRows::zero}) {
         for (size_t cols : {0, 1, 3, 8, 15, 16, 17, 33, 100}) {
           CheckNormalize<T>(normalization, mask_case, empty, 1 + cols % 7, cols,

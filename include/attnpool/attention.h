@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace attnpool {
 
@@ -66,7 +67,21 @@ struct AttentionMask {
   TensorView<const T> bias;
   // Boolean mask, nonzero = visible; the same shapes and broadcasting.
   TensorView<const uint8_t> visible;
+  // Score adjustments (normalize.h's Mask, in this order): logit
+  // soft-capping of scale·q·k (Gemma 2: 50 for attention), then ALiBi with
+  // query head h's slope alibi_slopes[h] (Hq entries, nullptr: none;
+  // alibi_slopes() gives the standard ones), then the bias.
+  std::optional<T> softcap;
+  const T* alibi_slopes = nullptr;
+  // Attention sinks: query head h's sink logit sinks[h] (Hq entries, not
+  // NaN; nullptr: none) joins its softmax's denominator without a value.
+  const T* sinks = nullptr;
 };
+
+// The standard ALiBi slopes of `heads` heads (Press et al.): 2^(−8(h+1)/H)
+// for a power of two H; otherwise those of the power of two below H, then
+// every other slope of twice that many.
+std::vector<double> alibi_slopes(size_t heads);
 
 // softmax(scale·Q·Kᵀ + bias, masked)·V per (batch, head), on the fused
 // kernel (pool.h: never forms the n×m scores).

@@ -163,6 +163,15 @@ typedef struct attnpool_mask {
   /* n x m of uint8: 0 hides key j from query i; data NULL: none. */
   attnpool_const_matrix visible;
   attnpool_window window; /* all-zero: none */
+  /* Score adjustments, in this order (normalize.h): logit soft-capping,
+   * s -> softcap * tanh(s / softcap) (0: none; else finite, > 0), then ALiBi,
+   * s -> s + alibi_slope * (j - (i + causal_offset)) (0: none). */
+  double softcap;
+  double alibi_slope;
+  /* An attention sink: a logit that joins the softmax's denominator with no
+   * value (has_sink 0: none); a shard state holds it at key_offset 0. */
+  int has_sink;
+  double sink;
 } attnpool_mask;
 
 /* Per-call settings; NULL means the defaults. */
@@ -343,7 +352,20 @@ typedef struct attnpool_attention_mask {
    * an empty shape: none. */
   attnpool_const_tensor visible;
   attnpool_window window; /* all-zero: none */
+  /* Logit soft-capping of scale * q.k (0: none), then ALiBi with query
+   * head h's slope alibi_slopes[h] (H entries of the call's dtype, NULL:
+   * none; attnpool_alibi_slopes gives the standard ones). */
+  double softcap;
+  const void* alibi_slopes;
+  /* Attention sinks: query head h's logit sinks[h] (H entries of the call's
+   * dtype, NULL: none) joins its softmax's denominator with no value. */
+  const void* sinks;
 } attnpool_attention_mask;
+
+/* slopes (heads entries) = the standard ALiBi slopes of `heads` heads:
+ * 2^(-8(h+1)/H) for a power of two H, else those of the power of two below
+ * H followed by every other slope of twice that many. */
+attnpool_status attnpool_alibi_slopes(size_t heads, double* slopes);
 
 /* softmax(scale * Q K^T + bias, masked) V per (batch, head), on the fused
  * kernel: queries (B, Hq, n, dk), keys (B, Hkv, m, dk), values

@@ -85,6 +85,22 @@ struct Mask {
   MatrixView<const T> bias;
   // n×m, 0 hides the key from the query.
   MatrixView<const uint8_t> visible;
+  // Adjustments of the scores (they need scores, as the bias does), applied
+  // in this order to the score s of a visible key j of query i:
+  //   logit soft-capping (Gemma 2): s ← softcap·tanh(s / softcap), softcap
+  //     finite and > 0 (exponential kernels: to the logit);
+  //   ALiBi (Press et al.): s ← s + alibi_slope·(j − p), computed per key,
+  //     never as a matrix (0: none; finite);
+  //   then the bias.
+  std::optional<T> softcap;
+  T alibi_slope = 0;
+  // Attention sink (StreamingLLM, gpt-oss): a logit that joins a softmax's
+  // denominator but has no value: every weight is scaled down by its share,
+  // and a query that sees no key gets weight 0 everywhere (not an empty
+  // row). Not NaN; needs a softmax (softmax, or sum of an exponential
+  // kernel's weights). A shard state (pool.h) holds it when its key_offset
+  // is 0, so that merged shards count it once.
+  std::optional<T> sink;
 };
 
 // In place on an n×m matrix of values a (scores or kernel weights), as the

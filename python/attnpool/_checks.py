@@ -65,15 +65,31 @@ def _window_side(value) -> Optional[int]:
     return int(value)
 
 
+def _per_head(name: str, values, heads: Optional[int]) -> list:
+    """[] for None; on matrices (heads None) one number, else `heads`."""
+    if values is None:
+        return []
+    if heads is None:
+        return [float(values)]
+    entries = np.asarray(values, dtype=np.float64)
+    if entries.shape != (heads,):
+        raise ValueError(f"{name}: shape {entries.shape}, expected ({heads},): "
+                         "one entry per query head")
+    return entries.tolist()
+
+
 def masks(n: int, valid_lengths=None, causal: bool = False,
           causal_offset: int = 0, window=None, bias=None, visible=None,
-          batch: Optional[int] = None) -> tuple:
+          batch: Optional[int] = None, softcap: Optional[float] = None,
+          alibi=None, sinks=None, heads: Optional[int] = None) -> tuple:
     """The masks as the core takes them: (valid_lengths, lengths_per_query,
-    causal, causal_offset, window_left, window_right, bias, visible). On
-    matrices (batch None) the valid lengths are n, one per query; on (B,
-    heads, n, m) tensors, B (one per batch entry) or (B, n) (one per query).
-    `window`: None or (left, right), a side None for unbounded. A boolean
-    `visible` is viewed as uint8, without a copy."""
+    causal, causal_offset, window_left, window_right, bias, visible,
+    softcap, alibi slopes, sinks). On matrices (batch None) the valid
+    lengths are n, one per query, and `alibi` and `sinks` one number each;
+    on (B, heads, n, m) tensors, B (one per batch entry) or (B, n) (one per
+    query), and `heads` entries each. `window`: None or (left, right), a
+    side None for unbounded. A boolean `visible` is viewed as uint8, without
+    a copy."""
     if window is None:
         window = (None, None)
     if not isinstance(window, (tuple, list)) or len(window) != 2:
@@ -87,7 +103,12 @@ def masks(n: int, valid_lengths=None, causal: bool = False,
         if visible.dtype == np.bool_:
             visible = visible.view(np.uint8)
     return (lengths, per_query, bool(causal), int(causal_offset), left, right,
-            optional_input(bias), visible)
+            optional_input(bias), visible,
+            None if softcap is None else float(softcap),
+            _per_head("alibi_slopes" if batch is not None else "alibi_slope", alibi,
+                      None if batch is None else heads),
+            _per_head("sinks" if batch is not None else "sink", sinks,
+                      None if batch is None else heads))
 
 
 def shape_of(name: str, array, ndim: int) -> tuple:

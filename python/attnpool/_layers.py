@@ -19,6 +19,8 @@ def _tensors(queries, keys, values):
 def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
                                  causal: bool = False, causal_offset: int = 0,
                                  window=None, bias=None, visible=None,
+                                 softcap: Optional[float] = None,
+                                 alibi_slopes=None, sinks=None,
                                  scale: Optional[float] = None,
                                  empty_rows: str = "nan",
                                  out: Optional[np.ndarray] = None,
@@ -33,8 +35,12 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
     ``causal``: key j visible iff j ≤ p; ``window=(left, right)``: a
     sliding window, p − left ≤ j ≤ p + right (a side None unbounded; key
     blocks outside every window are skipped). ``bias`` and ``visible``: (B
-    or 1, Hq or 1, n, m), broadcast like NumPy. PyTorch CPU tensors are read
-    without a copy.
+    or 1, Hq or 1, n, m), broadcast like NumPy. ``softcap``: Gemma 2's
+    logit soft-capping, a logit a becomes softcap·tanh(a / softcap);
+    ``alibi_slopes`` (Hq,): ALiBi, head h adds slope[h]·(j − p) (the
+    standard slopes: :func:`alibi_slopes`); ``sinks`` (Hq,): attention
+    sinks, head h's logit joins its softmax's denominator with no value.
+    PyTorch CPU tensors are read without a copy.
     """
     queries, keys, values, dtype = _tensors(queries, keys, values)
     b, h, n, _ = shape_of("queries", queries, 4)
@@ -42,10 +48,20 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
     out = output("out", out, (b, h, n, dv), dtype)
     _core.scaled_dot_product_attention(
         queries, keys, values, out,
-        masks(n, valid_lengths, causal, causal_offset, window, bias, visible, batch=b),
+        masks(n, valid_lengths, causal, causal_offset, window, bias, visible, batch=b,
+              softcap=softcap, alibi=alibi_slopes, sinks=sinks, heads=h),
         None if scale is None else float(scale), empty_rows,
         threads_of(threads))
     return out
+
+
+def alibi_slopes(heads: int) -> np.ndarray:
+    """The standard ALiBi slopes of ``heads`` heads (Press et al.):
+    2^(−8(h+1)/H) for a power of two H; otherwise those of the power of two
+    below H, then every other slope of twice that many."""
+    if int(heads) != heads or heads < 0:
+        raise ValueError(f"heads: must be an integer ≥ 0, not {heads!r}")
+    return np.array(_core.alibi_slopes(int(heads)), dtype=np.float64)
 
 
 def additive_attention(queries, keys, values, w_q, w_k, w_v, *,

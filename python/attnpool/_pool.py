@@ -32,6 +32,9 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
                    scale: Optional[float] = None, normalize: str = "sum",
                    valid_lengths=None, causal: bool = False,
                    causal_offset: int = 0, window=None, bias=None, visible=None,
+                   softcap: Optional[float] = None,
+                   alibi_slope: Optional[float] = None,
+                   sink: Optional[float] = None,
                    empty_rows: str = "nan", out: Optional[np.ndarray] = None,
                    threads: Optional[int] = None,
                    return_weights: bool = False):
@@ -40,7 +43,10 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
     queries (n, d), keys (m, d), values (m, dv) → (n, dv). The weights are
     ``kernel`` (one of ``KERNELS``; ``bandwidth`` h, or ``scale`` for exp) of
     ``distance``, then ``normalize`` (sum: Nadaraya–Watson; softmax;
-    argmax; none) under the masks of :func:`normalize`. Runs the fused
+    argmax; none) under the masks of :func:`normalize`. Scores may be
+    adjusted: ``softcap`` (a score s becomes softcap·tanh(s / softcap)),
+    ``alibi_slope`` (s + slope·(j − p)); ``sink``: a logit that joins a
+    softmax's denominator with no value. Runs the fused
     kernel, which never forms the n×m weights; with ``return_weights`` the
     staged pipeline, returning ``(out, weights)``.
     """
@@ -50,7 +56,8 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
     _core.attention_pool(
         _spec(distance, kernel, bandwidth, scale, normalize, empty_rows),
         queries, keys, values, out, weights,
-        masks(n, valid_lengths, causal, causal_offset, window, bias, visible),
+        masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
+              softcap=softcap, alibi=alibi_slope, sinks=sink),
         threads_of(threads))
     return (out, weights) if return_weights else out
 
@@ -84,12 +91,16 @@ class PoolState:
                 bandwidth: float = 1.0, scale: Optional[float] = None,
                 normalize: str = "sum", valid_lengths=None,
                 causal: bool = False, causal_offset: int = 0, window=None, bias=None,
-                visible=None, empty_rows: str = "nan",
+                visible=None, softcap: Optional[float] = None,
+                alibi_slope: Optional[float] = None, sink: Optional[float] = None,
+                empty_rows: str = "nan",
                 threads: Optional[int] = None) -> "PoolState":
         """The state of keys [key_offset, key_offset + m) of the whole
         sequence: ``keys``, ``values``, ``bias`` and ``visible`` hold just
         this shard; ``valid_lengths`` and ``causal`` count keys from the
-        start of the whole sequence. Options as :func:`attention_pool`."""
+        start of the whole sequence, and ALiBi its positions; a ``sink`` joins
+        the state of the shard at key_offset 0 only. Options as
+        :func:`attention_pool`."""
         queries, keys, values, dtype, n, m, dv = _inputs(queries, keys, values)
         spec = _spec(distance, kernel, bandwidth, scale, normalize, empty_rows)
         state = cls(spec, np.empty((n, dv), dtype), np.empty(n, dtype),
@@ -98,7 +109,8 @@ class PoolState:
             raise ValueError("key_offset: must be ≥ 0")
         _core.pool_partial(
             spec, queries, keys, values, int(key_offset), state._arrays(),
-            masks(n, valid_lengths, causal, causal_offset, window, bias, visible),
+            masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
+                  softcap=softcap, alibi=alibi_slope, sinks=sink),
             threads_of(threads))
         return state
 

@@ -8,6 +8,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <optional>
 #include <string>
@@ -84,10 +85,14 @@ void RequireVisibleDtype(const Array& visible) {
 
 // The masks of a call as the package passes them: (valid_lengths,
 // lengths_per_query, causal, causal_offset, window_left, window_right,
-// bias, visible).
-using MaskTuple = std::tuple<std::optional<Lengths>, bool, bool, std::ptrdiff_t,
-                             std::optional<size_t>, std::optional<size_t>,
-                             std::optional<InArray>, std::optional<InArray>>;
+// bias, visible, softcap, alibi slopes, sinks); the slopes and sinks are
+// empty (none), one value (Rank 2) or one per query head (Rank 4, checked
+// by the package: the library reads that many).
+using MaskTuple =
+    std::tuple<std::optional<Lengths>, bool, bool, std::ptrdiff_t,
+               std::optional<size_t>, std::optional<size_t>,
+               std::optional<InArray>, std::optional<InArray>,
+               std::optional<double>, std::vector<double>, std::vector<double>>;
 
 // The masks of a call (Rank 2: on matrices, a Mask; Rank 4: on (batch,
 // heads, n, m) tensors, an AttentionMask), checked; the arrays outlive the
@@ -96,8 +101,8 @@ template <typename T, size_t Rank>
 class MaskArguments {
  public:
   MaskArguments(const MaskTuple& masks, const char* first_name) {
-    const auto& [lengths, per_query, causal, offset, left, right, bias,
-                 visible] = masks;
+    const auto& [lengths, per_query, causal, offset, left, right, bias, visible,
+                 softcap, alibi_slopes, sinks] = masks;
     if (lengths) lengths_ = lengths->data();
     lengths_per_query_ = per_query;
     causal_ = causal;
@@ -109,6 +114,9 @@ class MaskArguments {
       RequireVisibleDtype(*visible);
       visible_.emplace("visible", *visible);
     }
+    if (softcap) softcap_ = T(*softcap);
+    alibi_slopes_.assign(alibi_slopes.begin(), alibi_slopes.end());
+    sinks_.assign(sinks.begin(), sinks.end());
   }
 
   // Rank 2: the Mask; Rank 4: the AttentionMask.
@@ -123,6 +131,14 @@ class MaskArguments {
     mask.window_right = window_right_;
     if (bias_) mask.bias = bias_->view();
     if (visible_) mask.visible = visible_->view();
+    mask.softcap = softcap_;
+    if constexpr (Rank == 2) {
+      if (!alibi_slopes_.empty()) mask.alibi_slope = alibi_slopes_[0];
+      if (!sinks_.empty()) mask.sink = sinks_[0];
+    } else {
+      if (!alibi_slopes_.empty()) mask.alibi_slopes = alibi_slopes_.data();
+      if (!sinks_.empty()) mask.sinks = sinks_.data();
+    }
     return mask;
   }
 
@@ -134,6 +150,8 @@ class MaskArguments {
   std::optional<size_t> window_left_, window_right_;
   std::optional<Input<T, Rank>> bias_;
   std::optional<Input<uint8_t, Rank>> visible_;
+  std::optional<T> softcap_;
+  std::vector<T> alibi_slopes_, sinks_;
 };
 
 // The module's parts, one per file.

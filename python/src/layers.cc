@@ -2,6 +2,7 @@
 // dot-product (masks, grouped-query heads), additive and multi-head.
 #include <attnpool/attnpool.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "python/src/arguments.h"
 
@@ -124,6 +125,7 @@ void DefineLayers(nb::module_& m) {
   m.def("scaled_dot_product_attention", &ScaledDotProductAttention);
   m.def("additive_attention", &AdditiveAttention);
   m.def("multi_head_attention", &MultiHeadAttention);
+  m.def("alibi_slopes", &attnpool::alibi_slopes);
 }
 
 }  // namespace attnpool_python

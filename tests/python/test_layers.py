@@ -58,6 +58,46 @@ def test_sdpa_sliding_window(target, dtype):
         attnpool.scaled_dot_product_attention(q, k, v, window=(-1, None))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sdpa_softcap_alibi_sinks(target, dtype):
+    rng = rng_for("adjusted", target, dtype)
+    b, h, n, m, d, dv = 2, 4, 6, 50, 16, 5
+    q = rng.standard_normal((b, h, n, d)).astype(dtype)
+    k = rng.standard_normal((b, h, m, d)).astype(dtype)
+    v = rng.standard_normal((b, h, m, dv)).astype(dtype)
+    slopes = attnpool.alibi_slopes(h)
+    np.testing.assert_array_equal(slopes, 2.0 ** -np.array([2.0, 4.0, 6.0, 8.0]))
+    sinks = np.array([0.5, -1.0, 3.0, 0.0])
+    lengths = np.array([m, 0])  # batch entry 1 sees no key: the sinks' 0
+    got = attnpool.scaled_dot_product_attention(
+        q, k, v, valid_lengths=lengths, causal=True, causal_offset=m - n, softcap=2.0,
+        alibi_slopes=slopes, sinks=sinks)
+    scores = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 1, 3, 2) / np.sqrt(d)
+    distance = np.arange(m)[None, :] - (np.arange(n)[:, None] + m - n)
+    logits = (2.0 * np.tanh(scores / 2.0) +
+              slopes.astype(dtype).astype(np.float64)[None, :, None, None] * distance)
+    shown = (distance <= 0)[None, None] & (np.arange(m) < lengths[:, None, None, None])
+    logits = np.where(shown, logits, -np.inf)
+    sink = sinks.astype(dtype).astype(np.float64)[None, :, None, None]
+    top = np.maximum(logits.max(-1, keepdims=True), sink)
+    p = np.exp(logits - top)
+    want = p / (p.sum(-1, keepdims=True) + np.exp(sink - top)) @ v.astype(np.float64)
+    close(got, want, dtype, scale=10)
+    assert (got[1] == 0).all()
+    with pytest.raises(ValueError, match="sinks"):
+        attnpool.scaled_dot_product_attention(q, k, v, sinks=sinks[:3])
+    with pytest.raises(ValueError, match="softcap"):
+        attnpool.scaled_dot_product_attention(q, k, v, softcap=0.0)
+    # The pool: one slope and one sink, the sink in shard 0's state only.
+    q2, k2, v2 = q[0, 0], k[0, 0], v[0, 0]
+    kwargs = dict(distance="dot", kernel="exp", normalize="softmax", softcap=2.0,
+                  alibi_slope=0.25, sink=1.0, causal=True, causal_offset=m - n)
+    whole = attnpool.attention_pool(q2, k2, v2, **kwargs)
+    first = attnpool.PoolState.partial(q2, k2[:20], v2[:20], **kwargs)
+    rest = attnpool.PoolState.partial(q2, k2[20:], v2[20:], key_offset=20, **kwargs)
+    close(first.merge(rest).finish(), whole, dtype, scale=10)
+
+
 def test_sdpa_matches_pytorch():
     torch = pytest.importorskip("torch")
     rng = rng_for("torch")

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,18 @@ std::vector<OptionInfo> LayerMaskOptions() {
        "added to the scores: shape (n, m), or (B or 1, H or 1, n, m) (a 1 is "
        "broadcast), the dtype of the inputs",
        "bool or uint8, shaped as --bias: 0 hides key j from query i"});
+  options.push_back({"--alibi", nullptr,
+                     "ALiBi with the standard slopes of the H query heads"});
+  options.push_back({"--alibi-slopes",
+                     "A.npy",
+                     "ALiBi: head h adds A[h] * (j - i - causal offset) to "
+                     "each score; shape (H,)",
+                     {"mask.alibi_slopes"}});
+  options.push_back({"--sinks",
+                     "S.npy",
+                     "attention sinks: head h's logit S[h] joins its "
+                     "softmax's denominator, with no value; shape (H,)",
+                     {"mask.sinks"}});
   options.push_back(EmptyRowsOption(
       "output of a query that sees no key: NaN (default) or 0"));
   return options;
@@ -117,9 +130,29 @@ void RequireSameRank(const InputTensor& reference, const InputTensor& other) {
 // The masks of a layer call over `batch` entries, `heads` query heads, n
 // queries and m keys, as arrays read from their files.
 struct LayerMask {
+  // Per-head values in either element type.
+  struct HeadValues {
+    std::vector<float> floats;
+    std::vector<double> doubles;
+    void Assign(const std::vector<double>& values) {
+      doubles = values;
+      floats.assign(values.begin(), values.end());
+    }
+    template <typename T>
+    const T* data() const {
+      if (doubles.empty()) return nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        return floats.data();
+      } else {
+        return doubles.data();
+      }
+    }
+  };
   std::vector<size_t> lengths;
   bool has_lengths = false, lengths_per_query = false;
   KeyPositions positions;
+  std::optional<double> softcap;
+  HeadValues alibi_slopes, sinks;
   std::optional<NpyArray> bias, visible;
   size_t bias_batch = 1, bias_heads = 1, visible_batch = 1, visible_heads = 1;
   size_t n = 0, m = 0;
@@ -130,6 +163,9 @@ struct LayerMask {
     if (has_lengths) mask.valid_lengths = lengths.data();
     mask.lengths_per_query = lengths_per_query;
     positions.Apply(mask);
+    if (softcap) mask.softcap = T(*softcap);
+    mask.alibi_slopes = alibi_slopes.data<T>();
+    mask.sinks = sinks.data<T>();
     if (bias) {
       mask.bias =
           attnpool::dense_tensor(bias->data<T>(), bias_batch, bias_heads, n, m);
@@ -162,6 +198,22 @@ void MaskExtents(const std::string& label, const std::vector<size_t>& shape,
   *mask_heads = tensor ? shape[1] : 1;
 }
 
+// The `heads` entries of a per-head array (shape (H,), float).
+std::vector<double> HeadEntries(const std::string& option,
+                                const std::string& path, size_t heads) {
+  const std::string label = option + " " + path;
+  const NpyArray array = Load(option, path);
+  RequireFloat(label, array);
+  RequireArrayShape(label, array, {heads}, "one entry per query head");
+  std::vector<double> entries(heads);
+  for (size_t h = 0; h < heads; ++h) {
+    entries[h] = array.type == attnpool_tools::NpyType::float32
+                     ? double(array.data<float>()[h])
+                     : array.data<double>()[h];
+  }
+  return entries;
+}
+
 // Reads the mask options of `heads` query heads; 2-D inputs are one
 // sequence.
 LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
@@ -172,6 +224,19 @@ LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
   mask.n = n;
   mask.m = m;
   mask.positions = ParseKeyPositions(arguments);
+  mask.softcap = ParseSoftcap(arguments);
+  if (arguments.Has("--alibi")) {
+    if (arguments.Has("--alibi-slopes")) {
+      UsageError("--alibi and --alibi-slopes: give one");
+    }
+    mask.alibi_slopes.Assign(attnpool::alibi_slopes(heads));
+  }
+  if (const auto path = arguments.Get("--alibi-slopes")) {
+    mask.alibi_slopes.Assign(HeadEntries("--alibi-slopes", *path, heads));
+  }
+  if (const auto path = arguments.Get("--sinks")) {
+    mask.sinks.Assign(HeadEntries("--sinks", *path, heads));
+  }
   if (const auto path = arguments.Get("--valid-lengths")) {
     const std::string label = "--valid-lengths " + *path;
     const NpyArray array = Load("--valid-lengths", *path);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -64,6 +65,11 @@ std::vector<OptionInfo> MaskOptions(const MaskHelp& help) {
        "sliding window: query i sees keys j >= i + causal offset - W"},
       {"--window-right", "W",
        "sliding window: query i sees keys j <= i + causal offset + W"},
+      {"--softcap",
+       "C",
+       "logit soft-capping (Gemma 2): each score s becomes C * tanh(s / C), "
+       "C > 0",
+       {"mask.softcap"}},
       {"--bias", "B.npy", help.bias, {"mask.bias"}},
       {"--visible", "M.npy", help.visible, {"mask.visible"}},
   };
@@ -240,6 +246,15 @@ attnpool::EmptyRows ParseEmptyRows(const Arguments& arguments) {
   UsageError("--empty-rows " + empty_rows + ": use nan or zero");
 }
 
+std::optional<double> ParseSoftcap(const Arguments& arguments) {
+  const std::optional<double> softcap = NumberOption(arguments, "--softcap");
+  if (softcap && !(*softcap > 0 && std::isfinite(*softcap))) {
+    UsageError("--softcap " + *arguments.Get("--softcap") +
+               ": must be finite and > 0");
+  }
+  return softcap;
+}
+
 KeyPositions ParseKeyPositions(const Arguments& arguments) {
   KeyPositions positions;
   positions.causal = arguments.Has("--causal");
@@ -254,11 +269,14 @@ KeyPositions ParseKeyPositions(const Arguments& arguments) {
   positions.window_left = side("--window-left");
   positions.window_right = side("--window-right");
   if (const auto offset = arguments.Get("--causal-offset")) {
+    const bool alibi = arguments.Has("--alibi") ||
+                       arguments.Has("--alibi-slope") ||
+                       arguments.Has("--alibi-slopes");
     if (!positions.causal && !positions.window_left &&
-        !positions.window_right) {
+        !positions.window_right && !alibi) {
       UsageError(
-          "--causal-offset needs --causal or a window (--window-left, "
-          "--window-right)");
+          "--causal-offset needs --causal, a window (--window-left, "
+          "--window-right) or ALiBi");
     }
     positions.offset =
         static_cast<std::ptrdiff_t>(ParseInteger("--causal-offset", *offset));

@@ -105,7 +105,7 @@ struct MaskHelp {
 
 // The mask options, in this order: --valid-lengths, --causal,
 // --causal-offset, --window-left and --window-right (ParseKeyPositions),
-// --bias, --visible.
+// --softcap, --bias, --visible.
 std::vector<OptionInfo> MaskOptions(const MaskHelp& help);
 
 // `text` in lines of at most `width` characters, each after `indent`
@@ -199,5 +199,8 @@ struct KeyPositions {
   }
 };
 KeyPositions ParseKeyPositions(const Arguments& arguments);
+
+// --softcap: the cap of logit soft-capping, if given (finite, > 0).
+std::optional<double> ParseSoftcap(const Arguments& arguments);
 
 }  // namespace attnpool_cli

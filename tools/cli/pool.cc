@@ -22,6 +22,7 @@ struct PoolInputs {
   bool has_valid_lengths = false;
   attnpool::PoolSpec spec;
   KeyPositions positions;
+  std::optional<double> softcap, alibi_slope, sink;
 };
 
 // The one place that runs the pooling, on a block of query rows: the fused
@@ -77,6 +78,9 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   if (inputs.has_valid_lengths)
     mask.valid_lengths = inputs.valid_lengths.data();
   inputs.positions.Apply(mask);
+  if (inputs.softcap) mask.softcap = T(*inputs.softcap);
+  mask.alibi_slope = T(inputs.alibi_slope.value_or(0));
+  if (inputs.sink) mask.sink = T(*inputs.sink);
   if (inputs.bias) mask.bias = View<T>(*inputs.bias);
   if (inputs.visible) {
     mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
@@ -116,6 +120,9 @@ int Pool(const Arguments& arguments) {
                                   &attnpool::normalization_from_name);
   spec.empty_rows = ParseEmptyRows(arguments);
   inputs.positions = ParseKeyPositions(arguments);
+  inputs.softcap = ParseSoftcap(arguments);
+  inputs.alibi_slope = NumberOption(arguments, "--alibi-slope");
+  inputs.sink = NumberOption(arguments, "--sink");
 
   const InputReading reading(arguments, settings);
   LoadMatrices(arguments, {{"--queries", &inputs.queries},
@@ -183,6 +190,15 @@ Command PoolCommand() {
        MaskOptions({"integers, n entries: query i sees keys j < L[i]",
                     "n x m, added to the scores before a softmax",
                     "n x m, bool or uint8: 0 hides key j from query i"}),
+       {{"--alibi-slope",
+         "S",
+         "ALiBi: S * (j - i - causal offset) added to each score",
+         {"mask.alibi_slope"}},
+        {"--sink",
+         "S",
+         "attention sink: a logit S in the softmax's denominator, with no "
+         "value",
+         {"mask.sink"}}},
        kRunOptions},
       Pool);
 }
