@@ -572,6 +572,50 @@ void W7(int threads) {
   Report("W7a", "attnpool_no_alibi", threads, "GFLOP/s", gflop, plain, target);
 }
 
+// ------------------------------------- W8: variable-length batches
+
+// 64 sequences of n = m drawn from 1 to 2048 (seed 18), packed (Σn, 1, 64),
+// against W2's one 4096² sequence, in GFLOP/s of Σ 4·n·m·d.
+void W8(int threads) {
+  const size_t count = 64, d = 64;
+  std::mt19937 rng(18);
+  std::uniform_int_distribution<size_t> length(1, 2048);
+  std::vector<size_t> offsets = {0};
+  double work = 0;
+  for (size_t b = 0; b < count; ++b) {
+    const size_t n = length(rng);
+    offsets.push_back(offsets.back() + n);
+    work += 4.0 * n * n * d;
+  }
+  const size_t total = offsets.back();
+  const auto q = Normal(total * d, 1, 19), k = Normal(total * d, 1, 20),
+             v = Normal(total * d, 1, 21);
+  std::vector<float> out(total * d);
+  const attnpool::PackedSequences sequences{count, offsets.data(),
+                                            offsets.data()};
+  const Timing varlen = Time([&] {
+    attnpool::scaled_dot_product_attention_varlen(
+        attnpool::dense_tensor<const float>(q.data(), 1, 1, total, d),
+        attnpool::dense_tensor<const float>(k.data(), 1, 1, total, d),
+        attnpool::dense_tensor<const float>(v.data(), 1, 1, total, d),
+        attnpool::dense_tensor(out.data(), 1, 1, total, d), sequences, {}, {},
+        attnpool::EmptyRows::nan, {threads});
+  });
+  char note[64];
+  std::snprintf(note, sizeof note, "%s, %zu queries in all",
+                attnpool::last_run_target().c_str(), total);
+  Report("W8", "attnpool_varlen_64_sequences", threads, "GFLOP/s", work / 1e9,
+         varlen, note);
+  const size_t n = 4096;
+  const Timing dense = Time([&] {
+    attnpool::attention_pool(kSdpaSpec, {q.data(), n, d}, {k.data(), n, d},
+                             {v.data(), n, d}, {out.data(), n, d}, {},
+                             {threads});
+  });
+  Report("W8", "attnpool_one_4096x4096", threads, "GFLOP/s",
+         4.0 * n * n * d / 1e9, dense, "W2's shape");
+}
+
 // ------------------------------------------------------------- summary
 
 void Summary(const std::vector<int>& thread_counts) {
@@ -616,6 +660,11 @@ void Summary(const std::vector<int>& thread_counts) {
        1.0},
       {"W7c", "attnpool_softcap_50", {"attnpool_uncapped"}, "fma_peak", 1.0},
       {"W7a", "attnpool_alibi", {"attnpool_no_alibi"}, "fma_peak", 1.0},
+      {"W8",
+       "attnpool_varlen_64_sequences",
+       {"attnpool_one_4096x4096"},
+       "fma_peak",
+       1.0},
   };
   std::printf(
       "\n| workload | threads | attnpool | best baseline | attnpool ÷ it | "
@@ -692,8 +741,8 @@ int main(int argc, char** argv) {
   // First, while the process's peak resident set is still its inputs'.
   if (memory && !g_quick) M1(thread_counts.back());
   const std::pair<const char*, void (*)(int)> workloads[] = {
-      {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W3", W3},
-      {"W4", W4},    {"W5", W5}, {"W6", W6}, {"W7", W7}};
+      {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W3", W3}, {"W4", W4},
+      {"W5", W5},    {"W6", W6}, {"W7", W7}, {"W8", W8}};
   for (int threads : thread_counts) {
     for (const auto& [name, run] : workloads) {
       if (only.empty() ||

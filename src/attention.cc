@@ -16,9 +16,24 @@
 #include "src/dispatch.h"
 #include "src/fused_batch.h"
 #include "src/validate.h"
+#include "arch/visible_limit.h"
 
 namespace attnpool {
 namespace {
+
+// Scaled dot-product attention as attention pooling.
+PoolSpec SdpaSpec(std::optional<double> scale, EmptyRows empty_rows) {
+  return {Distance::dot,
+          {Kernel::exp, 1.0, scale},
+          Normalization::softmax,
+          empty_rows};
+}
+
+// Rows [begin, end) of a matrix.
+template <typename U>
+MatrixView<U> RowRange(MatrixView<U> view, size_t begin, size_t end) {
+  return {view.data + begin * view.stride, end - begin, view.cols, view.stride};
+}
 
 // The heads of a checked call, one fused pooling each.
 template <typename T>
@@ -27,10 +42,7 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
              TensorView<T> out, const AttentionMask<T>& mask,
              std::optional<double> scale, EmptyRows empty_rows,
              const Execution& execution) {
-  const PoolSpec spec{Distance::dot,
-                      {Kernel::exp, 1.0, scale},
-                      Normalization::softmax,
-                      empty_rows};
+  const PoolSpec spec = SdpaSpec(scale, empty_rows);
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
   // Per-batch valid lengths as per-query arrays, one per batch entry.
   std::vector<std::vector<size_t>> lengths(shape.batch);
@@ -66,6 +78,91 @@ void ScaledDotProductAttention(TensorView<const T> queries,
   }
   RunSdpa(shape, queries, keys, values, out, mask, scale, empty_rows,
           execution);
+}
+
+// Checks `offsets` (count + 1 ascending entries from 0 to `rows`).
+void CheckOffsets(const std::string& name, const size_t* offsets, size_t count,
+                  size_t rows, const std::string& rows_name) {
+  if (offsets == nullptr) throw Error(name, "is null");
+  if (offsets[0] != 0) {
+    throw Error(name, "entry 0 is " + std::to_string(offsets[0]) + ", not 0");
+  }
+  for (size_t b = 0; b < count; ++b) {
+    if (offsets[b + 1] < offsets[b]) {
+      throw Error(name, "entry " + std::to_string(b + 1) + " (" +
+                            std::to_string(offsets[b + 1]) +
+                            ") is less than entry " + std::to_string(b) + " (" +
+                            std::to_string(offsets[b]) + ")");
+    }
+  }
+  if (offsets[count] != rows) {
+    throw Error(name, "entry " + std::to_string(count) + " is " +
+                          std::to_string(offsets[count]) + " but " + rows_name +
+                          " is " + std::to_string(rows));
+  }
+}
+
+template <typename T>
+void ScaledDotProductAttentionVarlen(
+    TensorView<const T> queries, TensorView<const T> keys,
+    TensorView<const T> values, TensorView<T> out,
+    const PackedSequences& sequences, const AttentionMask<T>& mask,
+    std::optional<double> scale, EmptyRows empty_rows,
+    const Execution& execution) {
+  detail::EnsureDispatchReady();
+  detail::CheckScale(scale);
+  detail::CheckEmptyRows(empty_rows);
+  if (mask.valid_lengths != nullptr) {
+    throw Error("mask.valid_lengths",
+                "does not apply to packed sequences (their offsets give "
+                "their lengths)");
+  }
+  if (mask.bias.data != nullptr || mask.visible.data != nullptr) {
+    throw Error(mask.bias.data != nullptr ? "mask.bias" : "mask.visible",
+                "does not apply to packed sequences");
+  }
+  const detail::SdpaShape shape =
+      detail::CheckSdpa(queries, keys, values, out, mask, execution);
+  detail::CheckSize("queries.batch", shape.batch, 1,
+                    "1 (sequences are packed along the rows)");
+  const size_t count = sequences.count;
+  CheckOffsets("sequences.query_offsets", sequences.query_offsets, count,
+               shape.n, "queries.rows");
+  CheckOffsets("sequences.key_offsets", sequences.key_offsets, count, shape.m,
+               "keys.rows");
+  const auto o = detail::CheckTensor("out", out, true);
+  detail::CheckNoOverlap("out", o, "sequences.query_offsets",
+                         detail::BiasRange(sequences.query_offsets, count + 1));
+  detail::CheckNoOverlap("out", o, "sequences.key_offsets",
+                         detail::BiasRange(sequences.key_offsets, count + 1));
+  if (!scale && queries.cols == 0) {
+    throw Error("queries.cols",
+                "is 0: the default scale 1/√d needs d ≥ 1 (give a scale)");
+  }
+  const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
+  std::vector<size_t> unused;
+  std::vector<detail::PoolCall<T>> calls;
+  calls.reserve(count * shape.heads);
+  for (size_t b = 0; b < count; ++b) {
+    const size_t q0 = sequences.query_offsets[b],
+                 q1 = sequences.query_offsets[b + 1],
+                 k0 = sequences.key_offsets[b],
+                 k1 = sequences.key_offsets[b + 1];
+    for (size_t h = 0; h < shape.heads; ++h) {
+      detail::PoolCall<T> call{RowRange(queries.matrix(0, h), q0, q1),
+                               RowRange(keys.matrix(0, h / group), k0, k1),
+                               RowRange(values.matrix(0, h / group), k0, k1),
+                               RowRange(out.matrix(0, h), q0, q1),
+                               detail::HeadMask(mask, 0, h, q1 - q0, unused)};
+      // The sequences' ends aligned: query i at key i + (m − n) + offset.
+      call.mask.causal_offset =
+          detail::SaturatingAdd(static_cast<std::ptrdiff_t>(k1 - k0) -
+                                    static_cast<std::ptrdiff_t>(q1 - q0),
+                                mask.causal_offset);
+      calls.push_back(call);
+    }
+  }
+  detail::AttentionPoolBatch(SdpaSpec(scale, empty_rows), calls, execution);
 }
 
 // ---------------------------------------------------------------- linear
@@ -248,6 +345,15 @@ std::vector<double> alibi_slopes(size_t heads) {
       EmptyRows empty_rows, const Execution& execution) {                      \
     ScaledDotProductAttention(queries, keys, values, out, mask, scale,         \
                               empty_rows, execution);                          \
+  }                                                                            \
+  void scaled_dot_product_attention_varlen(                                    \
+      TensorView<const T> queries, TensorView<const T> keys,                   \
+      TensorView<const T> values, TensorView<T> out,                           \
+      const PackedSequences& sequences, const AttentionMask<T>& mask,          \
+      std::optional<double> scale, EmptyRows empty_rows,                       \
+      const Execution& execution) {                                            \
+    ScaledDotProductAttentionVarlen(queries, keys, values, out, sequences,     \
+                                    mask, scale, empty_rows, execution);       \
   }                                                                            \
   void multi_head_attention(                                                   \
       const MultiHeadWeights<T>& weights, TensorView<const T> queries,         \

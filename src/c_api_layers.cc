@@ -28,6 +28,25 @@ attnpool_status attnpool_scaled_dot_product_attention(
   });
 }
 
+attnpool_status attnpool_scaled_dot_product_attention_varlen(
+    attnpool_dtype dtype, const attnpool_const_tensor* queries,
+    const attnpool_const_tensor* keys, const attnpool_const_tensor* values,
+    const attnpool_tensor* out, size_t count, const size_t* query_offsets,
+    const size_t* key_offsets, const attnpool_attention_mask* mask,
+    const double* scale, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto t = LayerTensorsOf<T>(queries, keys, values, out);
+    std::optional<double> factor;
+    if (scale != nullptr) factor = *scale;
+    attnpool::scaled_dot_product_attention_varlen(
+        t.queries, t.keys, t.values, t.out, {count, query_offsets, key_offsets},
+        AttentionMaskOf<T>(mask), factor,
+        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
 attnpool_status attnpool_additive_attention(
     attnpool_dtype dtype, const attnpool_additive_weights* weights,
     const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,

@@ -339,6 +339,98 @@ ATTNPOOL_TEST_EACH_TARGET(SdpaDouble, "attention.sdpa.double", "[attention]") {
   SdpaSweep<double>();
 }
 
+// ------------------------------------------------- packed sequences
+
+// Rows [begin, end) of every head of a (1, H, rows, cols) view.
+template <typename U>
+TensorView<U> PackedRows(TensorView<U> view, size_t begin, size_t end) {
+  view.data += begin * view.row_stride;
+  view.rows = end - begin;
+  return view;
+}
+
+// Packed sequences in (Σn, H, d) arrays (an interleaved view of batch 1),
+// with grouped heads: each sequence's output is bitwise what
+// scaled_dot_product_attention gives it alone, its positions aligned at
+// the ends (causal_offset m − n + the mask's). Empty sequences on either
+// side; decode (one query each) over contexts long enough to be split into
+// key chunks, for 1 and 2 threads.
+template <typename T>
+void Varlen() {
+  std::mt19937_64 rng(kSeed + 63);
+  INFO("seed " << kSeed + 63);
+  const size_t heads = 4, kv_heads = 2, dk = 16, dv = 8;
+  const std::vector<std::pair<size_t, size_t>> prefill = {
+      {3, 40}, {0, 7}, {17, 17}, {1, 300}, {6, 0}, {30, 200}};
+  const std::vector<std::pair<size_t, size_t>> decode = {
+      {1, 9000}, {1, 20000}, {1, 5}};
+  std::vector<T> slopes, sinks;
+  for (double slope : attnpool::alibi_slopes(heads)) slopes.push_back(T(slope));
+  for (size_t h = 0; h < heads; ++h) sinks.push_back(T(h) - T(1));
+  AttentionMask<T> adjusted;
+  adjusted.causal = true;
+  adjusted.causal_offset = -1;
+  adjusted.window_left = 5;
+  adjusted.softcap = T(4);
+  adjusted.alibi_slopes = slopes.data();
+  adjusted.sinks = sinks.data();
+  for (const auto* lengths : {&prefill, &decode}) {
+    std::vector<size_t> query_offsets = {0}, key_offsets = {0};
+    for (const auto& [n, m] : *lengths) {
+      query_offsets.push_back(query_offsets.back() + n);
+      key_offsets.push_back(key_offsets.back() + m);
+    }
+    const size_t count = lengths->size();
+    const attnpool::PackedSequences sequences{count, query_offsets.data(),
+                                              key_offsets.data()};
+    Tensor<T> queries(1, heads, query_offsets.back(), dk, true),
+        keys(1, kv_heads, key_offsets.back(), dk, true),
+        values(1, kv_heads, key_offsets.back(), dv, true);
+    queries.FillNormal(rng, 1.0);
+    keys.FillNormal(rng, 1.0);
+    values.FillNormal(rng, 1.0);
+    for (const AttentionMask<T>& mask : {AttentionMask<T>{}, adjusted}) {
+      for (int threads : {1, 2}) {
+        INFO((lengths == &decode ? "decode" : "prefill")
+             << (mask.causal ? " causal + window + adjusted" : " no mask")
+             << " threads " << threads);
+        Tensor<T> out(1, heads, query_offsets.back(), dv, true),
+            alone(1, heads, query_offsets.back(), dv, true);
+        attnpool::scaled_dot_product_attention_varlen(
+            queries.view(), keys.view(), values.view(), out.view(), sequences,
+            mask, {}, EmptyRows::zero, {threads});
+        if (query_offsets.back() != 0) RequireRanOnTarget();
+        for (size_t b = 0; b < count; ++b) {
+          const size_t q0 = query_offsets[b], q1 = query_offsets[b + 1],
+                       k0 = key_offsets[b], k1 = key_offsets[b + 1];
+          AttentionMask<T> own = mask;
+          own.causal_offset = static_cast<std::ptrdiff_t>(k1 - k0) -
+                              static_cast<std::ptrdiff_t>(q1 - q0) +
+                              mask.causal_offset;
+          attnpool::scaled_dot_product_attention(
+              PackedRows(queries.view(), q0, q1),
+              PackedRows(keys.view(), k0, k1),
+              PackedRows(values.view(), k0, k1),
+              PackedRows(alone.view(), q0, q1), own, {}, EmptyRows::zero,
+              {threads});
+        }
+        REQUIRE(std::memcmp(out.storage().data(), alone.storage().data(),
+                            out.storage().size() * sizeof(T)) == 0);
+        REQUIRE(out.CanariesIntact());
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(VarlenFloat, "attention.varlen.float",
+                          "[attention]") {
+  Varlen<float>();
+}
+ATTNPOOL_TEST_EACH_TARGET(VarlenDouble, "attention.varlen.double",
+                          "[attention]") {
+  Varlen<double>();
+}
+
 // Grouped-query attention reads each key/value head for its group in place:
 // the same bits as ordinary attention over key/value heads repeated.
 template <typename T>
@@ -788,6 +880,31 @@ TEST_CASE("attention: bad input names the argument, writes nothing",
     auto bad = q;
     bad.data = nullptr;
     attnpool::scaled_dot_product_attention(bad, k, v, out);
+  });
+  // Packed sequences: their offsets, and the masks that do not apply.
+  std::vector<float> canary(64, -7.0f);
+  const size_t bad_offsets[3] = {0, 5, 3};
+  const size_t keys_offsets[3] = {0, 2, 4};
+  RequireRejected("sequences.query_offsets", canary, [&] {
+    std::vector<float> q(3 * 4, 1.0f), k(4 * 4, 1.0f);
+    attnpool::scaled_dot_product_attention_varlen(
+        attnpool::dense_tensor<const float>(q.data(), 1, 1, 3, 4),
+        attnpool::dense_tensor<const float>(k.data(), 1, 1, 4, 4),
+        attnpool::dense_tensor<const float>(k.data(), 1, 1, 4, 4),
+        attnpool::dense_tensor(canary.data(), 1, 1, 3, 4),
+        {2, bad_offsets, keys_offsets});
+  });
+  RequireRejected("mask.valid_lengths", canary, [&] {
+    std::vector<float> q(3 * 4, 1.0f), k(4 * 4, 1.0f);
+    const size_t query_offsets[3] = {0, 1, 3};
+    AttentionMask<float> mask;
+    mask.valid_lengths = keys_offsets;
+    attnpool::scaled_dot_product_attention_varlen(
+        attnpool::dense_tensor<const float>(q.data(), 1, 1, 3, 4),
+        attnpool::dense_tensor<const float>(k.data(), 1, 1, 4, 4),
+        attnpool::dense_tensor<const float>(k.data(), 1, 1, 4, 4),
+        attnpool::dense_tensor(canary.data(), 1, 1, 3, 4),
+        {2, query_offsets, keys_offsets}, mask);
   });
   // Additive.
   std::vector<float> w(64, 0.1f);

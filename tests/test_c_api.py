@@ -140,6 +140,11 @@ def load(path):
             [ctypes.c_int, P(ConstTensor), P(ConstTensor), P(ConstTensor), P(Tensor),
              P(AttentionMask), P(ctypes.c_double), ctypes.c_int, P(Execution)],
             ctypes.c_int),
+        "attnpool_scaled_dot_product_attention_varlen": (
+            [ctypes.c_int, P(ConstTensor), P(ConstTensor), P(ConstTensor), P(Tensor),
+             ctypes.c_size_t, P(ctypes.c_size_t), P(ctypes.c_size_t), P(AttentionMask),
+             P(ctypes.c_double), ctypes.c_int, P(Execution)], ctypes.c_int),
+        "attnpool_alibi_slopes": ([ctypes.c_size_t, P(ctypes.c_double)], ctypes.c_int),
         "attnpool_multi_head_attention": (
             [ctypes.c_int, P(MultiHeadWeights), P(ConstTensor), P(ConstTensor),
              P(ConstTensor), P(Tensor), P(AttentionMask), ctypes.c_int, P(Execution)],
@@ -478,6 +483,47 @@ class CApiTest(unittest.TestCase):
             ctypes.byref(ctypes.c_double(scale)) if scale is not None else None,
             empty_rows, None)
         return status, out
+
+    def test_scaled_dot_product_attention_varlen(self):
+        # Three sequences packed in (sum n, H, d) arrays, grouped heads,
+        # causal with the ends aligned; the middle one has no query.
+        heads, kv_heads, d, dv = 4, 2, 8, 3
+        lengths = [(3, 10), (0, 4), (5, 5)]
+        query_offsets = np.cumsum([0] + [n for n, _ in lengths]).astype(np.uintp)
+        key_offsets = np.cumsum([0] + [m for _, m in lengths]).astype(np.uintp)
+        q = self.rand(int(query_offsets[-1]), heads, d)
+        k = self.rand(int(key_offsets[-1]), kv_heads, d)
+        v = self.rand(int(key_offsets[-1]), kv_heads, dv)
+        out = np.full((len(q), heads, dv), -777, np.float32)
+
+        def packed(array, cls=ConstTensor):
+            rows, h, cols = array.shape
+            return cls(array.ctypes.data, 1, h, rows, cols, rows * h * cols, cols, h * cols)
+
+        mask = AttentionMask(causal=1)
+        status = lib.attnpool_scaled_dot_product_attention_varlen(
+            FLOAT32, packed(q), packed(k), packed(v), packed(out, Tensor), len(lengths),
+            query_offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_size_t)),
+            key_offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_size_t)),
+            ctypes.byref(mask), None, 0, None)
+        self.assertEqual(status, OK, last_error())
+        for b, (n, m) in enumerate(lengths):
+            q0, k0 = int(query_offsets[b]), int(key_offsets[b])
+            for h in range(heads):
+                qs = q[q0:q0 + n, h].astype(np.float64)
+                ks = k[k0:k0 + m, h // 2].astype(np.float64)
+                vs = v[k0:k0 + m, h // 2].astype(np.float64)
+                logits = qs @ ks.T / np.sqrt(d)
+                logits[np.arange(m)[None, :] > np.arange(n)[:, None] + m - n] = -np.inf
+                np.testing.assert_allclose(out[q0:q0 + n, h], softmax(logits) @ vs,
+                                           rtol=1e-5, atol=1e-6)
+        bad = np.array([0, 3, 2, 8], np.uintp)
+        status = lib.attnpool_scaled_dot_product_attention_varlen(
+            FLOAT32, packed(q), packed(k), packed(v), packed(out, Tensor), len(lengths),
+            bad.ctypes.data_as(ctypes.POINTER(ctypes.c_size_t)),
+            key_offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_size_t)), None, None, 0, None)
+        self.assertEqual((status, last_error()[1]),
+                         (INVALID_ARGUMENT, "sequences.query_offsets"))
 
     def test_scaled_dot_product_attention(self):
         batch, heads, kv_heads, n, m, d, dv = 2, 4, 2, 9, 13, 8, 5

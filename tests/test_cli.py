@@ -316,6 +316,42 @@ class CliTest(unittest.TestCase):
 
     # ------------------------------------------------------------ layers
 
+    def test_sdpa_packed_sequences(self):
+        # (sum n, H, d) arrays with offsets; causal with each sequence's end
+        # aligned; grouped heads.
+        lengths = [(2, 9), (0, 3), (4, 4)]
+        qo = np.cumsum([0] + [n for n, _ in lengths])
+        ko = np.cumsum([0] + [m for _, m in lengths])
+        q = self.rng.standard_normal((qo[-1], 4, 6)).astype(np.float32)
+        k = self.rng.standard_normal((ko[-1], 2, 6)).astype(np.float32)
+        v = self.rng.standard_normal((ko[-1], 2, 3)).astype(np.float32)
+        self.run_cli("sdpa", "--queries", self.save("q.npy", q), "--keys",
+                     self.save("k.npy", k), "--values", self.save("v.npy", v),
+                     "--query-offsets", self.save("qo.npy", qo), "--key-offsets",
+                     self.save("ko.npy", ko), "--causal", "-o", self.path("out.npy"))
+        out = np.load(self.path("out.npy"))
+        self.assertEqual(out.shape, (qo[-1], 4, 3))
+        for b, (n, m) in enumerate(lengths):
+            for h in range(4):
+                qs = q[qo[b]:qo[b + 1], h].astype(np.float64)
+                ks = k[ko[b]:ko[b + 1], h // 2].astype(np.float64)
+                logits = qs @ ks.T / np.sqrt(6)
+                logits[np.arange(m)[None, :] > np.arange(n)[:, None] + m - n] = -np.inf
+                np.testing.assert_allclose(
+                    out[qo[b]:qo[b + 1], h],
+                    softmax(logits) @ v[ko[b]:ko[b + 1], h // 2], rtol=1e-5, atol=1e-6)
+        result = self.run_cli("sdpa", "--queries", self.path("q.npy"), "--keys",
+                              self.path("k.npy"), "--values", self.path("v.npy"),
+                              "--query-offsets", self.path("qo.npy"), "-o",
+                              self.path("out.npy"), expect=2)
+        self.assertIn("--key-offsets", result.stderr)
+        result = self.run_cli("sdpa", "--queries", self.path("q.npy"), "--keys",
+                              self.path("k.npy"), "--values", self.path("v.npy"),
+                              "--query-offsets", self.save("bad.npy", np.array([0, 3, 2, 6])),
+                              "--key-offsets", self.path("ko.npy"), "-o",
+                              self.path("out.npy"), expect=1)
+        self.assertIn("sequences.query_offsets", result.stderr)
+
     def test_sdpa_tensors_and_masks(self):
         batch, heads, kv_heads, n, m, d, dv = 2, 4, 2, 9, 12, 5, 3
         q = self.rng.standard_normal((batch, heads, n, d)).astype(np.float32)

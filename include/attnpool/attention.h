@@ -104,6 +104,44 @@ void scaled_dot_product_attention(
     const AttentionMask<double>& mask = {}, std::optional<double> scale = {},
     EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
 
+// Sequences of different lengths packed along the rows of one tensor
+// (flash-attention's "varlen" layout, cu_seqlens): sequence b owns query
+// rows [query_offsets[b], query_offsets[b + 1]) and key and value rows
+// [key_offsets[b], key_offsets[b + 1]). Each array has count + 1 entries,
+// ascending from 0 to the tensor's rows.
+struct PackedSequences {
+  size_t count = 0;
+  const size_t* query_offsets = nullptr;
+  const size_t* key_offsets = nullptr;
+};
+
+// scaled_dot_product_attention of each packed sequence over its own keys,
+// all in one parallel loop: queries (1, Hq, Σn, dk), keys (1, Hkv, Σm, dk),
+// values (1, Hkv, Σm, dv), out (1, Hq, Σn, dv) — (Σn, H, d) arrays are such
+// views, with head_stride d and row_stride H·d —, grouped-query heads as
+// there. Batched decode is the case of one query per sequence; a sequence
+// with few queries has its keys split into chunks merged in a fixed order.
+// Positions align the sequences' ends (a KV cache's last n queries): query
+// i of a sequence of n queries and m keys sits at key position p = i +
+// (m − n) + mask.causal_offset, for causal, the window and ALiBi. The mask's
+// valid_lengths, bias and visible do not apply (rejected). Each sequence's
+// output is bitwise what scaled_dot_product_attention gives it alone
+// (with causal_offset m − n + mask.causal_offset).
+// Throws attnpool::Error naming the argument on invalid input, before
+// writing anything.
+void scaled_dot_product_attention_varlen(
+    TensorView<const float> queries, TensorView<const float> keys,
+    TensorView<const float> values, TensorView<float> out,
+    const PackedSequences& sequences, const AttentionMask<float>& mask = {},
+    std::optional<double> scale = {}, EmptyRows empty_rows = EmptyRows::nan,
+    const Execution& execution = {});
+void scaled_dot_product_attention_varlen(
+    TensorView<const double> queries, TensorView<const double> keys,
+    TensorView<const double> values, TensorView<double> out,
+    const PackedSequences& sequences, const AttentionMask<double>& mask = {},
+    std::optional<double> scale = {}, EmptyRows empty_rows = EmptyRows::nan,
+    const Execution& execution = {});
+
 // Additive (Bahdanau) attention: score(q, k) = w_vᵀ tanh(W_q q + W_k k),
 // then masks, softmax and the weighted sum of values.
 //   w_q (h × dq), w_k (h × dk), w_v (h values).

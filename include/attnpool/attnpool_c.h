@@ -380,6 +380,24 @@ attnpool_status attnpool_scaled_dot_product_attention(
     const double* scale, attnpool_empty_rows empty_rows,
     const attnpool_execution* execution);
 
+/* attnpool_scaled_dot_product_attention of `count` sequences packed along
+ * the rows (flash-attention's varlen, cu_seqlens): sequence b owns query
+ * rows [query_offsets[b], query_offsets[b + 1]) and key and value rows
+ * [key_offsets[b], key_offsets[b + 1]) (count + 1 ascending entries from 0
+ * to the rows). queries (1, Hq, sum n, dk), keys (1, Hkv, sum m, dk),
+ * values (1, Hkv, sum m, dv), out (1, Hq, sum n, dv): a (sum n, H, d)
+ * array is such a tensor with head_stride d, row_stride H * d. Query i of
+ * a sequence of n queries and m keys sits at key i + m - n +
+ * mask->causal_offset (the ends aligned); the mask's valid_lengths, bias
+ * and visible do not apply. Batched decode: one query per sequence. */
+attnpool_status attnpool_scaled_dot_product_attention_varlen(
+    attnpool_dtype dtype, const attnpool_const_tensor* queries,
+    const attnpool_const_tensor* keys, const attnpool_const_tensor* values,
+    const attnpool_tensor* out, size_t count, const size_t* query_offsets,
+    const size_t* key_offsets, const attnpool_attention_mask* mask,
+    const double* scale, attnpool_empty_rows empty_rows,
+    const attnpool_execution* execution);
+
 /* Additive (Bahdanau) attention's weights, of the call's dtype: w_q
  * (h x dq), w_k (h x dk), w_v (h entries). */
 typedef struct attnpool_additive_weights {

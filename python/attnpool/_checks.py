@@ -44,17 +44,23 @@ def output(name: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
     return np.empty(shape, dtype=dtype) if out is None else writable(name, out)
 
 
-def _lengths(valid_lengths, count: int):
-    """Valid lengths as the core takes them: `count` non-negative size_t."""
+def _lengths(valid_lengths, count: Optional[int], name: str = "valid_lengths"):
+    """Lengths or offsets as the core takes them: `count` (None: any
+    number of) non-negative size_t."""
     values = np.asarray(valid_lengths)
     if values.dtype.kind not in "iu":
-        raise TypeError(f"valid_lengths: dtype {values.dtype} is not an integer type")
+        raise TypeError(f"{name}: dtype {values.dtype} is not an integer type")
     values = values.reshape(-1)
-    if values.size != count:
-        raise ValueError(f"valid_lengths: has {values.size} entries, expected {count}")
+    if count is not None and values.size != count:
+        raise ValueError(f"{name}: has {values.size} entries, expected {count}")
     if values.size and values.min() < 0:
-        raise ValueError("valid_lengths: entries must be ≥ 0")
+        raise ValueError(f"{name}: entries must be ≥ 0")
     return np.ascontiguousarray(values, dtype=np.uintp)
+
+
+def offsets(name: str, values):
+    """Sequence offsets (cu_seqlens) as the core takes them."""
+    return _lengths(values, None, name)
 
 
 def _window_side(value) -> Optional[int]:

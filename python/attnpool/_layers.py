@@ -7,8 +7,8 @@ from typing import Optional
 import numpy as np
 
 from . import _core
-from ._checks import (as_input, float_dtype, masks, optional_input, output,
-                      shape_of, threads_of)
+from ._checks import (as_input, float_dtype, masks, offsets, optional_input,
+                      output, shape_of, threads_of)
 
 
 def _tensors(queries, keys, values):
@@ -52,6 +52,44 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
               softcap=softcap, alibi=alibi_slopes, sinks=sinks, heads=h),
         None if scale is None else float(scale), empty_rows,
         threads_of(threads))
+    return out
+
+
+def scaled_dot_product_attention_varlen(queries, keys, values, query_offsets,
+                                        key_offsets, *, causal: bool = False,
+                                        causal_offset: int = 0, window=None,
+                                        softcap: Optional[float] = None,
+                                        alibi_slopes=None, sinks=None,
+                                        scale: Optional[float] = None,
+                                        empty_rows: str = "nan",
+                                        out: Optional[np.ndarray] = None,
+                                        threads: Optional[int] = None) -> np.ndarray:
+    """Scaled dot-product attention of sequences of different lengths packed
+    along the first axis (flash-attention's varlen; batched decode with one
+    query each), all in one parallel call.
+
+    queries (Σn, Hq, d), keys (Σm, Hkv, d), values (Σm, Hkv, dv) → (Σn, Hq,
+    dv); sequence b owns query rows [query_offsets[b], query_offsets[b+1])
+    and key rows [key_offsets[b], key_offsets[b+1]] (cu_seqlens: count + 1
+    entries from 0). Query i of a sequence of n queries and m keys sits at
+    key position i + m − n + ``causal_offset`` (the ends aligned); the masks
+    and adjustments as :func:`scaled_dot_product_attention`. Each
+    sequence's result is bitwise what that function gives it alone.
+    """
+    queries, keys, values = as_input(queries), as_input(keys), as_input(values)
+    dtype = float_dtype("queries", queries)
+    total, h, _ = shape_of("queries", queries, 3)
+    shape_of("keys", keys, 3)
+    dv = shape_of("values", values, 3)[2]
+    out = output("out", out, (total, h, dv), dtype)
+    # (1, H, rows, d) views of the (rows, H, d) arrays, without copies.
+    _core.scaled_dot_product_attention_varlen(
+        queries.transpose(1, 0, 2)[None], keys.transpose(1, 0, 2)[None],
+        values.transpose(1, 0, 2)[None], out.transpose(1, 0, 2)[None],
+        offsets("query_offsets", query_offsets), offsets("key_offsets", key_offsets),
+        masks(total, None, causal, causal_offset, window, batch=1, softcap=softcap,
+              alibi=alibi_slopes, sinks=sinks, heads=h),
+        None if scale is None else float(scale), empty_rows, threads_of(threads))
     return out
 
 

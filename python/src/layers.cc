@@ -47,6 +47,36 @@ void ScaledDotProductAttention(const InArray& queries, const InArray& keys,
   });
 }
 
+// Packed sequences: (1, H, Σn, d) views of (Σn, H, d) arrays, and the
+// offsets (count + 1 entries each).
+void ScaledDotProductAttentionVarlen(
+    const InArray& queries, const InArray& keys, const InArray& values,
+    const OutArray& out, const Lengths& query_offsets,
+    const Lengths& key_offsets, const MaskTuple& mask_arguments,
+    std::optional<double> scale, const std::string& empty_rows, int threads) {
+  if (query_offsets.shape(0) == 0) {
+    ThrowValue("query_offsets", "is empty (count + 1 entries, from 0)");
+  }
+  if (key_offsets.shape(0) != query_offsets.shape(0)) {
+    ThrowValue("key_offsets", "has " + std::to_string(key_offsets.shape(0)) +
+                                  " entries but query_offsets " +
+                                  std::to_string(query_offsets.shape(0)));
+  }
+  WithDtype("queries", queries, [&](auto zero) {
+    using T = decltype(zero);
+    const LayerTensors<T> t(queries, keys, values, out);
+    const MaskArguments<T, 4> masks(mask_arguments, "queries");
+    const auto empty = EmptyRowsOf(empty_rows);
+    const auto execution = ExecutionOf(threads);
+    const attnpool::PackedSequences sequences{
+        query_offsets.shape(0) - 1, query_offsets.data(), key_offsets.data()};
+    nb::gil_scoped_release release;
+    attnpool::scaled_dot_product_attention_varlen(
+        t.q.tensor(), t.k.tensor(), t.v.tensor(), t.o.tensor(), sequences,
+        masks.mask(), scale, empty, execution);
+  });
+}
+
 void AdditiveAttention(const InArray& w_q, const InArray& w_k,
                        const InArray& w_v, const InArray& queries,
                        const InArray& keys, const InArray& values,
@@ -123,6 +153,8 @@ void MultiHeadAttention(size_t heads, const InArray& w_q, const InArray& w_k,
 
 void DefineLayers(nb::module_& m) {
   m.def("scaled_dot_product_attention", &ScaledDotProductAttention);
+  m.def("scaled_dot_product_attention_varlen",
+        &ScaledDotProductAttentionVarlen);
   m.def("additive_attention", &AdditiveAttention);
   m.def("multi_head_attention", &MultiHeadAttention);
   m.def("alibi_slopes", &attnpool::alibi_slopes);

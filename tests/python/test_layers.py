@@ -98,6 +98,36 @@ def test_sdpa_softcap_alibi_sinks(target, dtype):
     close(first.merge(rest).finish(), whole, dtype, scale=10)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sdpa_varlen(target, dtype):
+    # (Σn, H, d) packed sequences with grouped heads and sinks: each
+    # sequence's result is bitwise that of scaled_dot_product_attention on
+    # it alone, causal with its end aligned.
+    rng = rng_for("varlen", target, dtype)
+    lengths = [(4, 30), (0, 3), (1, 70), (9, 9)]
+    query_offsets = np.cumsum([0] + [n for n, _ in lengths])
+    key_offsets = np.cumsum([0] + [m for _, m in lengths])
+    q = rng.standard_normal((query_offsets[-1], 4, 8)).astype(dtype)
+    k = rng.standard_normal((key_offsets[-1], 2, 8)).astype(dtype)
+    v = rng.standard_normal((key_offsets[-1], 2, 5)).astype(dtype)
+    sinks = np.array([0.0, 1.0, -1.0, 0.5])
+    got = attnpool.scaled_dot_product_attention_varlen(
+        q, k, v, query_offsets, key_offsets, causal=True, window=(6, None), sinks=sinks)
+    assert got.shape == (query_offsets[-1], 4, 5)
+    for b, (n, m) in enumerate(lengths):
+        qs = slice(query_offsets[b], query_offsets[b + 1])
+        ks = slice(key_offsets[b], key_offsets[b + 1])
+        alone = attnpool.scaled_dot_product_attention(
+            q[qs].transpose(1, 0, 2)[None], k[ks].transpose(1, 0, 2)[None],
+            v[ks].transpose(1, 0, 2)[None], causal=True, causal_offset=m - n,
+            window=(6, None), sinks=sinks)
+        np.testing.assert_array_equal(got[qs], alone[0].transpose(1, 0, 2))
+    with pytest.raises(ValueError, match="key_offsets"):
+        attnpool.scaled_dot_product_attention_varlen(q, k, v, query_offsets, key_offsets[:-1])
+    with pytest.raises(ValueError, match="query_offsets"):
+        attnpool.scaled_dot_product_attention_varlen(q, k, v, query_offsets + 1, key_offsets)
+
+
 def test_sdpa_matches_pytorch():
     torch = pytest.importorskip("torch")
     rng = rng_for("torch")

@@ -100,7 +100,8 @@ bool VisitIntegers(const NpyArray& array, const Visit& visit) {
 }  // namespace
 
 std::vector<size_t> LengthEntries(const std::string& label,
-                                  const NpyArray& array, size_t key_count) {
+                                  const NpyArray& array, size_t key_count,
+                                  const std::string& limit) {
   std::vector<size_t> lengths(array.count);
   const bool integers = VisitIntegers(array, [&](const auto* entries) {
     for (size_t i = 0; i < array.count; ++i) {
@@ -108,8 +109,8 @@ std::vector<size_t> LengthEntries(const std::string& label,
       if (value < 0 || value > static_cast<long double>(key_count)) {
         throw CliError{label + ": entry " + std::to_string(i) + " is " +
                        std::to_string(static_cast<long long>(value)) +
-                       ", outside [0, " + std::to_string(key_count) +
-                       "] (the number of keys)"};
+                       ", outside [0, " + std::to_string(key_count) + "] (" +
+                       limit + ")"};
       }
       lengths[i] = static_cast<size_t>(value);
     }

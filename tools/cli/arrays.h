@@ -118,9 +118,11 @@ void RequireArrayShape(const std::string& label, const NpyArray& array,
 // --visible: a bool or uint8 array.
 NpyArray LoadVisible(const std::string& path);
 
-// The entries of an integer array of valid lengths, each in [0, key_count].
-std::vector<size_t> LengthEntries(const std::string& label,
-                                  const NpyArray& array, size_t key_count);
+// The entries of an integer array of valid lengths (or offsets), each in
+// [0, key_count]; `limit` names that bound in errors.
+std::vector<size_t> LengthEntries(
+    const std::string& label, const NpyArray& array, size_t key_count,
+    const std::string& limit = "the number of keys");
 
 void Save(const std::string& path, const NpyArray& array);
 

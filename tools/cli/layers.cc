@@ -75,12 +75,27 @@ Command LayerCommand(const char* name, const char* summary,
   return MakeCommand(name, summary, own_options, run);
 }
 
-// A float array seen as a (batch, heads, rows, cols) tensor: 2-D arrays are
-// (1, 1, rows, cols); 3-D ones (batch, 1, rows, cols) where `high_rank` is 3
-// (multi-head attention's sequences); 4-D ones as they are.
+// How a layer's arrays of more than 2 dimensions are read (2-D arrays are
+// (1, 1, rows, cols)): (batch, heads, rows, cols); multi-head attention's
+// sequences (batch, rows, cols); packed sequences (rows, heads, cols).
+enum class Layout { heads, sequences, packed };
+
+// The (batch, heads, rows, cols) view of an array of `layout` (packed: a
+// (1, heads, rows, cols) view of (rows, heads, cols)).
+template <typename T>
+attnpool::TensorView<T> LayoutView(T* data, Layout layout, size_t batch,
+                                   size_t heads, size_t rows, size_t cols) {
+  if (layout != Layout::packed) {
+    return attnpool::dense_tensor(data, batch, heads, rows, cols);
+  }
+  return {data, 1, heads, rows, cols, rows * heads * cols, cols, heads * cols};
+}
+
+// A float array seen as a (batch, heads, rows, cols) tensor.
 struct InputTensor {
   std::string option, path;
   NpyArray array;
+  Layout layout = Layout::heads;
   size_t batch = 1, heads = 1, rows = 0, cols = 0;
 
   size_t rank() const { return array.shape.size(); }
@@ -90,18 +105,23 @@ struct InputTensor {
   }
   template <typename T>
   attnpool::TensorView<const T> View() const {
-    return attnpool::dense_tensor(array.data<T>(), batch, heads, rows, cols);
+    return LayoutView(array.data<T>(), layout, batch, heads, rows, cols);
   }
 };
 
 InputTensor LoadTensor(const std::string& option, const std::string& path,
-                       size_t high_rank) {
-  InputTensor tensor{option, path, Load(option, path)};
+                       Layout layout) {
+  InputTensor tensor{option, path, Load(option, path), layout};
   RequireFloat(tensor.Label(), tensor.array);
   const auto& shape = tensor.array.shape;
+  const size_t high_rank = layout == Layout::heads ? 4 : 3;
   if (shape.size() == 2) {
     tensor.rows = shape[0];
     tensor.cols = shape[1];
+  } else if (shape.size() == 3 && layout == Layout::packed) {
+    tensor.rows = shape[0];
+    tensor.heads = shape[1];
+    tensor.cols = shape[2];
   } else if (shape.size() == 3 && high_rank == 3) {
     tensor.batch = shape[0];
     tensor.rows = shape[1];
@@ -279,11 +299,11 @@ struct LayerInputs {
   InputTensor queries, keys, values;
 };
 
-LayerInputs LoadLayerInputs(const Arguments& arguments, size_t high_rank) {
+LayerInputs LoadLayerInputs(const Arguments& arguments, Layout layout) {
   LayerInputs inputs{
-      LoadTensor("--queries", arguments.Required("--queries"), high_rank),
-      LoadTensor("--keys", arguments.Required("--keys"), high_rank),
-      LoadTensor("--values", arguments.Required("--values"), high_rank)};
+      LoadTensor("--queries", arguments.Required("--queries"), layout),
+      LoadTensor("--keys", arguments.Required("--keys"), layout),
+      LoadTensor("--values", arguments.Required("--values"), layout)};
   const InputTensor &queries = inputs.queries, &keys = inputs.keys,
                     &values = inputs.values;
   for (const InputTensor* other : {&keys, &values}) {
@@ -339,13 +359,13 @@ struct LayerCall {
 // Call reads the masks, calls the layer and writes its output.
 class LayerRun {
  public:
-  // Inputs 2-D, or up to `high_rank`-D.
+  // Inputs 2-D, or of `layout`.
   LayerRun(const Arguments& arguments, const RunSettings& settings,
-           size_t high_rank)
+           Layout layout)
       : arguments_(arguments),
         empty_rows_(ParseEmptyRows(arguments)),
         reading_(arguments, settings),
-        inputs_(LoadLayerInputs(arguments, high_rank)) {}
+        inputs_(LoadLayerInputs(arguments, layout)) {}
 
   const LayerInputs& inputs() const { return inputs_; }
 
@@ -367,8 +387,9 @@ class LayerRun {
           queries.View<T>(),
           inputs_.keys.View<T>(),
           inputs_.values.View<T>(),
-          attnpool::dense_tensor(results.out.mutable_data<T>(), queries.batch,
-                                 queries.heads, queries.rows, extents.out_cols),
+          LayoutView(results.out.mutable_data<T>(), queries.layout,
+                     queries.batch, queries.heads, queries.rows,
+                     extents.out_cols),
           mask.Get<T>(),
           empty_rows_,
           run.settings.execution};
@@ -389,19 +410,58 @@ class LayerRun {
   const LayerInputs inputs_;
 };
 
+// The offsets of packed sequences (--query-offsets, --key-offsets): 1-D
+// integers, each at most `rows`.
+std::vector<size_t> LoadOffsets(const Arguments& arguments,
+                                const std::string& option, size_t rows,
+                                const std::string& rows_name) {
+  const std::string path = arguments.Required(option);
+  const NpyArray array = Load(option, path);
+  if (array.shape.size() != 1) {
+    throw CliError{option + " " + path + ": shape " + ShapeText(array.shape) +
+                   ", expected (count + 1,): offsets from 0"};
+  }
+  return LengthEntries(option + " " + path, array, rows, rows_name);
+}
+
 int Sdpa(const Arguments& arguments) {
   RequireOptions(arguments, {"--queries", "--keys", "--values", "-o"});
+  const bool packed =
+      arguments.Has("--query-offsets") || arguments.Has("--key-offsets");
+  if (packed) RequireOptions(arguments, {"--query-offsets", "--key-offsets"});
   const RunSettings settings = ReadSettings(arguments);
   const std::optional<double> scale = NumberOption(arguments, "--scale");
-  const LayerRun run(arguments, settings, 4);
+  const LayerRun run(arguments, settings,
+                     packed ? Layout::packed : Layout::heads);
   const LayerInputs& inputs = run.inputs();
   RequireSameColumns(inputs.queries, inputs.keys);
+  std::vector<size_t> query_offsets, key_offsets;
+  if (packed) {
+    query_offsets = LoadOffsets(arguments, "--query-offsets",
+                                inputs.queries.rows, "the rows of --queries");
+    key_offsets = LoadOffsets(arguments, "--key-offsets", inputs.keys.rows,
+                              "the rows of --keys");
+    if (query_offsets.empty() || key_offsets.size() != query_offsets.size()) {
+      throw CliError{
+          "--key-offsets: " + std::to_string(key_offsets.size()) +
+          " entries, --query-offsets: " + std::to_string(query_offsets.size()) +
+          " (both count + 1, count >= 0)"};
+    }
+  }
   return run.Call(
       {inputs.queries.heads, inputs.values.cols, TensorShapeText(inputs)},
       [&](auto, const auto& call) {
-        attnpool::scaled_dot_product_attention(
-            call.queries, call.keys, call.values, call.out, call.mask, scale,
-            call.empty_rows, call.execution);
+        if (packed) {
+          attnpool::scaled_dot_product_attention_varlen(
+              call.queries, call.keys, call.values, call.out,
+              {query_offsets.size() - 1, query_offsets.data(),
+               key_offsets.data()},
+              call.mask, scale, call.empty_rows, call.execution);
+        } else {
+          attnpool::scaled_dot_product_attention(
+              call.queries, call.keys, call.values, call.out, call.mask, scale,
+              call.empty_rows, call.execution);
+        }
       });
 }
 
@@ -409,7 +469,7 @@ int Additive(const Arguments& arguments) {
   RequireOptions(arguments, {"--queries", "--keys", "--values", "-o", "--w-q",
                              "--w-k", "--w-v"});
   const RunSettings settings = ReadSettings(arguments);
-  const LayerRun run(arguments, settings, 4);
+  const LayerRun run(arguments, settings, Layout::heads);
   const LayerInputs& inputs = run.inputs();
   const InputMatrix w_q = LoadMatrix(arguments, "--w-q");
   const InputMatrix w_k = LoadMatrix(arguments, "--w-k");
@@ -445,7 +505,7 @@ int Mha(const Arguments& arguments) {
   const long long heads = ParseInteger("--heads", heads_text);
   if (heads < 1) UsageError("--heads " + heads_text + ": must be at least 1");
   const RunSettings settings = ReadSettings(arguments);
-  const LayerRun run(arguments, settings, 3);
+  const LayerRun run(arguments, settings, Layout::sequences);
   const InputTensor &queries = run.inputs().queries, &keys = run.inputs().keys,
                     &values = run.inputs().values;
   std::vector<InputMatrix> w;
@@ -504,14 +564,28 @@ Command SdpaCommand() {
       "K^T + bias, masked) . V\nper batch entry and head. Q (B, H, n, d), K "
       "(B, Hkv, m, d), V (B, Hkv, m, dv),\nOUT (B, H, n, dv); Hkv divides H "
       "(grouped-query attention). 2-D arrays (n, d)\nare one batch entry of "
-      "one head.",
+      "one head. With --query-offsets and --key-offsets,\nsequences of "
+      "different lengths packed along the rows: Q (sum n, H, d),\nK (sum m, "
+      "Hkv, d), V (sum m, Hkv, dv), OUT (sum n, H, dv); query i of a\n"
+      "sequence of n queries and m keys sits at key i + m - n + causal "
+      "offset.",
       {LayerInputOptions("queries, (B, H, n, d) or (n, d) (required)",
                          "keys, (B, Hkv, m, d) or (m, d) (required)",
                          "values, (B, Hkv, m, dv) or (m, dv) (required)"),
        {{"--scale",
          "S",
          "the factor of the scores (default 1/sqrt(d))",
-         {"scale", "kernel.scale"}}}},
+         {"scale", "kernel.scale"}},
+        {"--query-offsets",
+         "QO.npy",
+         "packed sequences: sequence b owns query rows [QO[b], QO[b+1]), "
+         "integers, count + 1 entries from 0",
+         {"sequences.query_offsets"}},
+        {"--key-offsets",
+         "KO.npy",
+         "packed sequences: sequence b owns key and value rows [KO[b], "
+         "KO[b+1])",
+         {"sequences.key_offsets"}}}},
       Sdpa);
 }
 
