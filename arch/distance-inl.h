@@ -200,7 +200,7 @@ struct SquaredDistanceFromDots {
   const T* key_factor;  // ‖k‖² (0 for padding keys)
   size_t first_row;
   ConstMatrixView<T> queries;
-  ConstMatrixView<T> keys;
+  detail::RowList<T> keys;
   bool take_root;
 
   template <class D>
@@ -261,8 +261,8 @@ size_t PanelWidth() {
 }
 
 template <typename T>
-void PackKeys(Distance distance, ConstMatrixView<T> keys, size_t panel_begin,
-              size_t panel_end, T* HWY_RESTRICT panels,
+void PackKeys(Distance distance, const detail::RowList<T>& keys,
+              size_t panel_begin, size_t panel_end, T* HWY_RESTRICT panels,
               T* HWY_RESTRICT key_factor) {
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
@@ -380,7 +380,7 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
 // Distances of a window of queries × key panels.
 template <typename T>
 void DistanceWindow(Distance distance, ConstMatrixView<T> queries,
-                    ConstMatrixView<T> keys,
+                    const detail::RowList<T>& keys,
                     const detail::PackedKeys<T>& packed,
                     const ScoreWindow<T>& window) {
   const size_t depth = queries.cols;
@@ -450,7 +450,7 @@ void DistanceRows(Distance distance, ConstMatrixView<T> queries,
                   MatrixView<T> out, size_t row_begin, size_t row_end) {
   const size_t panel_count =
       (packed.count + packed.panel_width - 1) / packed.panel_width;
-  DistanceWindow(distance, queries, keys, packed,
+  DistanceWindow(distance, queries, detail::RowList<T>(keys), packed,
                  ScoreWindow<T>{out, row_begin, row_end, 0, panel_count});
 }
 

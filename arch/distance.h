@@ -11,6 +11,8 @@
 #include <attnpool/distance.h>
 #include <attnpool/matrix.h>
 
+#include "arch/row_list.h"
+
 namespace attnpool {
 namespace detail {
 
@@ -35,10 +37,10 @@ size_t DistancePanelWidth(double);
 
 // Packs keys [panel_begin * panel_width, panel_end * panel_width) into
 // `panels` (sized for all panels: padded_count × d) and their key_factor.
-int64_t PackDistanceKeys(Distance distance, ConstMatrixView<float> keys,
+int64_t PackDistanceKeys(Distance distance, const RowList<float>& keys,
                          size_t panel_begin, size_t panel_end, float* panels,
                          float* key_factor);
-int64_t PackDistanceKeys(Distance distance, ConstMatrixView<double> keys,
+int64_t PackDistanceKeys(Distance distance, const RowList<double>& keys,
                          size_t panel_begin, size_t panel_end, double* panels,
                          double* key_factor);
 

@@ -54,6 +54,7 @@
 #include "arch/visible_limit.h"
 #include "arch/weighted_sum-inl.h"
 #include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -308,6 +309,24 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   return BlockWeights(d, mode, row, count, visible, key, state);
 }
 
+// Rows a paged decode prefetches ahead in runs shorter than this.
+constexpr size_t kPrefetchRows = 64;
+
+// Prefetches `count` rows of a list from row j (each cache line of each).
+template <typename T>
+HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
+                             size_t count) {
+  const size_t bytes = list.cols * sizeof(T);
+  for (size_t end = std::min(list.rows, j + count); j < end;) {
+    const size_t run = list.Run(j, end - j);
+    const char* row = reinterpret_cast<const char*>(list.row(j));
+    for (size_t r = 0; r < run; ++r, row += list.stride * sizeof(T)) {
+      for (size_t byte = 0; byte < bytes; byte += 64) hwy::Prefetch(row + byte);
+    }
+    j += run;
+  }
+}
+
 // Whether every one of the `count` elements at `sums` (aligned, a multiple
 // of the vector length) is finite.
 template <class D, typename T = hn::TFromD<D>>
@@ -386,23 +405,27 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       lowest >= widest
           ? widest
           : key_begin + (lowest - key_begin) / key_block * key_block;
-  // Values are read in place when their rows are whole vectors; otherwise a
-  // block at a time is copied into zero-padded rows (and there a block whose
-  // non-finite values need the exact sum, arch/contributions.h).
-  const bool pad_values = columns % N != 0;
+  // Values are read in place when their rows are whole vectors (a paged
+  // cache's a page at a time); otherwise a block at a time is copied into
+  // zero-padded rows, `copied`. `zeroed_values` holds a block whose
+  // non-finite values need the exact sum (arch/contributions.h). The
+  // weighted sum runs key by key, so where the values are read from, and in
+  // how many pieces, changes no bit.
+  const bool copy_values = columns % N != 0;
   const size_t padded_columns = (columns + N - 1) / N * N;
   const size_t score_elements = rows * key_block;
   const size_t accumulator_elements = rows * padded_columns;
   const size_t value_elements = key_block * padded_columns;
   auto buffer = hwy::AllocateAligned<T>(
-      score_elements + 2 * accumulator_elements + value_elements + rows);
+      score_elements + 2 * accumulator_elements + 2 * value_elements + rows);
   // Caught by src/threads.h's ForEachRowBlock and rethrown after the loop.
   if (!buffer) throw std::bad_alloc();
   T* HWY_RESTRICT scores = buffer.get();
   T* HWY_RESTRICT accumulator = scores + score_elements;
   T* HWY_RESTRICT block_sum = accumulator + accumulator_elements;
-  T* HWY_RESTRICT padded_values = block_sum + accumulator_elements;
-  T* HWY_RESTRICT rescale = padded_values + value_elements;
+  T* HWY_RESTRICT copied = block_sum + accumulator_elements;
+  T* HWY_RESTRICT zeroed_values = copied + value_elements;
+  T* HWY_RESTRICT rescale = zeroed_values + value_elements;
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
   for (size_t key = first_block; key < widest; key += key_block) {
@@ -424,9 +447,27 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         const size_t first = FirstVisible(starts[r], key, count);
         const size_t visible = Visible(limits[r], key, count);
         std::fill(row_scores, row_scores + std::min(first, visible), T(0));
-        for (size_t j = first; j < visible; ++j) {
-          row_scores[j] =
-              DirectDot(d, query, plan.keys.row(key + j), plan.queries.cols);
+        // Keys [first, prefetched) are prefetched (paged lists only).
+        size_t prefetched = first;
+        for (size_t j = first; j < visible;) {
+          // A run of rows one stride apart (a paged cache's pages that
+          // abut). Short runs (scattered pages) lie beyond what hardware
+          // prefetchers follow: the first row fetches the keys up to
+          // kPrefetchRows ahead, and this run's values, which the weighted
+          // sum reads after this block's keys.
+          const size_t run = plan.keys.Run(key + j, visible - j);
+          if (r == 0 && !plan.keys.strided() && run < kPrefetchRows) {
+            const size_t from = std::max(prefetched, j);
+            const size_t ahead = std::min(visible, j + run + kPrefetchRows);
+            PrefetchRows(plan.keys, key + from, ahead - std::min(ahead, from));
+            prefetched = std::max(prefetched, ahead);
+            PrefetchRows(plan.values, key + j, run);
+          }
+          const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
+          for (size_t r = 0; r < run; ++r, key_row += plan.keys.stride) {
+            row_scores[j + r] = DirectDot(d, query, key_row, plan.queries.cols);
+          }
+          j += run;
         }
       }
     }
@@ -452,25 +493,41 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     // An all-zero block adds nothing (zero weights contribute nothing).
     if (mode == RowMode::argmax || !any_weight) continue;
     // block_sum = p · V[at, key + count); acc = acc·rescale + block_sum.
-    const ConstMatrixView<T> block_values(plan.values.row(at), at_count,
-                                          columns, plan.values.stride);
-    ConstMatrixView<T> values = block_values;
-    if (pad_values) {
+    // The block's values, contiguous (copied when they were not).
+    const auto copy_block = [&] {
       for (size_t j = 0; j < at_count; ++j) {
-        T* target = padded_values + j * padded_columns;
+        T* target = copied + j * padded_columns;
         std::memcpy(target, plan.values.row(at + j), columns * sizeof(T));
         std::fill(target + columns, target + padded_columns, T(0));
       }
-      values = ConstMatrixView<T>(padded_values, at_count, padded_columns);
-    }
+      return ConstMatrixView<T>(copied, at_count, columns, padded_columns);
+    };
     const ConstMatrixView<T> weights(at_scores, rows, at_count, key_block);
     const MatrixView<T> sums(block_sum, rows, padded_columns);
-    wsum::WeightedSumRows(weights, values, static_cast<const T*>(nullptr), sums,
-                          size_t{0}, rows, size_t{0}, padded_columns);
+    ConstMatrixView<T> block_values;
+    if (copy_values) {
+      block_values = copy_block();
+      wsum::WeightedSumRows(
+          weights, ConstMatrixView<T>(copied, at_count, padded_columns),
+          static_cast<const T*>(nullptr), sums, size_t{0}, rows, size_t{0},
+          padded_columns);
+    } else {
+      for (size_t j = 0; j < at_count;) {
+        const size_t run = plan.values.Run(at + j, at_count - j);
+        wsum::WeightedSumRows(
+            ConstMatrixView<T>(at_scores + j, rows, run, key_block),
+            plan.values.Matrix(at + j, run), static_cast<const T*>(nullptr),
+            sums, size_t{0}, rows, size_t{0}, padded_columns, j != 0);
+        j += run;
+      }
+      block_values = plan.values.strided() ? plan.values.Matrix(at, at_count)
+                                           : ConstMatrixView<T>();
+    }
     // A value that is not finite made sums NaN or ±inf: sum again without
     // the terms of keys that contribute nothing (arch/contributions.h).
     if (!SumsFinite(d, block_sum, rows * padded_columns)) {
-      const MatrixView<T> zeroed(padded_values, at_count, padded_columns);
+      if (block_values.data == nullptr) block_values = copy_block();
+      const MatrixView<T> zeroed(zeroed_values, at_count, padded_columns);
       if (detail::CopyZeroingNonFinite(block_values, zeroed)) {
         wsum::WeightedSumRows(weights, ConstMatrixView<T>(zeroed),
                               static_cast<const T*>(nullptr), sums, size_t{0},

@@ -91,7 +91,9 @@ struct FusedPlan {
   Distance distance = Distance::dot;
   KernelPlan<T> kernel;        // write_logits set for exponential kernels
   NormalizePlan<T> normalize;  // logits set likewise; the mask
-  ConstMatrixView<T> queries, keys, values;
+  ConstMatrixView<T> queries;
+  // Strided, or a paged cache's rows (arch/row_list.h).
+  RowList<T> keys, values;
   PackedKeys<T> packed;
   // Index of keys' first row in the whole sequence (a shard's offset): the
   // valid-length and causal masks and argmax indices count from there.

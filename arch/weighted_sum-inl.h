@@ -211,17 +211,21 @@ void PackValues(ConstMatrixView<T> values, size_t row_begin, size_t row_end,
   }
 }
 
-// Rows [row_begin, row_end) × columns [column_begin, column_end) of out.
+// Rows [row_begin, row_end) × columns [column_begin, column_end) of out;
+// with `accumulate`, added to what out holds. Each output is one chain of
+// multiply-adds over j in order, so summing keys [0, a) and then
+// accumulating keys [a, m) gives the bits of one call over [0, m).
 template <typename T>
 void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
                      const T* packed, MatrixView<T> out, size_t row_begin,
-                     size_t row_end, size_t column_begin, size_t column_end) {
+                     size_t row_end, size_t column_begin, size_t column_end,
+                     bool accumulate = false) {
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
   const size_t width = kPanelVectors * N;
   const size_t depth = weights.cols;
   if (column_begin >= column_end) return;  // no output columns
-  if (depth == 0) {                        // empty sums
+  if (depth == 0 && !accumulate) {         // empty sums
     for (size_t i = row_begin; i < row_end; ++i) {
       std::fill(out.row(i) + column_begin, out.row(i) + column_end, T(0));
     }
@@ -230,16 +234,17 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   const size_t call_columns = (column_end - column_begin + N - 1) / N * N;
   const size_t pass_depth =
       std::max(kMinPassDepth, kValueSliceBytes / (call_columns * sizeof(T)));
-  // Outputs of a panel reaching past dv, and of rows past row_end (tail
-  // tiles repeat the last row; their sums land here and are dropped).
+  // Outputs of a panel reaching past dv, zeroed when first used. Rows past
+  // row_end repeat the last row (TileRowPointers): their sums are the last
+  // row's, bit for bit, and are stored to its outputs again.
   constexpr size_t kTileElements =
       kTileRows * kPanelVectors * kMaxVectorBytes / sizeof(T);
-  HWY_ALIGN T staging[kTileElements] = {};
-  HWY_ALIGN T discard[kTileElements] = {};
+  HWY_ALIGN T staging[kTileElements];
+  bool staging_zeroed = false;
 
   for (size_t pass_begin = 0; pass_begin < depth; pass_begin += pass_depth) {
     const size_t pass = std::min(pass_depth, depth - pass_begin);
-    const bool accumulate = pass_begin != 0;
+    const bool accumulate_pass = accumulate || pass_begin != 0;
     for (size_t tile_row = row_begin; tile_row < row_end;
          tile_row += kTileRows) {
       const size_t tile_rows = std::min(kTileRows, row_end - tile_row);
@@ -262,22 +267,26 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
           panel_values = values.row(pass_begin) + panel_column;
         }
         const bool whole = panel_columns == panel_width;
+        if (!whole && !staging_zeroed) {
+          std::fill(staging, staging + kTileElements, T(0));
+          staging_zeroed = true;
+        }
         T* out_rows[kTileRows];
         for (size_t r = 0; r < kTileRows; ++r) {
           if (r >= tile_rows) {
-            out_rows[r] = discard + r * panel_width;
+            out_rows[r] = out_rows[tile_rows - 1];
           } else if (whole) {
             out_rows[r] = out.row(tile_row + r) + panel_column;
           } else {
             out_rows[r] = staging + r * panel_width;
-            if (accumulate) {
+            if (accumulate_pass) {
               std::memcpy(out_rows[r], out.row(tile_row + r) + panel_column,
                           panel_columns * sizeof(T));
             }
           }
         }
         MultiplyTileOf(vectors, d, weight_rows, panel_values, value_stride,
-                       pass, out_rows, accumulate);
+                       pass, out_rows, accumulate_pass);
         if (!whole) {
           for (size_t r = 0; r < tile_rows; ++r) {
             std::memcpy(out.row(tile_row + r) + panel_column, out_rows[r],

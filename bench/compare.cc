@@ -14,6 +14,7 @@
 //   ATTNPOOL_BENCH_THREADS (default 1,2). --quick: REPS 1 and smaller
 //   naive samples (a smoke run).
 #include <attnpool/attnpool.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -616,6 +618,131 @@ void W8(int threads) {
          4.0 * n * n * d / 1e9, dense, "W2's shape");
 }
 
+// ------------------------------------------- W9: paged decode
+
+// `values` copied to memory the kernel is asked to back with 2 MiB pages
+// (madvise; where it may not, 4 KiB pages), as an inference engine
+// allocates its KV cache: scattered 4 KiB blocks then cost no TLB walk.
+struct PageBuffer {
+  std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
+  PageBuffer(const std::vector<float>& values, bool huge) {
+    const size_t align = size_t{2} << 20;
+    const size_t bytes =
+        (values.size() * sizeof(float) + align - 1) / align * align;
+    data.reset(static_cast<float*>(std::aligned_alloc(align, bytes)));
+    if (huge) madvise(data.get(), bytes, MADV_HUGEPAGE);
+    std::copy(values.begin(), values.end(), data.get());
+  }
+};
+
+// Batched decode of 8 sequences (one query each, 32768 keys, d = dv = 64)
+// whose keys and values lie in blocks of 16 rows scattered through a pool
+// (a random block table, seed 22), against the same rows contiguous
+// (scaled_dot_product_attention_varlen), in keys per second; both on 2 MiB
+// pages, and (for information) the paged pool on 4 KiB pages.
+void W9(int threads) {
+  const size_t count = 8, m = 32768, d = 64, block_size = 16;
+  const size_t blocks = count * m / block_size;
+  const auto keys = Normal(count * m * d, 1, 23),
+             values = Normal(count * m * d, 1, 24),
+             queries = Normal(count * d, 1, 25);
+  std::vector<int32_t> table(blocks);
+  for (size_t p = 0; p < blocks; ++p) table[p] = static_cast<int32_t>(p);
+  std::shuffle(table.begin(), table.end(), std::mt19937(22));
+  // The pool: block table[p] holds rows [16p, 16p + 16) of the sequences'
+  // concatenated rows (sequence b's blocks are table[b·2048, ...)).
+  std::vector<float> key_pool(keys.size()), value_pool(values.size());
+  for (size_t p = 0; p < blocks; ++p) {
+    const size_t from = p * block_size * d, to = table[p] * block_size * d;
+    std::copy_n(keys.begin() + from, block_size * d, key_pool.begin() + to);
+    std::copy_n(values.begin() + from, block_size * d, value_pool.begin() + to);
+  }
+  std::vector<size_t> query_offsets(count + 1), key_offsets(count + 1),
+      lengths(count, m);
+  for (size_t b = 0; b <= count; ++b) {
+    query_offsets[b] = b;
+    key_offsets[b] = b * m;
+  }
+  std::vector<float> out(count * d);
+  const auto q =
+      attnpool::dense_tensor<const float>(queries.data(), 1, 1, count, d);
+  const auto o = attnpool::dense_tensor(out.data(), 1, 1, count, d);
+  const double work = double(count * m) / 1e9;
+  // The memory system's own rate for these blocks: the pool's keys and
+  // values read in block-table order by a plain loop (in keys/s).
+  {
+    const PageBuffer key_pages(key_pool, true), value_pages(value_pool, true);
+    const Timing scattered = Time([&] {
+      float total = 0;
+      for (size_t p = 0; p < blocks; ++p) {
+        const size_t at = size_t(table[p]) * block_size * d;
+        float sums[16] = {};
+        for (size_t i = 0; i < block_size * d; i += 16) {
+          for (size_t l = 0; l < 16; ++l) {
+            sums[l] += key_pages.data.get()[at + i + l] +
+                       value_pages.data.get()[at + i + l];
+          }
+        }
+        for (float s : sums) total += s;
+      }
+      if (total == 42) std::printf("\n");
+    });
+    Report("W9", "read_scattered_blocks", threads, "Gkeys/s", work, scattered,
+           "the pool read block by block, one thread: the memory's rate");
+  }
+  for (bool huge : {true, false}) {
+    const PageBuffer key_pages(key_pool, huge), value_pages(value_pool, huge);
+    attnpool::PagedKVCache<float> cache;
+    cache.keys = attnpool::dense_tensor<const float>(key_pages.data.get(),
+                                                     blocks, 1, block_size, d);
+    cache.values = attnpool::dense_tensor<const float>(
+        value_pages.data.get(), blocks, 1, block_size, d);
+    cache.block_table = table.data();
+    cache.block_table_stride = m / block_size;
+    cache.lengths = lengths.data();
+    const Timing paged = Time([&] {
+      attnpool::scaled_dot_product_attention_paged(
+          q, cache, o, count, query_offsets.data(), {}, {},
+          attnpool::EmptyRows::nan, {threads});
+    });
+    Report("W9", huge ? "attnpool_paged_decode" : "attnpool_paged_4k_pages",
+           threads, "Gkeys/s", work, paged,
+           attnpool::last_run_target() + ", blocks of 16 scattered");
+  }
+  const PageBuffer key_rows(keys, true), value_rows(values, true);
+  const Timing contiguous = Time([&] {
+    attnpool::scaled_dot_product_attention_varlen(
+        q,
+        attnpool::dense_tensor<const float>(key_rows.data.get(), 1, 1,
+                                            count * m, d),
+        attnpool::dense_tensor<const float>(value_rows.data.get(), 1, 1,
+                                            count * m, d),
+        o, {count, query_offsets.data(), key_offsets.data()}, {}, {},
+        attnpool::EmptyRows::nan, {threads});
+  });
+  Report("W9", "attnpool_contiguous_decode", threads, "Gkeys/s", work,
+         contiguous, "the same rows in order");
+  // The same rows through a block table that lists the blocks in order:
+  // the cost of paging itself.
+  std::vector<int32_t> in_order(blocks);
+  for (size_t p = 0; p < blocks; ++p) in_order[p] = static_cast<int32_t>(p);
+  attnpool::PagedKVCache<float> cache;
+  cache.keys = attnpool::dense_tensor<const float>(key_rows.data.get(), blocks,
+                                                   1, block_size, d);
+  cache.values = attnpool::dense_tensor<const float>(value_rows.data.get(),
+                                                     blocks, 1, block_size, d);
+  cache.block_table = in_order.data();
+  cache.block_table_stride = m / block_size;
+  cache.lengths = lengths.data();
+  const Timing ordered = Time([&] {
+    attnpool::scaled_dot_product_attention_paged(
+        q, cache, o, count, query_offsets.data(), {}, {},
+        attnpool::EmptyRows::nan, {threads});
+  });
+  Report("W9", "attnpool_paged_in_order", threads, "Gkeys/s", work, ordered,
+         "blocks listed in memory order");
+}
+
 // ------------------------------------------------------------- summary
 
 void Summary(const std::vector<int>& thread_counts) {
@@ -665,6 +792,11 @@ void Summary(const std::vector<int>& thread_counts) {
        {"attnpool_one_4096x4096"},
        "fma_peak",
        1.0},
+      {"W9",
+       "attnpool_paged_decode",
+       {"attnpool_contiguous_decode"},
+       "read_bandwidth",
+       2.0 * 64 * 4},
   };
   std::printf(
       "\n| workload | threads | attnpool | best baseline | attnpool ÷ it | "
@@ -742,7 +874,7 @@ int main(int argc, char** argv) {
   if (memory && !g_quick) M1(thread_counts.back());
   const std::pair<const char*, void (*)(int)> workloads[] = {
       {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W3", W3}, {"W4", W4},
-      {"W5", W5},    {"W6", W6}, {"W7", W7}, {"W8", W8}};
+      {"W5", W5},    {"W6", W6}, {"W7", W7}, {"W8", W8}, {"W9", W9}};
   for (int threads : thread_counts) {
     for (const auto& [name, run] : workloads) {
       if (only.empty() ||

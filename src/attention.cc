@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,62 @@ void CheckOffsets(const std::string& name, const size_t* offsets, size_t count,
   }
 }
 
+// The masks packed sequences cannot take: their lengths are their offsets,
+// and their n×m matrices would be ragged.
+template <typename T>
+void CheckPackedMask(const AttentionMask<T>& mask) {
+  if (mask.valid_lengths != nullptr) {
+    throw Error("mask.valid_lengths",
+                "does not apply to packed sequences (their offsets give "
+                "their lengths)");
+  }
+  if (mask.bias.data != nullptr || mask.visible.data != nullptr) {
+    throw Error(mask.bias.data != nullptr ? "mask.bias" : "mask.visible",
+                "does not apply to packed sequences");
+  }
+}
+
+// One call per (sequence, query head) of `count` sequences whose queries
+// are rows [query_offsets[b], query_offsets[b + 1]) of each head and whose
+// keys and values (key head g) are sources(b, g), a pair of RowLists;
+// positions aligned at the sequences' ends.
+template <typename T, class Sources>
+std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
+                                               TensorView<T> out,
+                                               size_t kv_heads, size_t count,
+                                               const size_t* query_offsets,
+                                               const AttentionMask<T>& mask,
+                                               const Sources& sources) {
+  const size_t heads = queries.heads;
+  const size_t group = kv_heads == 0 ? 1 : heads / kv_heads;
+  std::vector<size_t> unused;
+  std::vector<detail::PoolCall<T>> calls;
+  calls.reserve(count * heads);
+  for (size_t b = 0; b < count; ++b) {
+    const size_t q0 = query_offsets[b], q1 = query_offsets[b + 1];
+    for (size_t h = 0; h < heads; ++h) {
+      const auto [keys, values] = sources(b, h / group);
+      detail::PoolCall<T> call{RowRange(queries.matrix(0, h), q0, q1), keys,
+                               values, RowRange(out.matrix(0, h), q0, q1),
+                               detail::HeadMask(mask, 0, h, q1 - q0, unused)};
+      // The sequences' ends aligned: query i at key i + (m − n) + offset.
+      call.mask.causal_offset =
+          detail::SaturatingAdd(static_cast<std::ptrdiff_t>(keys.rows) -
+                                    static_cast<std::ptrdiff_t>(q1 - q0),
+                                mask.causal_offset);
+      calls.push_back(call);
+    }
+  }
+  return calls;
+}
+
+void CheckDefaultScale(const std::optional<double>& scale, size_t depth) {
+  if (!scale && depth == 0) {
+    throw Error("queries.cols",
+                "is 0: the default scale 1/√d needs d ≥ 1 (give a scale)");
+  }
+}
+
 template <typename T>
 void ScaledDotProductAttentionVarlen(
     TensorView<const T> queries, TensorView<const T> keys,
@@ -112,15 +169,7 @@ void ScaledDotProductAttentionVarlen(
   detail::EnsureDispatchReady();
   detail::CheckScale(scale);
   detail::CheckEmptyRows(empty_rows);
-  if (mask.valid_lengths != nullptr) {
-    throw Error("mask.valid_lengths",
-                "does not apply to packed sequences (their offsets give "
-                "their lengths)");
-  }
-  if (mask.bias.data != nullptr || mask.visible.data != nullptr) {
-    throw Error(mask.bias.data != nullptr ? "mask.bias" : "mask.visible",
-                "does not apply to packed sequences");
-  }
+  CheckPackedMask(mask);
   const detail::SdpaShape shape =
       detail::CheckSdpa(queries, keys, values, out, mask, execution);
   detail::CheckSize("queries.batch", shape.batch, 1,
@@ -135,33 +184,115 @@ void ScaledDotProductAttentionVarlen(
                          detail::BiasRange(sequences.query_offsets, count + 1));
   detail::CheckNoOverlap("out", o, "sequences.key_offsets",
                          detail::BiasRange(sequences.key_offsets, count + 1));
-  if (!scale && queries.cols == 0) {
-    throw Error("queries.cols",
-                "is 0: the default scale 1/√d needs d ≥ 1 (give a scale)");
+  CheckDefaultScale(scale, queries.cols);
+  const auto calls =
+      SequenceCalls(queries, out, shape.kv_heads, count,
+                    sequences.query_offsets, mask, [&](size_t b, size_t g) {
+                      const size_t k0 = sequences.key_offsets[b],
+                                   k1 = sequences.key_offsets[b + 1];
+                      return std::pair<detail::RowList<T>, detail::RowList<T>>(
+                          RowRange(keys.matrix(0, g), k0, k1),
+                          RowRange(values.matrix(0, g), k0, k1));
+                    });
+  detail::AttentionPoolBatch(SdpaSpec(scale, empty_rows), calls, execution);
+}
+
+template <typename T>
+void ScaledDotProductAttentionPaged(
+    TensorView<const T> queries, const PagedKVCache<T>& cache,
+    TensorView<T> out, size_t count, const size_t* query_offsets,
+    const AttentionMask<T>& mask, std::optional<double> scale,
+    EmptyRows empty_rows, const Execution& execution) {
+  using detail::CheckNoOverlap;
+  using detail::CheckSize;
+  detail::EnsureDispatchReady();
+  detail::CheckScale(scale);
+  detail::CheckEmptyRows(empty_rows);
+  CheckPackedMask(mask);
+  const auto q = detail::CheckTensor("queries", queries);
+  const auto k = detail::CheckTensor("cache.keys", cache.keys);
+  const auto v = detail::CheckTensor("cache.values", cache.values);
+  const auto o = detail::CheckTensor("out", out, true);
+  const size_t heads = queries.heads, kv_heads = cache.keys.heads;
+  const size_t block_size = cache.keys.rows, blocks = cache.keys.batch;
+  CheckSize("queries.batch", queries.batch, 1,
+            "1 (sequences are packed along the rows)");
+  CheckSize("out.batch", out.batch, 1, "queries.batch");
+  CheckSize("out.heads", out.heads, heads, "queries.heads");
+  CheckSize("out.rows", out.rows, queries.rows, "queries.rows");
+  CheckSize("out.cols", out.cols, cache.values.cols, "cache.values.cols");
+  CheckSize("cache.keys.cols", cache.keys.cols, queries.cols, "queries.cols");
+  CheckSize("cache.values.batch", cache.values.batch, blocks,
+            "cache.keys.batch");
+  CheckSize("cache.values.heads", cache.values.heads, kv_heads,
+            "cache.keys.heads");
+  CheckSize("cache.values.rows", cache.values.rows, block_size,
+            "cache.keys.rows");
+  if (kv_heads == 0 ? heads != 0 : heads % kv_heads != 0) {
+    throw Error("cache.keys.heads", "is " + std::to_string(kv_heads) +
+                                        " but must divide queries.heads (" +
+                                        std::to_string(heads) + ")");
   }
-  const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
-  std::vector<size_t> unused;
-  std::vector<detail::PoolCall<T>> calls;
-  calls.reserve(count * shape.heads);
+  if (block_size == 0) throw Error("cache.keys.rows", "(the block size) is 0");
+  CheckOffsets("query_offsets", query_offsets, count, queries.rows,
+               "queries.rows");
+  if (count != 0 && cache.lengths == nullptr) {
+    throw Error("cache.lengths", "is null");
+  }
+  if (count != 0 && cache.block_table == nullptr) {
+    throw Error("cache.block_table", "is null");
+  }
+  size_t table_entries = 0;  // read: up to the last sequence's last block
   for (size_t b = 0; b < count; ++b) {
-    const size_t q0 = sequences.query_offsets[b],
-                 q1 = sequences.query_offsets[b + 1],
-                 k0 = sequences.key_offsets[b],
-                 k1 = sequences.key_offsets[b + 1];
-    for (size_t h = 0; h < shape.heads; ++h) {
-      detail::PoolCall<T> call{RowRange(queries.matrix(0, h), q0, q1),
-                               RowRange(keys.matrix(0, h / group), k0, k1),
-                               RowRange(values.matrix(0, h / group), k0, k1),
-                               RowRange(out.matrix(0, h), q0, q1),
-                               detail::HeadMask(mask, 0, h, q1 - q0, unused)};
-      // The sequences' ends aligned: query i at key i + (m − n) + offset.
-      call.mask.causal_offset =
-          detail::SaturatingAdd(static_cast<std::ptrdiff_t>(k1 - k0) -
-                                    static_cast<std::ptrdiff_t>(q1 - q0),
-                                mask.causal_offset);
-      calls.push_back(call);
+    const size_t used = (cache.lengths[b] + block_size - 1) / block_size;
+    if (used > cache.block_table_stride) {
+      throw Error("cache.lengths",
+                  "entry " + std::to_string(b) + " (" +
+                      std::to_string(cache.lengths[b]) + " keys) needs " +
+                      std::to_string(used) + " blocks, more than the " +
+                      std::to_string(cache.block_table_stride) +
+                      " of cache.block_table_stride");
     }
+    for (size_t p = 0; p < used; ++p) {
+      const int32_t block = cache.block_table[b * cache.block_table_stride + p];
+      if (block < 0 || static_cast<size_t>(block) >= blocks) {
+        throw Error("cache.block_table",
+                    "entry (" + std::to_string(b) + ", " + std::to_string(p) +
+                        ") is " + std::to_string(block) + ", outside [0, " +
+                        std::to_string(blocks) + ")");
+      }
+    }
+    if (used != 0) table_entries = b * cache.block_table_stride + used;
   }
+  const auto ranges =
+      detail::CheckAttentionMask(mask, 1, heads, queries.rows, 0);
+  const std::pair<const char*, detail::ByteRange> inputs[] = {
+      {"queries", q},
+      {"cache.keys", k},
+      {"cache.values", v},
+      {"cache.block_table",
+       detail::BiasRange(cache.block_table, table_entries)},
+      {"cache.lengths", detail::BiasRange(cache.lengths, count)},
+      {"query_offsets", detail::BiasRange(query_offsets, count + 1)}};
+  for (const auto& [name, range] : inputs)
+    CheckNoOverlap("out", o, name, range);
+  detail::CheckMaskOverlap("out", o, ranges);
+  detail::CheckExecution(execution);
+  CheckDefaultScale(scale, queries.cols);
+  // Sequence b's rows of key head g: through its row of the block table,
+  // in place.
+  const auto pages = [&](const TensorView<const T>& pool, size_t b, size_t g) {
+    return detail::RowList<T>::Paged(
+        pool.data + g * pool.head_stride,
+        cache.block_table + b * cache.block_table_stride, block_size,
+        pool.batch_stride, pool.row_stride, cache.lengths[b], pool.cols);
+  };
+  const auto calls =
+      SequenceCalls(queries, out, kv_heads, count, query_offsets, mask,
+                    [&](size_t b, size_t g) {
+                      return std::pair<detail::RowList<T>, detail::RowList<T>>(
+                          pages(cache.keys, b, g), pages(cache.values, b, g));
+                    });
   detail::AttentionPoolBatch(SdpaSpec(scale, empty_rows), calls, execution);
 }
 
@@ -354,6 +485,14 @@ std::vector<double> alibi_slopes(size_t heads) {
       const Execution& execution) {                                            \
     ScaledDotProductAttentionVarlen(queries, keys, values, out, sequences,     \
                                     mask, scale, empty_rows, execution);       \
+  }                                                                            \
+  void scaled_dot_product_attention_paged(                                     \
+      TensorView<const T> queries, const PagedKVCache<T>& cache,               \
+      TensorView<T> out, size_t count, const size_t* query_offsets,            \
+      const AttentionMask<T>& mask, std::optional<double> scale,               \
+      EmptyRows empty_rows, const Execution& execution) {                      \
+    ScaledDotProductAttentionPaged(queries, cache, out, count, query_offsets,  \
+                                   mask, scale, empty_rows, execution);        \
   }                                                                            \
   void multi_head_attention(                                                   \
       const MultiHeadWeights<T>& weights, TensorView<const T> queries,         \

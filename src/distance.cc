@@ -37,7 +37,8 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
   if (rows == 0 || key_count == 0) return;
 
   const int threads = detail::ThreadCount(execution);
-  const auto packed = detail::PackKeys(distance, keys, threads);
+  const auto packed =
+      detail::PackKeys(distance, detail::RowList<T>(keys), threads);
   detail::ForEachRowBlock(
       rows, kQueryBlock, threads, [&](size_t begin, size_t end) {
         return detail::DistanceRows(distance, queries, keys, packed.view, out,
@@ -50,7 +51,7 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
 namespace detail {
 
 template <typename T>
-OwnedPackedKeys<T> PackKeys(Distance distance, ConstMatrixView<T> keys,
+OwnedPackedKeys<T> PackKeys(Distance distance, const RowList<T>& keys,
                             int threads) {
   OwnedPackedKeys<T> owned;
   PackedKeys<T>& packed = owned.view;
@@ -73,8 +74,8 @@ OwnedPackedKeys<T> PackKeys(Distance distance, ConstMatrixView<T> keys,
   return owned;
 }
 
-template OwnedPackedKeys<float> PackKeys(Distance, ConstMatrixView<float>, int);
-template OwnedPackedKeys<double> PackKeys(Distance, ConstMatrixView<double>,
+template OwnedPackedKeys<float> PackKeys(Distance, const RowList<float>&, int);
+template OwnedPackedKeys<double> PackKeys(Distance, const RowList<double>&,
                                           int);
 
 }  // namespace detail

@@ -182,19 +182,13 @@ thread_local int last_path = -1;
 
 // Whether the keys' single column ascends (no NaN).
 template <typename T>
-bool KeysSorted(ConstMatrixView<T> keys) {
+bool KeysSorted(const detail::RowList<T>& keys) {
   for (size_t j = 0; j < keys.rows; ++j) {
     if (!(keys(j, 0) == keys(j, 0)) || (j > 0 && keys(j - 1, 0) > keys(j, 0))) {
       return false;
     }
   }
   return true;
-}
-
-// Rows [first, end) of `view`.
-template <typename T>
-ConstMatrixView<T> RowsFrom(ConstMatrixView<T> view, size_t first, size_t end) {
-  return {view.row(first), end - first, view.cols, view.stride};
 }
 
 // Columns [first, cols) of `view`.
@@ -210,8 +204,8 @@ detail::FusedPath ChooseFusedPath(const PoolSpec& spec,
                                   const detail::PoolPlans<T>& plans,
                                   detail::FusedRowMode mode,
                                   ConstMatrixView<T> queries,
-                                  ConstMatrixView<T> keys,
-                                  ConstMatrixView<T> values) {
+                                  const detail::RowList<T>& keys,
+                                  const detail::RowList<T>& values) {
   const auto& mask = plans.normalize.mask;
   const bool small_depth =
       queries.cols <= detail::kFusedSmallDepth &&
@@ -246,8 +240,8 @@ template <typename T>
 class FusedJob {
  public:
   FusedJob(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
-           ConstMatrixView<T> queries, ConstMatrixView<T> keys,
-           ConstMatrixView<T> values, size_t key_offset,
+           ConstMatrixView<T> queries, detail::RowList<T> keys,
+           detail::RowList<T> values, size_t key_offset,
            const detail::FusedState<T>& state, int threads)
       : state_(state) {
     const size_t rows = queries.rows;
@@ -270,8 +264,8 @@ class FusedJob {
     if (key_first >= key_count) key_first = key_count = 0;
     plan_.normalize = plans.normalize;
     if (key_first != 0) {
-      keys = RowsFrom(keys, key_first, key_count);
-      values = RowsFrom(values, key_first, key_count);
+      keys = keys.Slice(key_first, key_count);
+      values = values.Slice(key_first, key_count);
       auto& shifted = plan_.normalize.mask;
       if (shifted.bias.data != nullptr) {
         shifted.bias = ColumnsFrom(shifted.bias, key_first);
@@ -374,8 +368,8 @@ class FusedJob {
 // Accumulates all queries over all keys into `state` (FusedJob).
 template <typename T>
 void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
-                   ConstMatrixView<T> queries, ConstMatrixView<T> keys,
-                   ConstMatrixView<T> values, size_t key_offset,
+                   ConstMatrixView<T> queries, const detail::RowList<T>& keys,
+                   const detail::RowList<T>& values, size_t key_offset,
                    const detail::FusedState<T>& state, int threads) {
   FusedJob<T> job(spec, plans, queries, keys, values, key_offset, state,
                   threads);
@@ -462,8 +456,8 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   }
   // The state accumulates in `out`, then finishes in place.
   StateStorage<T> state(rows, out);
-  AccumulateAll(spec, plans, queries, keys, values, 0, state.view,
-                detail::ThreadCount(execution));
+  AccumulateAll<T>(spec, plans, queries, keys, values, 0, state.view,
+                   detail::ThreadCount(execution));
   if (normalizer != nullptr)
     WriteNormalizer(mode, state.view, rows, normalizer);
   FinishState(mode, spec.normalization, spec.empty_rows, state.view, out);
@@ -479,10 +473,16 @@ void RunPoolBatch(const PoolSpec& spec,
   detail::EnsureDispatchReady();
   std::vector<detail::PoolPlans<T>> plans;
   plans.reserve(calls.size());
+  // A paged call's rows are checked by its caller; here their shape.
+  const auto checked = [](const detail::RowList<T>& rows) {
+    return rows.strided()
+               ? rows.Matrix(0, rows.rows)
+               : ConstMatrixView<T>(nullptr, 0, rows.cols, rows.cols);
+  };
   for (const auto& call : calls) {
-    plans.push_back(detail::CheckPool<T>(spec, call.queries, call.keys,
-                                         call.values, call.out, nullptr,
-                                         call.mask, execution));
+    plans.push_back(detail::CheckPool<T>(spec, call.queries, checked(call.keys),
+                                         checked(call.values), call.out,
+                                         nullptr, call.mask, execution));
   }
   detail::RecordRunTarget(0);
   last_path = -1;
@@ -565,8 +565,8 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   detail::RecordRunTarget(0);
   last_path = -1;
   if (queries.rows == 0) return;
-  AccumulateAll(spec, plans, queries, keys, values, key_offset, state,
-                detail::ThreadCount(execution));
+  AccumulateAll<T>(spec, plans, queries, keys, values, key_offset, state,
+                   detail::ThreadCount(execution));
 }
 
 template <typename T>

@@ -9,13 +9,18 @@
 
 #include <vector>
 
+#include "arch/row_list.h"
+
 namespace attnpool {
 namespace detail {
 
-// The arguments of one attention_pool call.
+// The arguments of one attention_pool call. Keys and values are strided,
+// or a paged cache's rows (arch/row_list.h), which the caller has checked:
+// attention_pool's checks see their shape only.
 template <typename T>
 struct PoolCall {
-  ConstMatrixView<T> queries, keys, values;
+  ConstMatrixView<T> queries;
+  RowList<T> keys, values;
   MatrixView<T> out;
   Mask<T> mask;
 };

@@ -19,7 +19,7 @@ struct OwnedPackedKeys {
 // `threads`. Throws std::bad_alloc (before any output is written) when the
 // copy (m × d elements, rounded up to whole panels) cannot be allocated.
 template <typename T>
-OwnedPackedKeys<T> PackKeys(Distance distance, ConstMatrixView<T> keys,
+OwnedPackedKeys<T> PackKeys(Distance distance, const RowList<T>& keys,
                             int threads);
 
 }  // namespace detail

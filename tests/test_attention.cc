@@ -422,6 +422,124 @@ void Varlen() {
   }
 }
 
+// A paged KV cache, (blocks, block_size, Hkv, d) with the blocks of the
+// sequences scattered through the pool in a random order: each sequence's
+// output is bitwise that of the same keys and values packed contiguously
+// (scaled_dot_product_attention_varlen). Decode (one query each, long
+// contexts split into key chunks, the keys read in place) and prefill (the
+// keys packed from their blocks); values of whole vectors and not; block
+// sizes 16 and 5.
+template <typename T>
+void Paged() {
+  std::mt19937_64 rng(kSeed + 64);
+  INFO("seed " << kSeed + 64);
+  const size_t heads = 4, kv_heads = 2, dk = 32;
+  std::vector<T> sinks = {T(0), T(1), T(-1), T(2)};
+  AttentionMask<T> causal_window;
+  causal_window.causal = true;
+  causal_window.window_left = 700;
+  causal_window.sinks = sinks.data();
+  const std::vector<std::pair<size_t, size_t>> decode = {
+      {1, 9000}, {1, 37}, {1, 0}, {1, 3000}};
+  const std::vector<std::pair<size_t, size_t>> prefill = {
+      {40, 300}, {7, 7}, {0, 20}, {130, 130}};
+  for (size_t block_size : {size_t{16}, size_t{5}}) {
+    for (size_t dv : {size_t{64}, size_t{5}}) {
+      for (const auto* lengths : {&decode, &prefill}) {
+        if (block_size == 5 && lengths == &decode && dv == 5) continue;
+        std::vector<size_t> query_offsets = {0}, key_offsets = {0}, key_lengths;
+        size_t blocks = 0, widest = 0;
+        for (const auto& [n, m] : *lengths) {
+          query_offsets.push_back(query_offsets.back() + n);
+          key_offsets.push_back(key_offsets.back() + m);
+          key_lengths.push_back(m);
+          const size_t used = (m + block_size - 1) / block_size;
+          blocks += used;
+          widest = std::max(widest, used);
+        }
+        const size_t count = lengths->size(), stride = widest + 1;
+        blocks += 3;  // unused blocks in the pool
+        std::vector<int32_t> order(blocks);
+        for (size_t p = 0; p < blocks; ++p) order[p] = int32_t(p);
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<int32_t> table(count * stride, -1);
+        // The pool: (blocks, block_size, Hkv, d); NaN where no key is.
+        const T nan = std::numeric_limits<T>::quiet_NaN();
+        std::vector<T> key_pool(blocks * block_size * kv_heads * dk, nan),
+            value_pool(blocks * block_size * kv_heads * dv, nan);
+        Tensor<T> queries(1, heads, query_offsets.back(), dk, true),
+            keys(1, kv_heads, key_offsets.back(), dk, true),
+            values(1, kv_heads, key_offsets.back(), dv, true);
+        queries.FillNormal(rng, 1.0);
+        keys.FillNormal(rng, 1.0);
+        values.FillNormal(rng, 1.0);
+        size_t next = 0;
+        for (size_t b = 0; b < count; ++b) {
+          for (size_t j = 0; j < key_lengths[b]; ++j) {
+            if (j % block_size == 0)
+              table[b * stride + j / block_size] = order[next++];
+            const size_t block = size_t(table[b * stride + j / block_size]);
+            const size_t row = block * block_size + j % block_size;
+            for (size_t g = 0; g < kv_heads; ++g) {
+              for (size_t c = 0; c < dk; ++c) {
+                key_pool[(row * kv_heads + g) * dk + c] =
+                    keys(0, g, key_offsets[b] + j, c);
+              }
+              for (size_t c = 0; c < dv; ++c) {
+                value_pool[(row * kv_heads + g) * dv + c] =
+                    values(0, g, key_offsets[b] + j, c);
+              }
+            }
+          }
+        }
+        attnpool::PagedKVCache<T> cache;
+        cache.keys = {key_pool.data(),
+                      blocks,
+                      kv_heads,
+                      block_size,
+                      dk,
+                      block_size * kv_heads * dk,
+                      dk,
+                      kv_heads * dk};
+        cache.values = {
+            value_pool.data(),          blocks, kv_heads,     block_size, dv,
+            block_size * kv_heads * dv, dv,     kv_heads * dv};
+        cache.block_table = table.data();
+        cache.block_table_stride = stride;
+        cache.lengths = key_lengths.data();
+        for (const AttentionMask<T>& mask :
+             {AttentionMask<T>{}, causal_window}) {
+          INFO("block " << block_size << " dv " << dv
+                        << (lengths == &decode ? " decode" : " prefill")
+                        << (mask.causal ? " causal + window + sinks" : ""));
+          Tensor<T> paged(1, heads, query_offsets.back(), dv, true),
+              contiguous(1, heads, query_offsets.back(), dv, true);
+          attnpool::scaled_dot_product_attention_paged(
+              queries.view(), cache, paged.view(), count, query_offsets.data(),
+              mask, {}, EmptyRows::zero);
+          RequireRanOnTarget();
+          attnpool::scaled_dot_product_attention_varlen(
+              queries.view(), keys.view(), values.view(), contiguous.view(),
+              {count, query_offsets.data(), key_offsets.data()}, mask, {},
+              EmptyRows::zero);
+          REQUIRE(std::memcmp(paged.storage().data(),
+                              contiguous.storage().data(),
+                              paged.storage().size() * sizeof(T)) == 0);
+          REQUIRE(paged.CanariesIntact());
+        }
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(PagedFloat, "attention.paged.float", "[attention]") {
+  Paged<float>();
+}
+ATTNPOOL_TEST_EACH_TARGET(PagedDouble, "attention.paged.double",
+                          "[attention]") {
+  Paged<double>();
+}
+
 ATTNPOOL_TEST_EACH_TARGET(VarlenFloat, "attention.varlen.float",
                           "[attention]") {
   Varlen<float>();
@@ -906,6 +1024,30 @@ TEST_CASE("attention: bad input names the argument, writes nothing",
         attnpool::dense_tensor(canary.data(), 1, 1, 3, 4),
         {2, query_offsets, keys_offsets}, mask);
   });
+  // A paged cache: its block table and lengths, checked before anything
+  // is read through them.
+  {
+    std::vector<float> pool(4 * 2 * 4, 1.0f), q(3 * 4, 1.0f);
+    const size_t query_offsets[2] = {0, 3};
+    const size_t long_sequence[1] = {9}, fits[1] = {6};
+    const int32_t table[3] = {1, 7, 0};
+    attnpool::PagedKVCache<float> cache;
+    cache.keys = cache.values =
+        attnpool::dense_tensor<const float>(pool.data(), 4, 1, 2, 4);
+    cache.block_table = table;
+    cache.block_table_stride = 3;
+    cache.lengths = long_sequence;
+    const auto run = [&] {
+      attnpool::scaled_dot_product_attention_paged(
+          attnpool::dense_tensor<const float>(q.data(), 1, 1, 3, 4), cache,
+          attnpool::dense_tensor(outputs.data(), 1, 1, 3, 4), 1, query_offsets);
+    };
+    RequireRejected("cache.lengths", outputs, run);  // 5 blocks > 3
+    cache.lengths = fits;
+    RequireRejected("cache.block_table", outputs, run);  // block 7 of 4
+    cache.block_table_stride = 1;
+    RequireRejected("cache.lengths", outputs, run);
+  }
   // Additive.
   std::vector<float> w(64, 0.1f);
   const attnpool::AdditiveWeights<float> additive{

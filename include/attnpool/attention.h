@@ -142,6 +142,43 @@ void scaled_dot_product_attention_varlen(
     std::optional<double> scale = {}, EmptyRows empty_rows = EmptyRows::nan,
     const Execution& execution = {});
 
+// A paged KV cache (vLLM's): keys and values in a pool of blocks of
+// block_size rows, each sequence's keys listed in order by its row of the
+// block table and read in place (no gather into a contiguous copy).
+//   keys (blocks, Hkv, block_size, dk), values (blocks, Hkv, block_size,
+//   dv): block p's rows of key head h are keys.matrix(p, h) — (blocks,
+//   block_size, Hkv, d) caches are such views, with head_stride d and
+//   row_stride Hkv·d;
+//   block_table: row b (block_table_stride entries apart) lists sequence
+//   b's blocks, its key j in block block_table[b·stride + j / block_size]
+//   at row j % block_size; each listed entry in [0, blocks);
+//   lengths: sequence b's keys (its first ⌈lengths[b] / block_size⌉
+//   table entries are read, at most block_table_stride).
+template <typename T>
+struct PagedKVCache {
+  TensorView<const T> keys, values;
+  const int32_t* block_table = nullptr;
+  size_t block_table_stride = 0;
+  const size_t* lengths = nullptr;
+};
+
+// scaled_dot_product_attention_varlen with the keys and values of sequence
+// b in a paged cache: queries (1, Hq, Σn, dk) packed by query_offsets
+// (count + 1 entries, ascending from 0), out (1, Hq, Σn, dv); batched
+// decode is one query per sequence. Positions, masks and grouped heads as
+// there. Each sequence's output is bitwise what the same keys and values
+// give in contiguous rows.
+void scaled_dot_product_attention_paged(
+    TensorView<const float> queries, const PagedKVCache<float>& cache,
+    TensorView<float> out, size_t count, const size_t* query_offsets,
+    const AttentionMask<float>& mask = {}, std::optional<double> scale = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+void scaled_dot_product_attention_paged(
+    TensorView<const double> queries, const PagedKVCache<double>& cache,
+    TensorView<double> out, size_t count, const size_t* query_offsets,
+    const AttentionMask<double>& mask = {}, std::optional<double> scale = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+
 // Additive (Bahdanau) attention: score(q, k) = w_vᵀ tanh(W_q q + W_k k),
 // then masks, softmax and the weighted sum of values.
 //   w_q (h × dq), w_k (h × dk), w_v (h values).
