@@ -47,6 +47,32 @@ attnpool_status attnpool_scaled_dot_product_attention_varlen(
   });
 }
 
+attnpool_status attnpool_scaled_dot_product_attention_paged(
+    attnpool_dtype dtype, const attnpool_const_tensor* queries,
+    const attnpool_paged_kv_cache* cache, const attnpool_tensor* out,
+    size_t count, const size_t* query_offsets,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const auto query_view = Tensor<T>(queries, "queries");
+    const auto& c_cache = Required(cache, "cache");
+    attnpool::PagedKVCache<T> paged;
+    paged.keys = TensorOf<const T>("cache.keys", c_cache.keys);
+    paged.values = TensorOf<const T>("cache.values", c_cache.values);
+    paged.block_table = c_cache.block_table;
+    paged.block_table_stride = c_cache.block_table_stride;
+    paged.lengths = c_cache.lengths;
+    const auto out_view = Tensor<T>(out, "out");
+    std::optional<double> factor;
+    if (scale != nullptr) factor = *scale;
+    attnpool::scaled_dot_product_attention_paged(
+        query_view, paged, out_view, count, query_offsets,
+        AttentionMaskOf<T>(mask), factor,
+        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
 attnpool_status attnpool_additive_attention(
     attnpool_dtype dtype, const attnpool_additive_weights* weights,
     const attnpool_const_tensor* queries, const attnpool_const_tensor* keys,

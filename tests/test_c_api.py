@@ -83,6 +83,13 @@ class AttentionMask(ctypes.Structure):
                 ("sinks", ctypes.c_void_p)]
 
 
+class PagedCache(ctypes.Structure):
+    _fields_ = [("keys", ConstTensor), ("values", ConstTensor),
+                ("block_table", ctypes.POINTER(ctypes.c_int32)),
+                ("block_table_stride", ctypes.c_size_t),
+                ("lengths", ctypes.POINTER(ctypes.c_size_t))]
+
+
 class PartialState(ctypes.Structure):
     _fields_ = [("accumulator", Matrix), ("max", ctypes.c_void_p), ("sum", ctypes.c_void_p),
                 ("best", ctypes.POINTER(ctypes.c_size_t))]
@@ -145,6 +152,10 @@ def load(path):
              ctypes.c_size_t, P(ctypes.c_size_t), P(ctypes.c_size_t), P(AttentionMask),
              P(ctypes.c_double), ctypes.c_int, P(Execution)], ctypes.c_int),
         "attnpool_alibi_slopes": ([ctypes.c_size_t, P(ctypes.c_double)], ctypes.c_int),
+        "attnpool_scaled_dot_product_attention_paged": (
+            [ctypes.c_int, P(ConstTensor), P(PagedCache), P(Tensor), ctypes.c_size_t,
+             P(ctypes.c_size_t), P(AttentionMask), P(ctypes.c_double), ctypes.c_int,
+             P(Execution)], ctypes.c_int),
         "attnpool_multi_head_attention": (
             [ctypes.c_int, P(MultiHeadWeights), P(ConstTensor), P(ConstTensor),
              P(ConstTensor), P(Tensor), P(AttentionMask), ctypes.c_int, P(Execution)],
@@ -517,6 +528,41 @@ class CApiTest(unittest.TestCase):
                 logits[np.arange(m)[None, :] > np.arange(n)[:, None] + m - n] = -np.inf
                 np.testing.assert_allclose(out[q0:q0 + n, h], softmax(logits) @ vs,
                                            rtol=1e-5, atol=1e-6)
+        # The same keys and values in a paged cache (blocks of 3 rows in a
+        # shuffled pool of (blocks, block_size, Hkv, d)): the same bits.
+        block_size = 3
+        used = [(m + block_size - 1) // block_size for _, m in lengths]
+        order = np.random.default_rng(5).permutation(sum(used) + 2).astype(np.int32)
+        table = np.full((len(lengths), max(used)), -1, np.int32)
+        key_pool = np.zeros((len(order), block_size, kv_heads, d), np.float32)
+        value_pool = np.zeros((len(order), block_size, kv_heads, dv), np.float32)
+        next_block = 0
+        for b, (_, m) in enumerate(lengths):
+            for p in range(used[b]):
+                table[b, p] = order[next_block]
+                next_block += 1
+                rows = slice(int(key_offsets[b]) + p * block_size,
+                             min(int(key_offsets[b]) + m, int(key_offsets[b]) + (p + 1) * block_size))
+                count_rows = rows.stop - rows.start
+                key_pool[table[b, p], :count_rows] = k[rows]
+                value_pool[table[b, p], :count_rows] = v[rows]
+
+        def pool_tensor(pool):
+            blocks, size, h, cols = pool.shape
+            return ConstTensor(pool.ctypes.data, blocks, h, size, cols, size * h * cols, cols,
+                               h * cols)
+
+        key_lengths = np.array([m for _, m in lengths], np.uintp)
+        cache = PagedCache(pool_tensor(key_pool), pool_tensor(value_pool),
+                           table.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), table.shape[1],
+                           key_lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_size_t)))
+        paged = np.full_like(out, -777)
+        status = lib.attnpool_scaled_dot_product_attention_paged(
+            FLOAT32, packed(q), ctypes.byref(cache), packed(paged, Tensor), len(lengths),
+            query_offsets.ctypes.data_as(ctypes.POINTER(ctypes.c_size_t)),
+            ctypes.byref(mask), None, 0, None)
+        self.assertEqual(status, OK, last_error())
+        np.testing.assert_array_equal(paged, out)
         bad = np.array([0, 3, 2, 8], np.uintp)
         status = lib.attnpool_scaled_dot_product_attention_varlen(
             FLOAT32, packed(q), packed(k), packed(v), packed(out, Tensor), len(lengths),

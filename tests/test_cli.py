@@ -340,6 +340,27 @@ class CliTest(unittest.TestCase):
                 np.testing.assert_allclose(
                     out[qo[b]:qo[b + 1], h],
                     softmax(logits) @ v[ko[b]:ko[b + 1], h // 2], rtol=1e-5, atol=1e-6)
+        # The same keys and values in a paged cache: (blocks, 2, Hkv, d)
+        # pools, blocks in reverse order; the same output, bit for bit.
+        used = [-(-m // 2) for _, m in lengths]
+        table = np.zeros((len(lengths), max(used)), np.int64)
+        key_pool = np.zeros((sum(used), 2, 2, 6), np.float32)
+        value_pool = np.zeros((sum(used), 2, 2, 3), np.float32)
+        block = sum(used)
+        for b, (_, m) in enumerate(lengths):
+            for p in range(used[b]):
+                block -= 1
+                table[b, p] = block
+                rows = np.arange(p * 2, min(m, p * 2 + 2))
+                key_pool[block, :len(rows)] = k[ko[b] + rows]
+                value_pool[block, :len(rows)] = v[ko[b] + rows]
+        self.run_cli("sdpa", "--queries", self.path("q.npy"), "--keys",
+                     self.save("kp.npy", key_pool), "--values", self.save("vp.npy", value_pool),
+                     "--query-offsets", self.path("qo.npy"), "--block-table",
+                     self.save("bt.npy", table), "--key-lengths",
+                     self.save("kl.npy", np.array([m for _, m in lengths])), "--causal",
+                     "-o", self.path("paged.npy"))
+        self.assertEqual(np.load(self.path("paged.npy")).tobytes(), out.tobytes())
         result = self.run_cli("sdpa", "--queries", self.path("q.npy"), "--keys",
                               self.path("k.npy"), "--values", self.path("v.npy"),
                               "--query-offsets", self.path("qo.npy"), "-o",

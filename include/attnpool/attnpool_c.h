@@ -398,6 +398,31 @@ attnpool_status attnpool_scaled_dot_product_attention_varlen(
     const double* scale, attnpool_empty_rows empty_rows,
     const attnpool_execution* execution);
 
+/* A paged KV cache (vLLM's): keys (blocks, Hkv, block_size, dk) and values
+ * (blocks, Hkv, block_size, dv) of the call's dtype, a (blocks, block_size,
+ * Hkv, d) pool being such a tensor with head_stride d and row_stride
+ * Hkv * d; row b of block_table (block_table_stride entries apart) lists
+ * sequence b's blocks in order (key j in block table[b * stride + j /
+ * block_size], row j % block_size); lengths[b] keys each. */
+typedef struct attnpool_paged_kv_cache {
+  attnpool_const_tensor keys;
+  attnpool_const_tensor values;
+  const int32_t* block_table;
+  size_t block_table_stride;
+  const size_t* lengths;
+} attnpool_paged_kv_cache;
+
+/* attnpool_scaled_dot_product_attention_varlen with the keys and values of
+ * sequence b in a paged cache, read in place: queries (1, Hq, sum n, dk)
+ * packed by query_offsets (count + 1 entries, from 0), out (1, Hq, sum n,
+ * dv); bitwise what the same rows give contiguous. */
+attnpool_status attnpool_scaled_dot_product_attention_paged(
+    attnpool_dtype dtype, const attnpool_const_tensor* queries,
+    const attnpool_paged_kv_cache* cache, const attnpool_tensor* out,
+    size_t count, const size_t* query_offsets,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution);
+
 /* Additive (Bahdanau) attention's weights, of the call's dtype: w_q
  * (h x dq), w_k (h x dk), w_v (h entries). */
 typedef struct attnpool_additive_weights {

@@ -20,6 +20,7 @@ OpenMP default).
 from . import _core
 from ._layers import (additive_attention, alibi_slopes, multi_head_attention,
                       scaled_dot_product_attention,
+                      scaled_dot_product_attention_paged,
                       scaled_dot_product_attention_varlen)
 from ._pool import PoolState, attention_pool
 from ._regression import NadarayaWatson, bandwidth_rule, cross_validate
@@ -55,7 +56,7 @@ last_fused_path = _core.last_fused_path
 __all__ = [
     "pairwise_distances", "apply_kernel", "normalize", "weighted_sum",
     "attention_pool", "PoolState", "scaled_dot_product_attention",
-    "scaled_dot_product_attention_varlen",
+    "scaled_dot_product_attention_varlen", "scaled_dot_product_attention_paged",
     "additive_attention", "multi_head_attention", "alibi_slopes", "NadarayaWatson",
     "cross_validate", "bandwidth_rule", "targets", "supported_targets",
     "active_target", "force_target", "reset_target", "last_run_target",

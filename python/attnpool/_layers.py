@@ -93,6 +93,50 @@ def scaled_dot_product_attention_varlen(queries, keys, values, query_offsets,
     return out
 
 
+def scaled_dot_product_attention_paged(queries, key_cache, value_cache, block_table,
+                                       lengths, query_offsets, *, causal: bool = False,
+                                       causal_offset: int = 0, window=None,
+                                       softcap: Optional[float] = None,
+                                       alibi_slopes=None, sinks=None,
+                                       scale: Optional[float] = None,
+                                       empty_rows: str = "nan",
+                                       out: Optional[np.ndarray] = None,
+                                       threads: Optional[int] = None) -> np.ndarray:
+    """Scaled dot-product attention over a paged KV cache (vLLM's layout),
+    read in place: key_cache (blocks, block_size, Hkv, d) and value_cache
+    (blocks, block_size, Hkv, dv) pools; ``block_table`` (count, max
+    blocks) int32, row b listing sequence b's blocks in order;
+    ``lengths`` (count,) its keys. queries (Σn, Hq, d) packed by
+    ``query_offsets`` (count + 1 entries from 0) → (Σn, Hq, dv); batched
+    decode is one query per sequence. Positions, masks and adjustments as
+    :func:`scaled_dot_product_attention_varlen`; each sequence's result is
+    bitwise that of its rows contiguous.
+    """
+    queries = as_input(queries)
+    key_cache, value_cache = as_input(key_cache), as_input(value_cache)
+    dtype = float_dtype("queries", queries)
+    total, h, _ = shape_of("queries", queries, 3)
+    shape_of("key_cache", key_cache, 4)
+    dv = shape_of("value_cache", value_cache, 4)[3]
+    table = np.asarray(block_table)
+    if table.dtype.kind not in "iu" or table.ndim != 2:
+        raise ValueError(f"block_table: must be a 2-D integer array, not {table.dtype} "
+                         f"of {table.ndim} dimensions")
+    if table.size and (table.min() < np.iinfo(np.int32).min or
+                       table.max() > np.iinfo(np.int32).max):
+        raise ValueError("block_table: entries must fit int32")
+    out = output("out", out, (total, h, dv), dtype)
+    _core.scaled_dot_product_attention_paged(
+        queries.transpose(1, 0, 2)[None], key_cache.transpose(0, 2, 1, 3),
+        value_cache.transpose(0, 2, 1, 3), np.ascontiguousarray(table, dtype=np.int32),
+        offsets("lengths", lengths), out.transpose(1, 0, 2)[None],
+        offsets("query_offsets", query_offsets),
+        masks(total, None, causal, causal_offset, window, batch=1, softcap=softcap,
+              alibi=alibi_slopes, sinks=sinks, heads=h),
+        None if scale is None else float(scale), empty_rows, threads_of(threads))
+    return out
+
+
 def alibi_slopes(heads: int) -> np.ndarray:
     """The standard ALiBi slopes of ``heads`` heads (Press et al.):
     2^(−8(h+1)/H) for a power of two H; otherwise those of the power of two

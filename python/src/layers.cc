@@ -77,6 +77,48 @@ void ScaledDotProductAttentionVarlen(
   });
 }
 
+using BlockTable = nb::ndarray<nb::ro, const int32_t, nb::ndim<2>, nb::c_contig,
+                               nb::device::cpu>;
+
+// A paged cache: (blocks, Hkv, block_size, d) views of (blocks, block_size,
+// Hkv, d) pools, the block table (count, blocks per sequence) and lengths.
+void ScaledDotProductAttentionPaged(
+    const InArray& queries, const InArray& key_cache,
+    const InArray& value_cache, const BlockTable& block_table,
+    const Lengths& lengths, const OutArray& out, const Lengths& query_offsets,
+    const MaskTuple& mask_arguments, std::optional<double> scale,
+    const std::string& empty_rows, int threads) {
+  const size_t count = lengths.shape(0);
+  if (query_offsets.shape(0) != count + 1) {
+    ThrowValue("query_offsets",
+               "has " + std::to_string(query_offsets.shape(0)) +
+                   " entries, expected " + std::to_string(count + 1) +
+                   " (one more than lengths)");
+  }
+  if (block_table.shape(0) != count) {
+    ThrowValue("block_table", "has " + std::to_string(block_table.shape(0)) +
+                                  " rows, expected " + std::to_string(count) +
+                                  " (one per sequence)");
+  }
+  WithDtype("queries", queries, [&](auto zero) {
+    using T = decltype(zero);
+    const LayerTensors<T> t(queries, key_cache, value_cache, out);
+    const MaskArguments<T, 4> masks(mask_arguments, "queries");
+    const auto empty = EmptyRowsOf(empty_rows);
+    const auto execution = ExecutionOf(threads);
+    attnpool::PagedKVCache<T> cache;
+    cache.keys = t.k.tensor();
+    cache.values = t.v.tensor();
+    cache.block_table = block_table.data();
+    cache.block_table_stride = block_table.shape(1);
+    cache.lengths = lengths.data();
+    nb::gil_scoped_release release;
+    attnpool::scaled_dot_product_attention_paged(
+        t.q.tensor(), cache, t.o.tensor(), count, query_offsets.data(),
+        masks.mask(), scale, empty, execution);
+  });
+}
+
 void AdditiveAttention(const InArray& w_q, const InArray& w_k,
                        const InArray& w_v, const InArray& queries,
                        const InArray& keys, const InArray& values,
@@ -155,6 +197,7 @@ void DefineLayers(nb::module_& m) {
   m.def("scaled_dot_product_attention", &ScaledDotProductAttention);
   m.def("scaled_dot_product_attention_varlen",
         &ScaledDotProductAttentionVarlen);
+  m.def("scaled_dot_product_attention_paged", &ScaledDotProductAttentionPaged);
   m.def("additive_attention", &AdditiveAttention);
   m.def("multi_head_attention", &MultiHeadAttention);
   m.def("alibi_slopes", &attnpool::alibi_slopes);

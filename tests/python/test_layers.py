@@ -128,6 +128,42 @@ def test_sdpa_varlen(target, dtype):
         attnpool.scaled_dot_product_attention_varlen(q, k, v, query_offsets + 1, key_offsets)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sdpa_paged(target, dtype):
+    # The varlen test's sequences in a paged cache (blocks of 4 rows,
+    # shuffled through the pool): the same bits as contiguous.
+    rng = rng_for("paged", target, dtype)
+    lengths = [(1, 30), (0, 3), (1, 70), (5, 9)]
+    query_offsets = np.cumsum([0] + [n for n, _ in lengths])
+    key_offsets = np.cumsum([0] + [m for _, m in lengths])
+    q = rng.standard_normal((query_offsets[-1], 4, 8)).astype(dtype)
+    k = rng.standard_normal((key_offsets[-1], 2, 8)).astype(dtype)
+    v = rng.standard_normal((key_offsets[-1], 2, 5)).astype(dtype)
+    block = 4
+    used = [-(-m // block) for _, m in lengths]
+    order = rng.permutation(sum(used) + 3)
+    table = np.zeros((len(lengths), max(used)), np.int32)
+    key_cache = np.full((len(order), block, 2, 8), np.nan, dtype)
+    value_cache = np.full((len(order), block, 2, 5), np.nan, dtype)
+    at = 0
+    for b, (_, m) in enumerate(lengths):
+        for p in range(used[b]):
+            table[b, p] = order[at]
+            at += 1
+            rows = np.arange(p * block, min(m, (p + 1) * block))
+            key_cache[table[b, p], :len(rows)] = k[key_offsets[b] + rows]
+            value_cache[table[b, p], :len(rows)] = v[key_offsets[b] + rows]
+    key_lengths = [m for _, m in lengths]
+    got = attnpool.scaled_dot_product_attention_paged(
+        q, key_cache, value_cache, table, key_lengths, query_offsets, causal=True)
+    want = attnpool.scaled_dot_product_attention_varlen(
+        q, k, v, query_offsets, key_offsets, causal=True)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="block_table"):
+        attnpool.scaled_dot_product_attention_paged(
+            q, key_cache, value_cache, table[:, :1], key_lengths, query_offsets)
+
+
 def test_sdpa_matches_pytorch():
     torch = pytest.importorskip("torch")
     rng = rng_for("torch")

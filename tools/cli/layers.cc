@@ -2,6 +2,7 @@
 // rows, cols) tensors or (batch, rows, cols) sequences, with their masks.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -78,17 +79,21 @@ Command LayerCommand(const char* name, const char* summary,
 // How a layer's arrays of more than 2 dimensions are read (2-D arrays are
 // (1, 1, rows, cols)): (batch, heads, rows, cols); multi-head attention's
 // sequences (batch, rows, cols); packed sequences (rows, heads, cols).
-enum class Layout { heads, sequences, packed };
+// A paged cache's pools: (blocks, block_size, heads, cols), or (blocks,
+// block_size, cols) of one head.
+enum class Layout { heads, sequences, packed, pool };
 
 // The (batch, heads, rows, cols) view of an array of `layout` (packed: a
-// (1, heads, rows, cols) view of (rows, heads, cols)).
+// (1, heads, rows, cols) view of (rows, heads, cols); pool: (blocks, heads,
+// block_size, cols) of (blocks, block_size, heads, cols)).
 template <typename T>
 attnpool::TensorView<T> LayoutView(T* data, Layout layout, size_t batch,
                                    size_t heads, size_t rows, size_t cols) {
-  if (layout != Layout::packed) {
+  if (layout != Layout::packed && layout != Layout::pool) {
     return attnpool::dense_tensor(data, batch, heads, rows, cols);
   }
-  return {data, 1, heads, rows, cols, rows * heads * cols, cols, heads * cols};
+  return {data, batch,       heads, rows, cols, rows * heads * cols,
+          cols, heads * cols};
 }
 
 // A float array seen as a (batch, heads, rows, cols) tensor.
@@ -114,8 +119,18 @@ InputTensor LoadTensor(const std::string& option, const std::string& path,
   InputTensor tensor{option, path, Load(option, path), layout};
   RequireFloat(tensor.Label(), tensor.array);
   const auto& shape = tensor.array.shape;
-  const size_t high_rank = layout == Layout::heads ? 4 : 3;
-  if (shape.size() == 2) {
+  const size_t high_rank =
+      layout == Layout::heads || layout == Layout::pool ? 4 : 3;
+  if (layout == Layout::pool && shape.size() >= 3) {
+    tensor.batch = shape[0];
+    tensor.rows = shape[1];
+    tensor.heads = shape.size() == 4 ? shape[2] : 1;
+    tensor.cols = shape.back();
+  } else if (layout == Layout::pool) {
+    throw CliError{tensor.Describe() +
+                   ": expected a (blocks, block_size, heads, d) or (blocks, "
+                   "block_size, d) pool"};
+  } else if (shape.size() == 2) {
     tensor.rows = shape[0];
     tensor.cols = shape[1];
   } else if (shape.size() == 3 && layout == Layout::packed) {
@@ -299,18 +314,25 @@ struct LayerInputs {
   InputTensor queries, keys, values;
 };
 
-LayerInputs LoadLayerInputs(const Arguments& arguments, Layout layout) {
+// Keys and values of `key_layout` (a paged cache's pools), or of `layout`.
+LayerInputs LoadLayerInputs(const Arguments& arguments, Layout layout,
+                            Layout key_layout) {
   LayerInputs inputs{
       LoadTensor("--queries", arguments.Required("--queries"), layout),
-      LoadTensor("--keys", arguments.Required("--keys"), layout),
-      LoadTensor("--values", arguments.Required("--values"), layout)};
+      LoadTensor("--keys", arguments.Required("--keys"), key_layout),
+      LoadTensor("--values", arguments.Required("--values"), key_layout)};
   const InputTensor &queries = inputs.queries, &keys = inputs.keys,
                     &values = inputs.values;
   for (const InputTensor* other : {&keys, &values}) {
     RequireSameType(queries, *other);
+    if (key_layout != layout) continue;
     RequireSameRank(queries, *other);
     RequireExtent(*other, "batch entries", other->batch, queries.batch,
                   "(the batch of " + queries.Describe() + ")");
+  }
+  if (key_layout != layout) {
+    RequireExtent(values, "blocks", values.batch, keys.batch,
+                  "(the blocks of " + keys.Describe() + ")");
   }
   RequireRowPerKey(keys, values);
   RequireExtent(values, "heads", values.heads, keys.heads,
@@ -359,13 +381,14 @@ struct LayerCall {
 // Call reads the masks, calls the layer and writes its output.
 class LayerRun {
  public:
-  // Inputs 2-D, or of `layout`.
+  // Inputs 2-D, or of `layout` (keys and values of `key_layout`).
   LayerRun(const Arguments& arguments, const RunSettings& settings,
-           Layout layout)
+           Layout layout, std::optional<Layout> key_layout = {})
       : arguments_(arguments),
         empty_rows_(ParseEmptyRows(arguments)),
         reading_(arguments, settings),
-        inputs_(LoadLayerInputs(arguments, layout)) {}
+        inputs_(
+            LoadLayerInputs(arguments, layout, key_layout.value_or(layout))) {}
 
   const LayerInputs& inputs() const { return inputs_; }
 
@@ -410,8 +433,8 @@ class LayerRun {
   const LayerInputs inputs_;
 };
 
-// The offsets of packed sequences (--query-offsets, --key-offsets): 1-D
-// integers, each at most `rows`.
+// The offsets of packed sequences (--query-offsets, --key-offsets) or a
+// paged cache's --key-lengths: 1-D integers, each at most `rows`.
 std::vector<size_t> LoadOffsets(const Arguments& arguments,
                                 const std::string& option, size_t rows,
                                 const std::string& rows_name) {
@@ -419,24 +442,67 @@ std::vector<size_t> LoadOffsets(const Arguments& arguments,
   const NpyArray array = Load(option, path);
   if (array.shape.size() != 1) {
     throw CliError{option + " " + path + ": shape " + ShapeText(array.shape) +
-                   ", expected (count + 1,): offsets from 0"};
+                   ", expected a 1-D array"};
   }
   return LengthEntries(option + " " + path, array, rows, rows_name);
 }
 
+// A paged cache's block table: a 2-D integer array, as int32 entries.
+std::vector<int32_t> LoadBlockTable(const Arguments& arguments,
+                                    size_t* stride) {
+  const std::string path = arguments.Required("--block-table");
+  const std::string label = "--block-table " + path;
+  const NpyArray array = Load("--block-table", path);
+  if (array.shape.size() != 2) {
+    throw CliError{label + ": shape " + ShapeText(array.shape) +
+                   ", expected (sequences, blocks per sequence)"};
+  }
+  *stride = array.shape[1];
+  const std::vector<size_t> entries = LengthEntries(
+      label, array, std::numeric_limits<int32_t>::max(), "int32 block indices");
+  return std::vector<int32_t>(entries.begin(), entries.end());
+}
+
 int Sdpa(const Arguments& arguments) {
   RequireOptions(arguments, {"--queries", "--keys", "--values", "-o"});
-  const bool packed =
-      arguments.Has("--query-offsets") || arguments.Has("--key-offsets");
-  if (packed) RequireOptions(arguments, {"--query-offsets", "--key-offsets"});
+  const bool paged =
+      arguments.Has("--block-table") || arguments.Has("--key-lengths");
+  const bool packed = paged || arguments.Has("--query-offsets") ||
+                      arguments.Has("--key-offsets");
+  if (paged) {
+    RequireOptions(arguments,
+                   {"--query-offsets", "--block-table", "--key-lengths"});
+  } else if (packed) {
+    RequireOptions(arguments, {"--query-offsets", "--key-offsets"});
+  }
   const RunSettings settings = ReadSettings(arguments);
   const std::optional<double> scale = NumberOption(arguments, "--scale");
-  const LayerRun run(arguments, settings,
-                     packed ? Layout::packed : Layout::heads);
+  const LayerRun run(
+      arguments, settings, packed ? Layout::packed : Layout::heads,
+      paged ? std::optional<Layout>(Layout::pool) : std::nullopt);
   const LayerInputs& inputs = run.inputs();
   RequireSameColumns(inputs.queries, inputs.keys);
-  std::vector<size_t> query_offsets, key_offsets;
-  if (packed) {
+  std::vector<size_t> query_offsets, key_offsets, key_lengths;
+  std::vector<int32_t> block_table;
+  size_t table_stride = 0;
+  if (paged) {
+    query_offsets = LoadOffsets(arguments, "--query-offsets",
+                                inputs.queries.rows, "the rows of --queries");
+    block_table = LoadBlockTable(arguments, &table_stride);
+    key_lengths =
+        LoadOffsets(arguments, "--key-lengths", table_stride * inputs.keys.rows,
+                    "the blocks per sequence x the block size");
+    if (query_offsets.size() != key_lengths.size() + 1 ||
+        block_table.size() != key_lengths.size() * table_stride) {
+      throw CliError{"--key-lengths: " + std::to_string(key_lengths.size()) +
+                     " sequences, --query-offsets: " +
+                     std::to_string(query_offsets.size()) +
+                     " entries, --block-table: " +
+                     std::to_string(block_table.size() /
+                                    std::max<size_t>(1, table_stride)) +
+                     " rows (count, count + 1 and count)"};
+    }
+  } else if (packed) {
     query_offsets = LoadOffsets(arguments, "--query-offsets",
                                 inputs.queries.rows, "the rows of --queries");
     key_offsets = LoadOffsets(arguments, "--key-offsets", inputs.keys.rows,
@@ -451,7 +517,20 @@ int Sdpa(const Arguments& arguments) {
   return run.Call(
       {inputs.queries.heads, inputs.values.cols, TensorShapeText(inputs)},
       [&](auto, const auto& call) {
-        if (packed) {
+        if (paged) {
+          attnpool::PagedKVCache<typename std::remove_const_t<
+              std::remove_pointer_t<decltype(call.keys.data)>>>
+              cache;
+          cache.keys = call.keys;
+          cache.values = call.values;
+          cache.block_table = block_table.data();
+          cache.block_table_stride = table_stride;
+          cache.lengths = key_lengths.data();
+          attnpool::scaled_dot_product_attention_paged(
+              call.queries, cache, call.out, key_lengths.size(),
+              query_offsets.data(), call.mask, scale, call.empty_rows,
+              call.execution);
+        } else if (packed) {
           attnpool::scaled_dot_product_attention_varlen(
               call.queries, call.keys, call.values, call.out,
               {query_offsets.size() - 1, query_offsets.data(),
@@ -585,7 +664,17 @@ Command SdpaCommand() {
          "KO.npy",
          "packed sequences: sequence b owns key and value rows [KO[b], "
          "KO[b+1])",
-         {"sequences.key_offsets"}}}},
+         {"sequences.key_offsets"}},
+        {"--block-table",
+         "BT.npy",
+         "a paged KV cache: --keys and --values are pools (blocks, "
+         "block_size, Hkv, d) and row b of BT lists sequence b's blocks, "
+         "integers (count, blocks per sequence)",
+         {"cache.block_table"}},
+        {"--key-lengths",
+         "L.npy",
+         "a paged KV cache: sequence b has L[b] keys, shape (count,)",
+         {"cache.lengths"}}}},
       Sdpa);
 }
 
