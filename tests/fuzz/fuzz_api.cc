@@ -22,7 +22,12 @@
 //   [6] layout: padding b % 4, offset b / 4 % 4; 128: large (above)
 //   [7] threads: 0 (default), 1, 2, 3 (b % 4); 128: large (above)
 //   [8] distance  [9] kernel  [10] bandwidth  [11] scale  [12] normalization
-//   [13] causal offset (int8 % 8)
+//   [13] causal offset (int8 % 8): query i's key position i + offset
+//   [14] mask extras (masked functions; each made valid or dropped): 1
+//       window left, 2 window right, 4 soft-cap, 8 ALiBi, 16 sink
+//   [15] window sides: left b % 8, right b / 8 % 8
+//   [16] adjustments: cap {0.25, 1, 3, 50}[b % 4], ALiBi slope {0.5,
+//       −0.25, 1/32, 3}[b / 4 % 4], sink {−1, 0, 2.5, +inf}[b / 16 % 4]
 //   then per matrix (inputs in slot order, then the bias): a scale byte
 //   (2^(b % 17 − 8)) and one byte per element ((b − 125)/16 × scale, or with
 //   flag 2 and b ≥ 250 one of NaN, +inf, −inf, 0, −0, 1); then one byte per
@@ -119,6 +124,8 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
       flags & 64 ? attnpool::EmptyRows::zero : attnpool::EmptyRows::nan;
   args.depth = sizes[kD];
   const int causal_offset = static_cast<int8_t>(bytes.Next()) % 8;
+  const uint8_t extras = bytes.Next(), sides = bytes.Next(),
+                adjustments = bytes.Next();
 
   // Make the call valid: distance kernels need a distance, exp's default
   // scale needs d > 0, a bias needs scores.
@@ -167,10 +174,23 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
         ws.valid_lengths()[i] = bytes.Next() % (sizes[kM] + 1);
       }
     }
-    if (flags & 8) {
-      args.mask.causal = true;
+    if (flags & 8) args.mask.causal = true;
+    if (flags & 8 || extras & 3 || (extras & 8 && scores)) {
       args.mask.causal_offset = causal_offset;
     }
+    if (extras & 1) args.mask.window_left = sides % 8;
+    if (extras & 2) args.mask.window_right = sides / 8 % 8;
+    static const double kCaps[4] = {0.25, 1, 3, 50};
+    static const double kSlopes[4] = {0.5, -0.25, 1.0 / 32, 3};
+    static const double kSinks[4] = {-1, 0, 2.5, HUGE_VAL};
+    if (extras & 4 && scores) args.mask.softcap = T(kCaps[adjustments % 4]);
+    if (extras & 8 && scores) {
+      args.mask.alibi_slope = T(kSlopes[adjustments / 4 % 4]);
+    }
+    const bool softmax =
+        args.normalization == Normalization::softmax ||
+        (exponential && args.normalization == Normalization::sum);
+    if (extras & 16 && softmax) args.mask.sink = T(kSinks[adjustments / 16 % 4]);
     if (flags & 32) {
       ws.UseVisible();
       auto visible = ws.visible();
@@ -200,6 +220,11 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
          << " bias=" << (args.mask.bias.data != nullptr)
          << " valid_lengths=" << (args.mask.valid_lengths != nullptr)
          << " causal=" << args.mask.causal << "/" << args.mask.causal_offset
+         << " window=" << (args.mask.window_left ? int(*args.mask.window_left) : -1)
+         << "/" << (args.mask.window_right ? int(*args.mask.window_right) : -1)
+         << " softcap=" << (args.mask.softcap ? double(*args.mask.softcap) : 0.0)
+         << " alibi=" << double(args.mask.alibi_slope)
+         << " sink=" << (args.mask.sink ? double(*args.mask.sink) : -HUGE_VAL)
          << " visible=" << (args.mask.visible.data != nullptr)
          << " specials=" << specials;
     return text.str();

@@ -27,13 +27,13 @@ def decoded(byte):
 
 def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
          normalization, flags=0, padding=1, offset=1, threads=2, causal=3,
-         rng=None):
+         extras=0, sides=0, adjustments=0, rng=None):
     sizes = [decoded(size(x)) for x in (n, m, d, dv)]
     # A large input: bit 128 of the flags, layout and threads bytes.
     large = 128 if sizes[0] * sizes[1] * (sizes[2] + sizes[3] + 1) > 1 << 12 else 0
     head = [api, flags | large | (1 if double else 0), size(n), size(m), size(d),
             size(dv), padding + 4 * offset + large, threads | large, distance, kernel,
-            bandwidth, scale, normalization, causal & 0xFF]
+            bandwidth, scale, normalization, causal & 0xFF, extras, sides, adjustments]
     body = [rng.randrange(256) for _ in range(4096 - len(head))]
     return bytes(head + body)
 
@@ -43,7 +43,7 @@ def regressions():
     (each failed before its fix; see the comments)."""
     one, half, nan, inf, ninf = 141, 133, 250, 251, 252
     head = lambda api, flags, n, m, d, dv, distance, kernel, h, scale, norm: [
-        api, flags, n, m, d, dv, 0, 1, distance, kernel, h, scale, norm, 0]
+        api, flags, n, m, d, dv, 0, 1, distance, kernel, h, scale, norm, 0, 0, 0, 0]
     q = [8] + [one, half] * 30                      # 3 × 20
     k = [8] + [half] * 40 + [half] * 19 + [nan] + [one] * 20   # key 2 has a NaN
     return {
@@ -86,7 +86,9 @@ def main():
                                   scale=k % 8, normalization=(k + double) % 4,
                                   flags=flags, padding=k % 4,
                                   offset=(k + 1) % 4, threads=k % 4,
-                                  causal=k - 3, rng=rng))
+                                  causal=k - 3, extras=(k * 7 + api) % 32,
+                                  sides=k * 9 + 2, adjustments=k * 37 + api,
+                                  rng=rng))
     for index, data in enumerate(seeds):
         with open(os.path.join(here, "seed-%03d" % index), "wb") as out:
             out.write(data)
