@@ -464,8 +464,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
             PrefetchRows(plan.values, key + j, run);
           }
           const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
-          for (size_t r = 0; r < run; ++r, key_row += plan.keys.stride) {
-            row_scores[j + r] = DirectDot(d, query, key_row, plan.queries.cols);
+          for (size_t k = 0; k < run; ++k, key_row += plan.keys.stride) {
+            row_scores[j + k] = DirectDot(d, query, key_row, plan.queries.cols);
           }
           j += run;
         }

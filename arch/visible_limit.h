@@ -103,6 +103,13 @@ bool AdjustsScores(const Mask<T>& mask) {
   return mask.softcap.has_value() || mask.alibi_slope != T(0);
 }
 
+// Whether a sink joins the softmax (a sink of −inf weighs nothing: none).
+template <typename T>
+bool HasSink(const Mask<T>& mask) {
+  return mask.sink.has_value() &&
+         *mask.sink > -std::numeric_limits<T>::infinity();
+}
+
 // Whether the structural masks bound a query's keys from below.
 template <typename T>
 bool HasVisibleStart(const Mask<T>& mask) {

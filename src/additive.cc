@@ -94,8 +94,9 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {
       const MatrixView<T> head_out = out.matrix(b, h);
+      const Mask<T> head_mask = detail::HeadMask(mask, b, h, n, lengths);
       if (m == 0) {
-        detail::FillEmptyRows(empty_rows, mask.sinks != nullptr, head_out);
+        detail::FillEmptyRows(empty_rows, detail::HasSink(head_mask), head_out);
         continue;
       }
       // Keys projected and transposed once per key head, zero padded.
@@ -132,7 +133,6 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
       if (packed_size != 0) {
         detail::PackWeightedSumValues(head_values, 0, m, packed.get());
       }
-      const Mask<T> head_mask = detail::HeadMask(mask, b, h, n, lengths);
       detail::ForEachRowBlock(
           n, kAdditiveBlockRows, threads, [&](size_t begin, size_t end) {
             const size_t rows = end - begin;
@@ -169,9 +169,12 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
                 block, head_values, packed_size != 0 ? packed.get() : nullptr,
                 block_out, 0, rows, 0, dv);
             if (!finite_values) {
+              // Beside a sink a row is never empty (pool.cc).
               detail::AddNonFiniteTerms(plan, ConstMatrixView<T>(block),
                                         original_values, block_out, 0, 0, 0,
-                                        detail::EmptyRowTerms::skip);
+                                        detail::HasSink(head_mask)
+                                            ? detail::EmptyRowTerms::add
+                                            : detail::EmptyRowTerms::skip);
             }
             return target;
           });

@@ -243,8 +243,14 @@ void ScaledDotProductAttentionPaged(
     throw Error("cache.block_table", "is null");
   }
   size_t table_entries = 0;  // read: up to the last sequence's last block
+  if (count != 0 &&
+      cache.block_table_stride > std::numeric_limits<size_t>::max() / count) {
+    throw Error("cache.block_table_stride",
+                "times the sequences overflows the address space");
+  }
   for (size_t b = 0; b < count; ++b) {
-    const size_t used = (cache.lengths[b] + block_size - 1) / block_size;
+    const size_t used =
+        cache.lengths[b] / block_size + (cache.lengths[b] % block_size != 0);
     if (used > cache.block_table_stride) {
       throw Error("cache.lengths",
                   "entry " + std::to_string(b) + " (" +

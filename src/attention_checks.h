@@ -58,9 +58,10 @@ MaskRanges CheckAttentionMask(const AttentionMask<T>& mask, size_t batch,
       CheckBroadcastTensor("mask.bias", mask.bias, batch, heads, n, m);
   ranges.visible =
       CheckBroadcastTensor("mask.visible", mask.visible, batch, heads, n, m);
-  if (mask.softcap && !(*mask.softcap > T(0) && std::isfinite(*mask.softcap))) {
+  if (mask.softcap && !ValidSoftcap(*mask.softcap)) {
     throw Error("mask.softcap", "is " + std::to_string(*mask.softcap) +
-                                    " but must be finite and > 0");
+                                    " but must be finite, > 0 and have a "
+                                    "finite reciprocal");
   }
   // Per-head values: checked here, where their names are known.
   const auto per_head = [&](const char* name, const T* values, bool finite) {

@@ -248,7 +248,7 @@ class FusedJob {
     const auto& mask = plans.normalize.mask;
     mode_ = detail::FusedModeOf(plans.normalize);
     // The shard holding the sequence's first key holds the sink.
-    if (key_offset == 0) sink_ = mask.sink;
+    if (key_offset == 0 && detail::HasSink(mask)) sink_ = mask.sink;
     // Keys outside every query's run of structurally visible keys (before
     // its start, from its limit) are never read, not even to pack them:
     // padding there may hold anything. The keys before the first are cut
@@ -452,7 +452,7 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                     ? T(0)
                     : mask.sink.value_or(-std::numeric_limits<T>::infinity()));
     }
-    return detail::FillEmptyRows(spec.empty_rows, mask.sink.has_value(), out);
+    return detail::FillEmptyRows(spec.empty_rows, detail::HasSink(mask), out);
   }
   // The state accumulates in `out`, then finishes in place.
   StateStorage<T> state(rows, out);
@@ -499,7 +499,7 @@ void RunPoolBatch(const PoolSpec& spec,
       const auto& call = calls[end];
       if (call.queries.rows == 0) continue;
       if (call.keys.rows == 0) {
-        detail::FillEmptyRows(spec.empty_rows, call.mask.sink.has_value(),
+        detail::FillEmptyRows(spec.empty_rows, detail::HasSink(call.mask),
                               call.out);
         continue;
       }

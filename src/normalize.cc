@@ -47,9 +47,10 @@ void CheckScoreAdjustments(const Mask<T>& mask, bool scores, bool softmax) {
   const char* needs_scores =
       "adjusts scores: it needs softmax or argmax, or an exponential kernel";
   if (mask.softcap) {
-    if (!(*mask.softcap > T(0) && std::isfinite(*mask.softcap))) {
+    if (!ValidSoftcap(*mask.softcap)) {
       throw Error("mask.softcap", "is " + std::to_string(*mask.softcap) +
-                                      " but must be finite and > 0");
+                                      " but must be finite, > 0 and have a "
+                                      "finite reciprocal");
     }
     if (!scores) throw Error("mask.softcap", needs_scores);
   }

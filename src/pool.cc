@@ -9,6 +9,7 @@
 
 #include "arch/contributions.h"
 #include "arch/stages.h"
+#include "arch/visible_limit.h"
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/pool_plan.h"
@@ -50,7 +51,7 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
   detail::RecordRunTarget(0);
   if (queries.rows == 0) return;
   if (keys.rows == 0) {
-    return detail::FillEmptyRows(spec.empty_rows, mask.sink.has_value(), out);
+    return detail::FillEmptyRows(spec.empty_rows, detail::HasSink(mask), out);
   }
   pairwise_distances(spec.distance, queries, keys, weights, execution);
   const int threads = detail::ThreadCount(execution);
@@ -74,9 +75,13 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
     const MatrixView<T> finite(zeroed.get(), values.rows, values.cols);
     detail::CopyZeroingNonFinite(values, finite);
     weighted_sum(weights, finite, out, execution);
-    detail::AddNonFiniteTerms(plans.normalize, ConstMatrixView<T>(weights),
-                              values, out, 0, 0, 0,
-                              detail::EmptyRowTerms::skip);
+    detail::AddNonFiniteTerms(
+        plans.normalize, ConstMatrixView<T>(weights), values, out, 0, 0, 0,
+        // Beside a sink a row is never empty: one
+        // whose weights all underflowed still sums
+        // its keys' non-finite values.
+        detail::HasSink(mask) ? detail::EmptyRowTerms::add
+                              : detail::EmptyRowTerms::skip);
   }
 }
 

@@ -59,6 +59,19 @@ bool hidden(const Mask<T>& mask, size_t i, size_t j) {
           mask.bias(i, j) == -std::numeric_limits<T>::infinity());
 }
 
+// The score `value` of visible key j of query i as a normalization sees it:
+// soft-capped, plus ALiBi's slope·(j − p), plus the bias (normalize.h).
+template <typename T>
+double adjusted_score(const Mask<T>& mask, size_t i, size_t j, double value) {
+  if (mask.softcap) {
+    const double cap = *mask.softcap;
+    value = cap * std::tanh(value / cap);
+  }
+  value += double(mask.alibi_slope) *
+           double(static_cast<__int128>(j) - i - mask.causal_offset);
+  return mask.bias.data ? value + double(mask.bias(i, j)) : value;
+}
+
 // Normalizes the row-major rows×cols `values` in place, in double, as
 // docs/design.md §1 stage 3 says; `logits`: values are logits of exponential
 // weights (none → exp, sum and softmax → softmax, argmax → argmax).
@@ -74,14 +87,7 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
     double* row = values.data() + i * cols;
     for (size_t j = 0; j < cols; ++j) {
       seen[j] = !hidden(mask, i, j);
-      if (!seen[j]) continue;
-      if (mask.softcap) {
-        const double cap = *mask.softcap;
-        row[j] = cap * std::tanh(row[j] / cap);
-      }
-      row[j] += double(mask.alibi_slope) *
-                double(static_cast<__int128>(j) - i - mask.causal_offset);
-      if (mask.bias.data) row[j] += mask.bias(i, j);
+      if (seen[j]) row[j] = adjusted_score(mask, i, j, row[j]);
     }
     // The sink's logit joins a softmax (−inf: none).
     const double sink = mask.sink ? double(*mask.sink) : -infinity;
@@ -154,14 +160,18 @@ void normalize(Normalization normalization, bool logits, EmptyRows empty_rows,
 // weights of a non-exponential kernel under none or sum), with a nonzero
 // weight — summed in double in order of j. A row of NaN weights (a NaN row,
 // or an empty row of the NaN policy) is NaN, one whose weights are all 0 (an
-// empty row of the zero policy) 0, whatever the values.
+// empty row of the zero policy) 0, whatever the values — unless a sink
+// joins the softmax: then no row is empty, and weights of 0 are ones that
+// underflowed beside it.
 template <typename T>
 std::vector<double> pooled_sum(ConstMatrixView<T> weights,
                                ConstMatrixView<T> values, const Mask<T>& mask,
                                bool zero_weights_count) {
   std::vector<double> out(weights.rows * values.cols, 0.0);
+  const bool sink =
+      mask.sink && *mask.sink > -std::numeric_limits<T>::infinity();
   for (size_t i = 0; i < weights.rows; ++i) {
-    bool empty = true, nan = false;
+    bool empty = !sink, nan = false;
     for (size_t j = 0; j < weights.cols; ++j) {
       empty &= weights(i, j) == T(0);
       nan |= std::isnan(weights(i, j));

@@ -9,12 +9,20 @@
 
 #include <algorithm>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace attnpool {
 namespace detail {
+
+// A soft-cap (normalize.h) the vector code can divide by: finite, > 0,
+// with a finite reciprocal (not subnormal).
+template <typename T>
+bool ValidSoftcap(T cap) {
+  return cap > T(0) && std::isfinite(cap) && std::isfinite(T(1) / cap);
+}
 
 // Bytes spanned by a view: [begin, end), empty when it has no element.
 struct ByteRange {

@@ -198,8 +198,8 @@ std::string CompareNormalized(Normalization normalization, bool logits,
     bool negative = false, positive = false;
     for (size_t j = 0; j < cols; ++j) {
       seen[j] = values[i * cols + j];
-      if (mask.bias.data && Seen(mask, i, j)) seen[j] += mask.bias(i, j);
       if (Seen(mask, i, j)) {
+        seen[j] = attnpool::reference::adjusted_score(mask, i, j, seen[j]);
         largest = std::max(largest, seen[j]);
         negative |= seen[j] < 0;
         positive |= seen[j] > 0;
@@ -286,8 +286,13 @@ std::string CompareNormalized(Normalization normalization, bool logits,
         // exponent aᵢ − max — u·|aᵢ − max|, the scores rounded to T once
         // (bias) or a few times (logits) — which moves the weight by a
         // factor e^error (first order: error; not so for huge logits).
+        // (ALiBi's slope·(j − p) is rounded to T too, whatever it cancels.)
+        const double alibi =
+            std::fabs(double(mask.alibi_slope)) *
+            (double(cols) + double(i) + std::fabs(double(mask.causal_offset)));
         const double exponent =
-            4 * u * (magnitude(seen[j]) + magnitude(largest)) + relative;
+            4 * u * (magnitude(seen[j]) + magnitude(largest) + 2 * alibi) +
+            relative;
         bound =
             Times((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent), w) +
             kTiny<T>;

@@ -913,6 +913,35 @@ TEST_CASE("attention: ALiBi slopes and sinks at their limits", "[attention]") {
       }
     }
   }
+  // A sink of −inf is no sink: over no key, the empty-row policy.
+  const float no_sinks[2] = {-INFINITY, -INFINITY};
+  AttentionMask<float> none;
+  none.sinks = no_sinks;
+  Tensor<float> keyless(1, 2, n, d);
+  attnpool::scaled_dot_product_attention(
+      queries.view(), PackedRows(keys.view(), 0, 0),
+      PackedRows(values.view(), 0, 0), keyless.view(), none);
+  REQUIRE(std::isnan(keyless(0, 1, 2, 3)));
+  // Beside a sink of +inf every weight is 0, yet a visible key's NaN value
+  // still reaches its query (0·NaN), fused and staged alike.
+  std::vector<float> q(2 * 4, 0.5f), k(3 * 4, 0.25f), v(3 * 2, 1.0f);
+  v[1 * 2 + 0] = NAN;
+  attnpool::Mask<float> infinite_sink;
+  infinite_sink.sink = INFINITY;
+  const attnpool::PoolSpec sdpa{attnpool::Distance::dot,
+                                {attnpool::Kernel::exp},
+                                attnpool::Normalization::softmax};
+  std::vector<float> fused(2 * 2), staged(2 * 2), weights(2 * 3);
+  attnpool::attention_pool(sdpa, {q.data(), 2, 4}, {k.data(), 3, 4},
+                           {v.data(), 3, 2}, {fused.data(), 2, 2},
+                           infinite_sink);
+  attnpool::attention_pool_staged(sdpa, {q.data(), 2, 4}, {k.data(), 3, 4},
+                                  {v.data(), 3, 2}, {staged.data(), 2, 2},
+                                  {weights.data(), 2, 3}, infinite_sink);
+  for (const auto& out : {fused, staged}) {
+    REQUIRE((std::isnan(out[0]) && out[1] == 0.0f));
+    REQUIRE((std::isnan(out[2]) && out[3] == 0.0f));
+  }
 }
 
 // ----------------------------------------------------------------- errors

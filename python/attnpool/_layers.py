@@ -70,7 +70,7 @@ def scaled_dot_product_attention_varlen(queries, keys, values, query_offsets,
 
     queries (Σn, Hq, d), keys (Σm, Hkv, d), values (Σm, Hkv, dv) → (Σn, Hq,
     dv); sequence b owns query rows [query_offsets[b], query_offsets[b+1])
-    and key rows [key_offsets[b], key_offsets[b+1]] (cu_seqlens: count + 1
+    and key rows [key_offsets[b], key_offsets[b+1]) (cu_seqlens: count + 1
     entries from 0). Query i of a sequence of n queries and m keys sits at
     key position i + m − n + ``causal_offset`` (the ends aligned); the masks
     and adjustments as :func:`scaled_dot_product_attention`. Each

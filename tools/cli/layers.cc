@@ -121,7 +121,7 @@ InputTensor LoadTensor(const std::string& option, const std::string& path,
   const auto& shape = tensor.array.shape;
   const size_t high_rank =
       layout == Layout::heads || layout == Layout::pool ? 4 : 3;
-  if (layout == Layout::pool && shape.size() >= 3) {
+  if (layout == Layout::pool && (shape.size() == 3 || shape.size() == 4)) {
     tensor.batch = shape[0];
     tensor.rows = shape[1];
     tensor.heads = shape.size() == 4 ? shape[2] : 1;
