@@ -556,9 +556,15 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     state.max[row] = s.nan ? nan : s.max;
     state.sum[row] = s.nan ? nan : s.sum;
     state.best[row] = plan.key_offset + s.best;
-    const bool empty = mode == RowMode::weights
-                           ? s.sum == T(0)
-                           : s.max == -std::numeric_limits<T>::infinity();
+    // A softmax row that saw only scores of −inf keeps its Σ 0·v (0, or NaN
+    // from a visible key's non-finite value): a sink or a later shard makes
+    // it non-empty, and 0·NaN must reach it there (as in the small-depth
+    // paths).
+    const bool empty =
+        mode == RowMode::weights
+            ? s.sum == T(0)
+            : mode == RowMode::argmax &&
+                  s.max == -std::numeric_limits<T>::infinity();
     if (empty || s.nan) {
       std::fill(target, target + columns, T(0));  // finished as empty or NaN
     } else if (mode == RowMode::argmax) {

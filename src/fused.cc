@@ -74,7 +74,10 @@ void MergeState(detail::FusedRowMode mode, const detail::FusedState<T>& into,
     } else {
       const T old_max = into.max[i], other = part.max[i];
       const T new_max = std::max(old_max, other);
-      if (new_max == -infinity) continue;  // both empty: accumulator 0
+      if (new_max == -infinity) {  // both empty so far: Σ 0·v (0 or NaN)
+        for (size_t c = 0; c < columns; ++c) acc[c] += add[c];
+        continue;
+      }
       // Each part's weight relative to the new max (arch/fused.h).
       const T keep = detail::SoftmaxWeight(old_max, new_max);
       const T take = detail::SoftmaxWeight(other, new_max);

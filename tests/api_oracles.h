@@ -392,8 +392,10 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
                            double* largest_logit = nullptr) {
   Report report;
   const size_t n = queries.rows, m = keys.rows, dv = values.cols;
-  if (m == 0) {  // every row empty
-    const double fill = spec.empty_rows == EmptyRows::nan
+  if (m == 0) {  // every row empty, or beside a sink 0
+    const bool sink =
+        mask.sink && *mask.sink > -std::numeric_limits<T>::infinity();
+    const double fill = spec.empty_rows == EmptyRows::nan && !sink
                             ? std::numeric_limits<double>::quiet_NaN()
                             : 0.0;
     for (size_t i = 0; i < n && report.ok(); ++i) {
