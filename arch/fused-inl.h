@@ -133,6 +133,28 @@ inline size_t Visible(size_t limit, size_t key, size_t count) {
   return limit > key ? std::min(count, limit - key) : 0;
 }
 
+// row[j] ← exp(row[j] − max) for j < count (logits ≤ max, −inf for hidden
+// keys); returns their sum (NaN if a logit is NaN), in RowSum's order.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE T ExpRow(D d, T* HWY_RESTRICT row, size_t count, T max) {
+  const size_t N = hn::Lanes(d);
+  const auto shift = hn::Set(d, max);
+  auto sum = hn::Zero(d);
+  for (size_t j = 0; j < count; j += N) {
+    const auto p = attnpool::HWY_NAMESPACE::Exp(
+        d, hn::Sub(LoadPadded(d, row, j, count,
+                              -std::numeric_limits<T>::infinity()),
+                   shift));
+    sum = hn::Add(sum, p);  // padding: exp(−inf) = 0
+    if (count - j >= N) {
+      hn::StoreU(p, d, row + j);
+    } else {
+      StorePrefix(d, p, row + j, count - j);
+    }
+  }
+  return hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
 // Turns a block's row of `count` values in their final domain (logits or
 // weights; hidden keys at the hidden value) into its weights p in place,
 // updates the state and returns the factor the row's accumulator must be
@@ -140,7 +162,6 @@ inline size_t Visible(size_t limit, size_t key, size_t count) {
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T BlockWeights(D d, RowMode mode, T* HWY_RESTRICT row, size_t count,
                           size_t visible, size_t key, RowState<T>& state) {
-  const size_t N = hn::Lanes(d);
   const T infinity = std::numeric_limits<T>::infinity();
   if (mode == RowMode::weights) {
     if (visible != 0) {
@@ -171,20 +192,11 @@ HWY_INLINE T BlockWeights(D d, RowMode mode, T* HWY_RESTRICT row, size_t count,
     for (size_t j = 0; j < count; ++j) {
       row[j] = detail::SoftmaxWeight(row[j], new_max);
     }
-  } else {
-    const auto shift = hn::Set(d, new_max);
-    for (size_t j = 0; j < count; j += N) {
-      const auto p = attnpool::HWY_NAMESPACE::Exp(
-          d, hn::Sub(LoadPadded(d, row, j, count, -infinity), shift));
-      if (count - j >= N) {
-        hn::StoreU(p, d, row + j);
-      } else {
-        StorePrefix(d, p, row + j, count - j);
-      }
-    }
+    return detail::AdvanceSoftmax(&state.max, &state.sum, new_max,
+                                  RowSum(d, row, count));
   }
   return detail::AdvanceSoftmax(&state.max, &state.sum, new_max,
-                                RowSum(d, row, count));
+                                ExpRow(d, row, count, new_max));
 }
 
 // ProcessRow's softmax of exp(scale·s) scores with soft-capping or ALiBi
@@ -229,20 +241,8 @@ HWY_INLINE T AdjustedSoftmaxRow(D d, const detail::FusedPlan<T>& plan,
     return BlockWeights(d, RowMode::softmax, row, count, visible, key, state);
   }
   const T new_max = std::max(state.max, block_max);
-  const auto shift = hn::Set(d, new_max);
-  auto sum = hn::Zero(d);
-  for (size_t j = 0; j < count; j += N) {
-    const auto p = attnpool::HWY_NAMESPACE::Exp(
-        d, hn::Sub(LoadPadded(d, row, j, count, -infinity), shift));
-    sum = hn::Add(sum, p);  // a NaN logit makes the sum NaN
-    if (count - j >= N) {
-      hn::StoreU(p, d, row + j);
-    } else {
-      StorePrefix(d, p, row + j, count - j);
-    }
-  }
-  const T block_sum = hn::GetLane(hn::SumOfLanes(d, sum));
-  state.nan |= block_sum != block_sum;
+  const T block_sum = ExpRow(d, row, count, new_max);
+  state.nan |= block_sum != block_sum;  // a NaN logit
   return detail::AdvanceSoftmax(&state.max, &state.sum, new_max, block_sum);
 }
 
@@ -560,11 +560,10 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     // from a visible key's non-finite value): a sink or a later shard makes
     // it non-empty, and 0·NaN must reach it there (as in the small-depth
     // paths).
-    const bool empty =
-        mode == RowMode::weights
-            ? s.sum == T(0)
-            : mode == RowMode::argmax &&
-                  s.max == -std::numeric_limits<T>::infinity();
+    const bool empty = mode == RowMode::weights
+                           ? s.sum == T(0)
+                           : mode == RowMode::argmax &&
+                                 s.max == -std::numeric_limits<T>::infinity();
     if (empty || s.nan) {
       std::fill(target, target + columns, T(0));  // finished as empty or NaN
     } else if (mode == RowMode::argmax) {

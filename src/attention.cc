@@ -30,6 +30,14 @@ PoolSpec SdpaSpec(std::optional<double> scale, EmptyRows empty_rows) {
           empty_rows};
 }
 
+// The default scale 1/√d needs d ≥ 1.
+void CheckDefaultScale(const std::optional<double>& scale, size_t depth) {
+  if (!scale && depth == 0) {
+    throw Error("queries.cols",
+                "is 0: the default scale 1/√d needs d ≥ 1 (give a scale)");
+  }
+}
+
 // Rows [begin, end) of a matrix.
 template <typename U>
 MatrixView<U> RowRange(MatrixView<U> view, size_t begin, size_t end) {
@@ -73,10 +81,7 @@ void ScaledDotProductAttention(TensorView<const T> queries,
   detail::CheckEmptyRows(empty_rows);
   const detail::SdpaShape shape =
       detail::CheckSdpa(queries, keys, values, out, mask, execution);
-  if (!scale && queries.cols == 0) {
-    throw Error("queries.cols",
-                "is 0: the default scale 1/√d needs d ≥ 1 (give a scale)");
-  }
+  CheckDefaultScale(scale, queries.cols);
   RunSdpa(shape, queries, keys, values, out, mask, scale, empty_rows,
           execution);
 }
@@ -150,13 +155,6 @@ std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
     }
   }
   return calls;
-}
-
-void CheckDefaultScale(const std::optional<double>& scale, size_t depth) {
-  if (!scale && depth == 0) {
-    throw Error("queries.cols",
-                "is 0: the default scale 1/√d needs d ≥ 1 (give a scale)");
-  }
 }
 
 template <typename T>

@@ -124,6 +124,11 @@ inline attnpool::PoolSpec PoolSpecOf(const attnpool_pool_spec& spec) {
   return result;
 }
 
+// A scale argument: none when null.
+inline std::optional<double> ScaleOf(const double* scale) {
+  return scale != nullptr ? std::optional<double>(*scale) : std::nullopt;
+}
+
 // The window's sides into a Mask's or an AttentionMask's.
 template <class Result>
 void SetWindow(const attnpool_window& window, Result& result) {

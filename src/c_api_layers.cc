@@ -20,8 +20,7 @@ attnpool_status attnpool_scaled_dot_product_attention(
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
     const auto t = LayerTensorsOf<T>(queries, keys, values, out);
-    std::optional<double> factor;
-    if (scale != nullptr) factor = *scale;
+    const std::optional<double> factor = ScaleOf(scale);
     attnpool::scaled_dot_product_attention(
         t.queries, t.keys, t.values, t.out, AttentionMaskOf<T>(mask), factor,
         static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
@@ -38,8 +37,7 @@ attnpool_status attnpool_scaled_dot_product_attention_varlen(
   return Typed(dtype, [&](auto zero) {
     using T = decltype(zero);
     const auto t = LayerTensorsOf<T>(queries, keys, values, out);
-    std::optional<double> factor;
-    if (scale != nullptr) factor = *scale;
+    const std::optional<double> factor = ScaleOf(scale);
     attnpool::scaled_dot_product_attention_varlen(
         t.queries, t.keys, t.values, t.out, {count, query_offsets, key_offsets},
         AttentionMaskOf<T>(mask), factor,
@@ -64,8 +62,7 @@ attnpool_status attnpool_scaled_dot_product_attention_paged(
     paged.block_table_stride = c_cache.block_table_stride;
     paged.lengths = c_cache.lengths;
     const auto out_view = Tensor<T>(out, "out");
-    std::optional<double> factor;
-    if (scale != nullptr) factor = *scale;
+    const std::optional<double> factor = ScaleOf(scale);
     attnpool::scaled_dot_product_attention_paged(
         query_view, paged, out_view, count, query_offsets,
         AttentionMaskOf<T>(mask), factor,
