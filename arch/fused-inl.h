@@ -558,8 +558,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     state.best[row] = plan.key_offset + s.best;
     // A softmax row that saw only scores of −inf keeps its Σ 0·v (0, or NaN
     // from a visible key's non-finite value): a sink or a later shard makes
-    // it non-empty, and 0·NaN must reach it there (as in the small-depth
-    // paths).
+    // it non-empty, and 0·NaN must reach it there (ZeroWeightSums in the
+    // small-depth paths).
     const bool empty = mode == RowMode::weights
                            ? s.sum == T(0)
                            : mode == RowMode::argmax &&

@@ -194,6 +194,19 @@ HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
   return true;
 }
 
+// The accumulator of a softmax row whose visible keys [key_begin, limit)
+// all have logits of −inf: Σ 0·v, 0 or NaN where a value is not finite
+// (arch/fused-inl.h keeps the same, for a sink or a later shard).
+template <typename T>
+void ZeroWeightSums(const detail::FusedPlan<T>& plan, size_t key_begin,
+                    size_t limit, T* HWY_RESTRICT acc) {
+  const size_t columns = plan.values.cols;
+  std::fill(acc, acc + columns, T(0));
+  for (size_t key = key_begin; key < limit; ++key) {
+    for (size_t c = 0; c < columns; ++c) acc[c] += T(0) * plan.values(key, c);
+  }
+}
+
 // Sorted 1-D keys under a compact kernel (FusedPath::sorted_window): narrows
 // the panels [*panel_begin, *panel_end) over keys [key_begin, limit) to
 // those holding keys within support·h of `query` (kernel.h's support
@@ -315,7 +328,9 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
           break;
       }
       if (done) {
-        if (state.max[row] == -infinity) std::fill(acc, acc + columns, T(0));
+        if (state.max[row] == -infinity) {
+          ZeroWeightSums(plan, key_begin, limit, acc);
+        }
         state.best[row] = 0;
         continue;
       }
@@ -414,6 +429,8 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
     }
     if (nan || (mode == RowMode::weights && sum_out == T(0))) {
       std::fill(acc_out, acc_out + columns, T(0));  // finished as NaN or empty
+    } else if (mode == RowMode::softmax && maximum == -infinity) {
+      ZeroWeightSums(plan, key_begin, limit, acc_out);
     }
     const T nan_value = std::numeric_limits<T>::quiet_NaN();
     state.max[row] = nan ? nan_value : maximum;

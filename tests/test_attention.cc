@@ -950,6 +950,24 @@ TEST_CASE("attention: ALiBi slopes and sinks at their limits", "[attention]") {
     REQUIRE((std::isnan(out[0]) && out[1] == 0.0f));
     REQUIRE((std::isnan(out[2]) && out[3] == 0.0f));
   }
+  // The same for logits that are all −inf (a query at +inf, on the
+  // small-depth Gaussian path): the sink takes the weight, 0·inf is NaN.
+  const float far = INFINITY, near[3] = {-1.0f, 0.0f, 2.0f};
+  std::vector<float> inf_values = {0.5f, 0.5f, INFINITY, 0.5f, 0.5f, 0.5f};
+  const attnpool::PoolSpec nadaraya_watson{attnpool::Distance::sqeuclidean,
+                                           {attnpool::Kernel::gaussian, 0.5},
+                                           attnpool::Normalization::softmax};
+  infinite_sink.sink = -1.0f;
+  attnpool::attention_pool(nadaraya_watson, {&far, 1, 1}, {near, 3, 1},
+                           {inf_values.data(), 3, 2}, {fused.data(), 1, 2},
+                           infinite_sink);
+  REQUIRE(attnpool::last_fused_path() == "gaussian_one_pass");
+  attnpool::attention_pool_staged(
+      nadaraya_watson, {&far, 1, 1}, {near, 3, 1}, {inf_values.data(), 3, 2},
+      {staged.data(), 1, 2}, {weights.data(), 1, 3}, infinite_sink);
+  for (const auto& out : {fused, staged}) {
+    REQUIRE((std::isnan(out[0]) && out[1] == 0.0f));
+  }
 }
 
 // ----------------------------------------------------------------- errors
