@@ -190,7 +190,8 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
     const bool softmax =
         args.normalization == Normalization::softmax ||
         (exponential && args.normalization == Normalization::sum);
-    if (extras & 16 && softmax) args.mask.sink = T(kSinks[adjustments / 16 % 4]);
+    if (extras & 16 && softmax)
+      args.mask.sink = T(kSinks[adjustments / 16 % 4]);
     if (flags & 32) {
       ws.UseVisible();
       auto visible = ws.visible();
@@ -220,9 +221,11 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
          << " bias=" << (args.mask.bias.data != nullptr)
          << " valid_lengths=" << (args.mask.valid_lengths != nullptr)
          << " causal=" << args.mask.causal << "/" << args.mask.causal_offset
-         << " window=" << (args.mask.window_left ? int(*args.mask.window_left) : -1)
-         << "/" << (args.mask.window_right ? int(*args.mask.window_right) : -1)
-         << " softcap=" << (args.mask.softcap ? double(*args.mask.softcap) : 0.0)
+         << " window="
+         << (args.mask.window_left ? int(*args.mask.window_left) : -1) << "/"
+         << (args.mask.window_right ? int(*args.mask.window_right) : -1)
+         << " softcap="
+         << (args.mask.softcap ? double(*args.mask.softcap) : 0.0)
          << " alibi=" << double(args.mask.alibi_slope)
          << " sink=" << (args.mask.sink ? double(*args.mask.sink) : -HUGE_VAL)
          << " visible=" << (args.mask.visible.data != nullptr)
