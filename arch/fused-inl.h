@@ -279,13 +279,12 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
       return rescale;
     }
   }
+  const int64_t distance =
+      adjust.any() ? detail::KeyDistance(mask, query, plan.key_offset + key)
+                   : 0;
   for (size_t j = 0; j < count; j += N) {
     auto v = KernelWeights(d, plan.kernel, LoadPadded(d, row, j, count, T(0)));
-    if (adjust.any()) {
-      v = adjust(d, v,
-                 detail::KeyDistance(mask, query, plan.key_offset + key) +
-                     static_cast<int64_t>(j));
-    }
+    if (adjust.any()) v = adjust(d, v, distance + static_cast<int64_t>(j));
     if (bias != nullptr) v = AddBias(d, v, LoadPadded(d, bias, j, count, T(0)));
     if (mode == RowMode::weights && plan.normalize.logits) {
       v = attnpool::HWY_NAMESPACE::Exp(d, v);  // exp(ℓ + bias) under none
