@@ -308,7 +308,7 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   return BlockWeights(d, mode, row, count, visible, key, state);
 }
 
-// Rows a paged decode prefetches ahead in runs shorter than this.
+// Rows a paged decode prefetches its keys ahead in runs shorter than this.
 constexpr size_t kPrefetchRows = 64;
 
 // Prefetches `count` rows of a list from row j (each cache line of each).
@@ -446,24 +446,25 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         const size_t first = FirstVisible(starts[r], key, count);
         const size_t visible = Visible(limits[r], key, count);
         std::fill(row_scores, row_scores + std::min(first, visible), T(0));
-        // Keys [first, prefetched) are prefetched (paged lists only).
-        size_t prefetched = first;
         for (size_t j = first; j < visible;) {
           // A run of rows one stride apart (a paged cache's pages that
           // abut). Short runs (scattered pages) lie beyond what hardware
-          // prefetchers follow: the first row fetches the keys up to
-          // kPrefetchRows ahead, and this run's values, which the weighted
-          // sum reads after this block's keys.
+          // prefetchers follow: with each key, the first row prefetches the
+          // key kPrefetchRows ahead (past this block too) and this key's
+          // value, which the weighted sum reads after this block's keys.
+          // Prefetches beside each key's loads, not a page's in a burst:
+          // 0.72 of the contiguous rate against 0.45 (Zen 5, bench/compare
+          // W9; a plain loop reading the same blocks reaches 0.75).
           const size_t run = plan.keys.Run(key + j, visible - j);
-          if (r == 0 && !plan.keys.strided() && run < kPrefetchRows) {
-            const size_t from = std::max(prefetched, j);
-            const size_t ahead = std::min(visible, j + run + kPrefetchRows);
-            PrefetchRows(plan.keys, key + from, ahead - std::min(ahead, from));
-            prefetched = std::max(prefetched, ahead);
-            PrefetchRows(plan.values, key + j, run);
-          }
+          const bool prefetch =
+              r == 0 && !plan.keys.strided() && run < kPrefetchRows;
           const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
           for (size_t k = 0; k < run; ++k, key_row += plan.keys.stride) {
+            if (prefetch) {
+              const size_t ahead = key + j + k + kPrefetchRows;
+              if (ahead < limits[0]) PrefetchRows(plan.keys, ahead, 1);
+              PrefetchRows(plan.values, key + j + k, 1);
+            }
             row_scores[j + k] = DirectDot(d, query, key_row, plan.queries.cols);
           }
           j += run;
