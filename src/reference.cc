@@ -78,5 +78,56 @@ double kernel(const KernelSpec& spec, Distance input, double value,
   throw Error("kernel", "invalid value");
 }
 
+namespace {
+
+// A binary floating-point format of `exponent_bits` and `mantissa_bits`
+// (IEEE layout: sign, biased exponent, fraction; subnormals; inf and NaN at
+// the top exponent).
+struct NarrowFormat {
+  int exponent_bits, mantissa_bits;
+
+  int bias() const { return (1 << (exponent_bits - 1)) - 1; }
+
+  double value(uint16_t bits) const {
+    const int top = (1 << exponent_bits) - 1;
+    const bool negative = (bits >> (exponent_bits + mantissa_bits)) & 1;
+    const int exponent = (bits >> mantissa_bits) & top;
+    const double fraction = bits & ((1 << mantissa_bits) - 1);
+    double magnitude;
+    if (exponent == top) {
+      magnitude = fraction == 0 ? HUGE_VAL : std::nan("");
+    } else if (exponent == 0) {
+      magnitude = std::ldexp(fraction, 1 - bias() - mantissa_bits);
+    } else {
+      magnitude = std::ldexp(std::ldexp(1.0, mantissa_bits) + fraction,
+                             exponent - bias() - mantissa_bits);
+    }
+    return negative ? -magnitude : magnitude;
+  }
+
+  double round(double x) const {
+    if (std::isnan(x) || std::isinf(x) || x == 0) return x;
+    int k = 0;
+    std::frexp(std::fabs(x), &k);  // |x| in [2^(k−1), 2^k)
+    const int exponent = std::max(k - 1, 1 - bias());
+    const double quantum = std::ldexp(1.0, exponent - mantissa_bits);
+    // Exact: a power-of-two scaling; nearbyint rounds ties to even.
+    const double magnitude = std::nearbyint(std::fabs(x) / quantum) * quantum;
+    const double largest =
+        std::ldexp(std::ldexp(2.0, mantissa_bits) - 1, bias() - mantissa_bits);
+    return std::copysign(magnitude > largest ? HUGE_VAL : magnitude, x);
+  }
+};
+
+constexpr NarrowFormat kBFloat16{8, 7};
+constexpr NarrowFormat kFloat16{5, 10};
+
+}  // namespace
+
+double bfloat16_value(uint16_t bits) { return kBFloat16.value(bits); }
+double float16_value(uint16_t bits) { return kFloat16.value(bits); }
+double round_to_bfloat16(double x) { return kBFloat16.round(x); }
+double round_to_float16(double x) { return kFloat16.round(x); }
+
 }  // namespace reference
 }  // namespace attnpool

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -212,6 +213,17 @@ std::vector<double> weighted_sum(ConstMatrixView<T> weights,
   }
   return out;
 }
+
+// The value of a bfloat16 or binary16 bit pattern (NaN patterns: NaN of
+// their sign).
+double bfloat16_value(uint16_t bits);
+double float16_value(uint16_t bits);
+
+// The value x takes in bfloat16 or binary16 (element.h): rounded to
+// nearest, ties to even; ±inf beyond the largest finite value; NaN for NaN;
+// the sign of zero kept.
+double round_to_bfloat16(double x);
+double round_to_float16(double x);
 
 }  // namespace reference
 }  // namespace attnpool

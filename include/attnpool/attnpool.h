@@ -4,6 +4,7 @@
 
 #include <attnpool/attention.h>
 #include <attnpool/distance.h>
+#include <attnpool/element.h>
 #include <attnpool/error.h>
 #include <attnpool/execution.h>
 #include <attnpool/kernel.h>

@@ -1,0 +1,130 @@
+// Reduced-precision element types for keys and values (the KV-cache
+// formats of inference engines) and their conversions to and from float.
+//
+// Keys and values may be stored as float, bfloat16, IEEE binary16 or int8
+// with one float scale per row; every computation on them is in float (the
+// narrow elements are widened exactly as they are read: bfloat16 and
+// binary16 values are all floats, and an int8 element q of a row with
+// scale s is the float s·q, one rounding). So a result on narrow inputs
+// meets the float bounds against the double reference computed on the
+// values the narrow elements hold (docs/design.md §11).
+#pragma once
+
+#include <attnpool/matrix.h>
+#include <attnpool/table.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attnpool {
+
+// bfloat16: the upper half of a float's bits (8 exponent bits, 7 mantissa
+// bits). Layout-compatible with uint16_t (and PyTorch's, NumPy ml_dtypes').
+struct bf16 {
+  uint16_t bits;
+};
+
+// IEEE 754 binary16 (5 exponent bits, 10 mantissa bits): C's _Float16,
+// NumPy's float16.
+struct f16 {
+  uint16_t bits;
+};
+
+// The element types, one line each; the enum, names and kElementTypes are
+// generated from it. Columns: name, C enum suffix, bytes per element, the
+// .npy type string the CLI reads it from.
+#define ATTNPOOL_ELEMENT_TABLE(X)    \
+  X(float32, FLOAT32, 4, "<f4")      \
+  X(bfloat16, BFLOAT16, 2, "<u2")    \
+  X(float16, FLOAT16, 2, "<f2")      \
+  /* with one float scale per row */ \
+  X(int8, INT8, 1, "|i1")
+
+enum class ElementType : int {
+  ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_TABLE_ENUMERATOR)
+};
+
+struct ElementProperties {
+  ElementType type;
+  const char* name;
+  size_t bytes;
+  const char* npy_descr;
+};
+
+// kElementTypes[k] describes ElementType(k).
+inline constexpr ElementProperties kElementTypes[] = {
+#define ATTNPOOL_ELEMENT_PROPERTIES(name, c_name, bytes, npy) \
+  {ElementType::name, #name, bytes, npy},
+    ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_ELEMENT_PROPERTIES)
+#undef ATTNPOOL_ELEMENT_PROPERTIES
+};
+constexpr int kElementTypeCount = table_size(kElementTypes);
+
+const char* element_type_name(ElementType type);
+ElementType element_type_from_name(const char* name);
+
+// int8 rows with one scale each: element (r, c) is the float
+// scales[r] · data(r, c) (symmetric per-row quantization, as KV caches
+// quantize each token).
+struct Int8Rows {
+  ConstMatrixView<int8_t> data;
+  const float* scales = nullptr;
+};
+
+// A read-only matrix of keys or values stored in any ElementType: what the
+// functions taking reduced-precision inputs read. Converts implicitly from
+// a float, bf16 or f16 matrix view and from Int8Rows. `stride` counts
+// elements; `scales` is set for int8 only.
+struct ElementRows {
+  ElementType type = ElementType::float32;
+  const void* data = nullptr;
+  size_t rows = 0, cols = 0, stride = 0;
+  const float* scales = nullptr;
+
+  ElementRows() = default;
+  // NOLINTBEGIN(google-explicit-constructor)
+  ElementRows(ConstMatrixView<float> view)
+      : ElementRows(ElementType::float32, view) {}
+  ElementRows(ConstMatrixView<bf16> view)
+      : ElementRows(ElementType::bfloat16, view) {}
+  ElementRows(ConstMatrixView<f16> view)
+      : ElementRows(ElementType::float16, view) {}
+  ElementRows(const Int8Rows& rows_)
+      : ElementRows(ElementType::int8, rows_.data) {
+    scales = rows_.scales;
+  }
+  // NOLINTEND(google-explicit-constructor)
+
+ private:
+  template <typename U>
+  ElementRows(ElementType type_, ConstMatrixView<U> view)
+      : type(type_),
+        data(view.data),
+        rows(view.rows),
+        cols(view.cols),
+        stride(view.stride) {}
+};
+
+// Conversions, vectorized on the active target, `count` elements each
+// (in and out may not overlap). Float to bfloat16 and binary16 rounds to
+// nearest, ties to even; a value beyond the largest finite one (after
+// rounding) becomes ±inf, NaN stays NaN (quiet, its sign kept), and
+// binary16 keeps subnormals. The widenings are exact.
+void to_bfloat16(const float* in, size_t count, bf16* out);
+void to_float16(const float* in, size_t count, f16* out);
+void to_float(const bf16* in, size_t count, float* out);
+void to_float(const f16* in, size_t count, float* out);
+
+// Quantizes each row of `in` to int8: scales[r] = max_c |in(r, c)| / 127
+// (0 for a row of zeros) and out(r, c) = in(r, c) · (127 / max_c |in(r, c)|)
+// rounded to nearest, ties to even (so |in − scale·out| ≤ scale/2 plus a
+// rounding). in and out have the same shape; scales has in.rows entries.
+// Throws Error("in") for a non-finite element (int8 holds none), before
+// writing anything.
+void quantize_rows(ConstMatrixView<float> in, MatrixView<int8_t> out,
+                   float* scales);
+
+// out(r, c) = scales[r] · in(r, c), rounded once.
+void dequantize_rows(const Int8Rows& in, MatrixView<float> out);
+
+}  // namespace attnpool
