@@ -20,8 +20,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "arch/prefix_io-inl.h"
+#include "arch/row_list.h"
 #include "hwy/highway.h"
 
 #undef ATTNPOOL_NATIVE_F16
@@ -185,6 +187,67 @@ HWY_INLINE void StoreNarrowPrefix(DF df, hn::Vec<DF> v, E* HWY_RESTRICT p,
   HWY_ALIGN E buffer[kMaxLanesBytes / sizeof(float)];
   StoreNarrow(df, v, buffer);
   std::memcpy(p, buffer, count * sizeof(E));
+}
+
+// ------------------------------------------------------- rows of a RowList
+
+// Calls visit(E()) with E the storage type of a narrow list's elements.
+template <class Visit>
+HWY_INLINE void VisitNarrow(ElementType element, const Visit& visit) {
+  switch (element) {
+    case ElementType::float32:
+      return visit(float());
+    case ElementType::bfloat16:
+      return visit(BF16());
+    case ElementType::float16:
+      return visit(F16());
+    case ElementType::int8:
+      return visit(int8_t());
+  }
+}
+
+// out[c] = scale · in[c], c < cols, widened (scale 1: exactly).
+template <typename E>
+HWY_INLINE void WidenScaled(const E* HWY_RESTRICT in, size_t cols, float scale,
+                            float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const auto factor = hn::Set(df, scale);
+  size_t c = 0;
+  for (; c + N <= cols; c += N) {
+    hn::StoreU(hn::Mul(factor, LoadWide(df, in + c)), df, out + c);
+  }
+  if (c < cols) {
+    StorePrefix(df, hn::Mul(factor, LoadWidePrefix(df, in + c, cols - c)),
+                out + c, cols - c);
+  }
+}
+
+// Row j of a narrow float list, widened into out[0, cols) (int8: its scale
+// applied, one rounding, as RowList's operator() does).
+HWY_INLINE void WidenRow(const detail::RowList<float>& list, size_t j,
+                         float* HWY_RESTRICT out) {
+  VisitNarrow(list.element, [&](auto tag) {
+    using E = decltype(tag);
+    const float scale =
+        std::is_same<E, int8_t>::value ? list.scales[j] : 1.0f;
+    WidenScaled(list.narrow_row<E>(j), list.cols, scale, out);
+  });
+}
+
+// Row j of `list` as T: in place, or (narrow rows) widened into `buffer`
+// of list.cols elements.
+template <typename T>
+HWY_INLINE const T* RowOf(const detail::RowList<T>& list, size_t j,
+                          T* HWY_RESTRICT buffer) {
+  if constexpr (std::is_same<T, float>::value) {
+    if (list.is_narrow()) {
+      WidenRow(list, j, buffer);
+      return buffer;
+    }
+  }
+  (void)buffer;
+  return list.row(j);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -27,7 +27,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "arch/convert-inl.h"
 #include "arch/distance.h"
 #include "arch/prefix_io-inl.h"
 #include "arch/tile_rows.h"
@@ -232,10 +234,12 @@ struct SquaredDistanceFromDots {
     hn::Store(distance, d, values);
     hn::Store(threshold, d, thresholds);
     const size_t valid = std::min(N, keys.rows - std::min(keys.rows, key));
+    std::vector<T> widened(keys.is_narrow() ? keys.cols : 0);
     for (size_t lane = 0; lane < valid; ++lane) {
       if (!(values[lane] >= thresholds[lane])) {
         values[lane] = DirectSquaredDistance(
-            d, queries.row(query_row), keys.row(key + lane), queries.cols);
+            d, queries.row(query_row), RowOf(keys, key + lane, widened.data()),
+            queries.cols);
       }
     }
     return hn::Load(d, values);
@@ -268,6 +272,7 @@ void PackKeys(Distance distance, const detail::RowList<T>& keys,
   const size_t N = hn::Lanes(d);
   const size_t width = 2 * N;
   const size_t depth = keys.cols;
+  std::vector<T> widened(keys.is_narrow() ? depth : 0);  // a narrow key
   for (size_t panel = panel_begin; panel < panel_end; ++panel) {
     T* HWY_RESTRICT packed = panels + panel * width * depth;
     const size_t first_key = panel * width;
@@ -275,7 +280,8 @@ void PackKeys(Distance distance, const detail::RowList<T>& keys,
         first_key < keys.rows ? std::min(width, keys.rows - first_key) : 0;
     for (size_t lane = 0; lane < width; ++lane) {
       if (lane < valid) {
-        const T* HWY_RESTRICT key = keys.row(first_key + lane);
+        const T* HWY_RESTRICT key =
+            RowOf(keys, first_key + lane, widened.data());
         for (size_t p = 0; p < depth; ++p) packed[p * width + lane] = key[p];
       } else {
         for (size_t p = 0; p < depth; ++p) packed[p * width + lane] = T(0);

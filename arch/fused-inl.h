@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "arch/contributions.h"
+#include "arch/convert-inl.h"
 #include "arch/distance-inl.h"
 #include "arch/fused.h"
 #include "arch/fused_small_depth-inl.h"
@@ -326,6 +327,43 @@ HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
   }
 }
 
+// scores[k] = query · key (j + k) for k < count, the keys narrow rows read
+// in place and widened in registers (int8: times the row's scale, as
+// WidenRow does, so that every path sees the same float keys).
+template <typename T>
+HWY_INLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
+                           size_t count, const T* HWY_RESTRICT query,
+                           T* HWY_RESTRICT scores) {
+  if constexpr (std::is_same<T, float>::value) {
+    const hn::ScalableTag<float> d;
+    const size_t N = hn::Lanes(d), depth = keys.cols;
+    VisitNarrow(keys.element, [&](auto tag) {
+      using E = decltype(tag);
+      constexpr bool kScaled = std::is_same<E, int8_t>::value;
+      for (size_t k = 0; k < count; ++k) {
+        const E* HWY_RESTRICT key = keys.template narrow_row<E>(j + k);
+        const auto scale = hn::Set(d, kScaled ? keys.scales[j + k] : 1.0f);
+        const auto load = [&](size_t p, size_t left) {
+          const auto widened = LoadWidePrefix(d, key + p, left);
+          return kScaled ? hn::Mul(scale, widened) : widened;
+        };
+        auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+        size_t p = 0;
+        for (; p + 2 * N <= depth; p += 2 * N) {
+          sum0 = hn::MulAdd(hn::LoadU(d, query + p), load(p, N), sum0);
+          sum1 = hn::MulAdd(hn::LoadU(d, query + p + N), load(p + N, N), sum1);
+        }
+        for (; p < depth; p += N) {
+          const size_t left = std::min(N, depth - p);
+          sum0 =
+              hn::MulAdd(LoadPrefix(d, query + p, left), load(p, left), sum0);
+        }
+        scores[k] = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+      }
+    });
+  }
+}
+
 // Whether every one of the `count` elements at `sums` (aligned, a multiple
 // of the vector length) is finite.
 template <class D, typename T = hn::TFromD<D>>
@@ -409,8 +447,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // zero-padded rows, `copied`. `zeroed_values` holds a block whose
   // non-finite values need the exact sum (arch/contributions.h). The
   // weighted sum runs key by key, so where the values are read from, and in
-  // how many pieces, changes no bit.
-  const bool copy_values = columns % N != 0;
+  // how many pieces, changes no bit. Narrow values are widened as they are
+  // copied.
+  const bool copy_values = columns % N != 0 || plan.values.is_narrow();
   const size_t padded_columns = (columns + N - 1) / N * N;
   const size_t score_elements = rows * key_block;
   const size_t accumulator_elements = rows * padded_columns;
@@ -458,6 +497,11 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           const size_t run = plan.keys.Run(key + j, visible - j);
           const bool prefetch =
               r == 0 && !plan.keys.strided() && run < kPrefetchRows;
+          if (plan.keys.is_narrow()) {
+            NarrowDots(plan.keys, key + j, run, query, row_scores + j);
+            j += run;
+            continue;
+          }
           const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
           for (size_t k = 0; k < run; ++k, key_row += plan.keys.stride) {
             if (prefetch) {
@@ -497,7 +541,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     const auto copy_block = [&] {
       for (size_t j = 0; j < at_count; ++j) {
         T* target = copied + j * padded_columns;
-        std::memcpy(target, plan.values.row(at + j), columns * sizeof(T));
+        const T* row = RowOf(plan.values, at + j, target);
+        if (row != target) std::memcpy(target, row, columns * sizeof(T));
         std::fill(target + columns, target + padded_columns, T(0));
       }
       return ConstMatrixView<T>(copied, at_count, columns, padded_columns);
@@ -567,7 +612,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     if (empty || s.nan) {
       std::fill(target, target + columns, T(0));  // finished as empty or NaN
     } else if (mode == RowMode::argmax) {
-      std::memcpy(target, plan.values.row(s.best), columns * sizeof(T));
+      const T* row = RowOf(plan.values, s.best, target);
+      if (row != target) std::memcpy(target, row, columns * sizeof(T));
     } else {
       std::memcpy(target, accumulator + r * padded_columns,
                   columns * sizeof(T));

@@ -1,10 +1,16 @@
 // The rows of a matrix that the fused kernel reads keys and values from:
 // strided (a ConstMatrixView), or in the pages of a paged KV cache, listed
-// in order by a block table and read in place.
+// in order by a block table and read in place; float lists may also hold
+// strided bf16, f16 or int8 rows (element.h), widened as they are read.
 // Target-independent: src/ and the per-ISA code share it.
 #pragma once
 
+#include <attnpool/element.h>
 #include <attnpool/matrix.h>
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include <algorithm>
 #include <cstddef>
@@ -22,6 +28,11 @@ struct RowList {
   size_t rows = 0, cols = 0, stride = 0;
   const int32_t* pages = nullptr;
   size_t page_rows = 0, page_stride = 0, first = 0;
+  // Narrow rows (T = float only): row j's elements at narrow + j·stride
+  // elements of `element`, int8 row j scaled by scales[j]; data is null.
+  ElementType element = ElementType::float32;
+  const void* narrow = nullptr;
+  const float* scales = nullptr;
 
   RowList() = default;
   RowList(ConstMatrixView<T> view)  // NOLINT(google-explicit-constructor)
@@ -43,14 +54,41 @@ struct RowList {
     return list;
   }
 
+  // Any stored rows; narrow ones as strided narrow lists.
+  static RowList Stored(const ElementRows& rows) {
+    static_assert(std::is_same<T, float>::value, "narrow rows are float's");
+    if (rows.type == ElementType::float32) {
+      return ConstMatrixView<float>(static_cast<const float*>(rows.data),
+                                    rows.rows, rows.cols, rows.stride);
+    }
+    RowList list;
+    list.rows = rows.rows;
+    list.cols = rows.cols;
+    list.stride = rows.stride;
+    list.element = rows.type;
+    list.narrow = rows.data;
+    list.scales = rows.scales;
+    return list;
+  }
+
   bool strided() const { return pages == nullptr; }
+  bool is_narrow() const { return narrow != nullptr; }
+  // Row j's first element, of the narrow type E.
+  template <typename E>
+  const E* narrow_row(size_t j) const {
+    return static_cast<const E*>(narrow) + j * stride;
+  }
   const T* row(size_t j) const {
     if (pages == nullptr) return data + j * stride;
     const size_t k = first + j;
     return data + static_cast<size_t>(pages[k / page_rows]) * page_stride +
            (k % page_rows) * stride;
   }
-  T operator()(size_t r, size_t c) const { return row(r)[c]; }
+  // Element (r, c) as T (narrow ones widened: exact but int8's scaling).
+  T operator()(size_t r, size_t c) const {
+    if (narrow == nullptr) return row(r)[c];
+    return static_cast<T>(WidenElement(r, c));
+  }
   // How many of the `count` rows from row j lie one stride apart (all when
   // strided; when paged, to the end of row j's page and of the pages that
   // follow it in memory).
@@ -73,13 +111,47 @@ struct RowList {
   // Rows [begin, end).
   RowList Slice(size_t begin, size_t end) const {
     RowList slice = *this;
-    if (pages != nullptr) {
+    if (narrow != nullptr) {
+      slice.narrow = static_cast<const char*>(narrow) +
+                     begin * stride * kElementTypes[int(element)].bytes;
+      if (scales != nullptr) slice.scales += begin;
+    } else if (pages != nullptr) {
       slice.first += begin;
     } else {
       slice.data += begin * stride;
     }
     slice.rows = end - begin;
     return slice;
+  }
+
+ private:
+  float WidenElement(size_t r, size_t c) const {
+    const size_t at = r * stride + c;
+    uint16_t half = 0;
+    switch (element) {
+      case ElementType::float32:
+        return static_cast<const float*>(narrow)[at];
+      case ElementType::bfloat16: {
+        std::memcpy(&half, static_cast<const uint16_t*>(narrow) + at, 2);
+        const uint32_t bits = uint32_t{half} << 16;
+        float value;
+        std::memcpy(&value, &bits, sizeof value);
+        return value;
+      }
+      case ElementType::float16: {
+        std::memcpy(&half, static_cast<const uint16_t*>(narrow) + at, 2);
+        const int exponent = (half >> 10) & 31, fraction = half & 1023;
+        const float magnitude =
+            exponent == 31 ? (fraction ? NAN : HUGE_VALF)
+            : exponent == 0
+                ? std::ldexp(float(fraction), -24)
+                : std::ldexp(float(1024 + fraction), exponent - 25);
+        return half & 0x8000 ? -magnitude : magnitude;
+      }
+      case ElementType::int8:
+        return scales[r] * float(static_cast<const int8_t*>(narrow)[at]);
+    }
+    return NAN;
   }
 };
 

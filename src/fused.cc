@@ -408,12 +408,23 @@ void WriteNormalizer(detail::FusedRowMode mode,
   }
 }
 
-// attention_pool, and with `with_normalizer` attention_pool_with_normalizer.
+// The rows the kernel reads keys or values from: a view of T, or narrow
+// rows (float only).
 template <typename T>
+detail::RowList<T> RowsOf(ConstMatrixView<T> view) {
+  return view;
+}
+inline detail::RowList<float> RowsOf(const ElementRows& rows) {
+  return detail::RowList<float>::Stored(rows);
+}
+
+// attention_pool, and with `with_normalizer` attention_pool_with_normalizer;
+// Rows: ConstMatrixView<T>, or ElementRows for T = float.
+template <typename T, typename Rows>
 void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
-                   ConstMatrixView<T> keys, ConstMatrixView<T> values,
-                   MatrixView<T> out, bool with_normalizer, T* normalizer,
-                   const Mask<T>& mask, const Execution& execution) {
+                   const Rows& keys, const Rows& values, MatrixView<T> out,
+                   bool with_normalizer, T* normalizer, const Mask<T>& mask,
+                   const Execution& execution) {
   detail::EnsureDispatchReady();
   const auto plans = detail::CheckPool<T>(spec, queries, keys, values, out,
                                           nullptr, mask, execution);
@@ -459,8 +470,8 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   }
   // The state accumulates in `out`, then finishes in place.
   StateStorage<T> state(rows, out);
-  AccumulateAll<T>(spec, plans, queries, keys, values, 0, state.view,
-                   detail::ThreadCount(execution));
+  AccumulateAll<T>(spec, plans, queries, RowsOf(keys), RowsOf(values), 0,
+                   state.view, detail::ThreadCount(execution));
   if (normalizer != nullptr)
     WriteNormalizer(mode, state.view, rows, normalizer);
   FinishState(mode, spec.normalization, spec.empty_rows, state.view, out);
@@ -554,9 +565,9 @@ detail::FusedState<T> CheckPartial(const std::string& name,
   return {partial.max, partial.sum, partial.best, partial.accumulator};
 }
 
-template <typename T>
+template <typename T, typename Rows>
 void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
-                          ConstMatrixView<T> keys, ConstMatrixView<T> values,
+                          const Rows& keys, const Rows& values,
                           size_t key_offset, const PoolPartial<T>& partial,
                           const Mask<T>& mask, const Execution& execution) {
   detail::EnsureDispatchReady();
@@ -568,8 +579,8 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   detail::RecordRunTarget(0);
   last_path = -1;
   if (queries.rows == 0) return;
-  AccumulateAll<T>(spec, plans, queries, keys, values, key_offset, state,
-                   detail::ThreadCount(execution));
+  AccumulateAll<T>(spec, plans, queries, RowsOf(keys), RowsOf(values),
+                   key_offset, state, detail::ThreadCount(execution));
 }
 
 template <typename T>
@@ -600,8 +611,8 @@ void AttentionPoolFinish(const PoolSpec& spec, const PoolPartial<T>& partial,
       ConstMatrixView<T> keys, ConstMatrixView<T> values, size_t key_offset,  \
       const PoolPartial<T>& partial, const Mask<T>& mask,                     \
       const Execution& execution) {                                           \
-    AttentionPoolPartial(spec, queries, keys, values, key_offset, partial,    \
-                         mask, execution);                                    \
+    AttentionPoolPartial<T>(spec, queries, keys, values, key_offset, partial, \
+                            mask, execution);                                 \
   }                                                                           \
   void attention_pool_merge(const PoolSpec& spec, const PoolPartial<T>& into, \
                             const PoolPartial<T>& later) {                    \
@@ -649,6 +660,25 @@ template void AttentionPoolBatch(const PoolSpec&,
 ATTNPOOL_FUSED_OVERLOADS(float)
 ATTNPOOL_FUSED_OVERLOADS(double)
 #undef ATTNPOOL_FUSED_OVERLOADS
+
+void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
+                    const ElementRows& keys, const ElementRows& values,
+                    MatrixView<float> out, const Mask<float>& mask,
+                    const Execution& execution) {
+  AttentionPool<float>(spec, queries, keys, values, out, false, nullptr, mask,
+                       execution);
+}
+
+void attention_pool_partial(const PoolSpec& spec,
+                            ConstMatrixView<float> queries,
+                            const ElementRows& keys, const ElementRows& values,
+                            size_t key_offset,
+                            const PoolPartial<float>& partial,
+                            const Mask<float>& mask,
+                            const Execution& execution) {
+  AttentionPoolPartial<float>(spec, queries, keys, values, key_offset, partial,
+                              mask, execution);
+}
 
 std::string last_fused_path() {
   return last_path < 0 ? std::string() : kFusedPathNames[last_path];

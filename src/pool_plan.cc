@@ -14,16 +14,14 @@ namespace attnpool {
 namespace detail {
 
 template <typename T>
-PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
-                       ConstMatrixView<T> keys, ConstMatrixView<T> values,
-                       MatrixView<T> out, const MatrixView<T>* weights,
-                       const Mask<T>& mask, const Execution& execution,
-                       bool shard, const std::string& out_name) {
+PoolPlans<T> CheckPoolShapes(const PoolSpec& spec, ConstMatrixView<T> queries,
+                             const RowsShape& keys, const RowsShape& values,
+                             MatrixView<T> out, const MatrixView<T>* weights,
+                             const Mask<T>& mask, const Execution& execution,
+                             bool shard, const std::string& out_name) {
   CheckEnum("spec.distance", static_cast<int>(spec.distance), kDistanceCount);
   CheckExecution(execution);
   const auto query_bytes = CheckView("queries", queries);
-  const auto key_bytes = CheckView("keys", keys);
-  const auto value_bytes = CheckView("values", values);
   const auto out_bytes = CheckView(out_name, out);
   const size_t rows = queries.rows, key_count = keys.rows;
   CheckSize("keys.cols", keys.cols, queries.cols, "queries.cols");
@@ -38,8 +36,10 @@ PoolPlans<T> CheckPool(const PoolSpec& spec, ConstMatrixView<T> queries,
     CheckNoOverlap(out_name, out_bytes, "weights", weight_bytes);
   }
   for (const auto& input : {std::make_pair("queries", query_bytes),
-                            std::make_pair("keys", key_bytes),
-                            std::make_pair("values", value_bytes)}) {
+                            std::make_pair("keys", keys.bytes),
+                            std::make_pair("keys.scales", keys.scale_bytes),
+                            std::make_pair("values", values.bytes),
+                            std::make_pair("values.scales", values.scale_bytes)}) {
     CheckNoOverlap(out_name, out_bytes, input.first, input.second);
     if (weights != nullptr) {
       CheckNoOverlap("weights", weight_bytes, input.first, input.second);
@@ -84,10 +84,10 @@ void FillEmptyRows(EmptyRows empty_rows, bool sink, MatrixView<T> out) {
 }
 
 #define ATTNPOOL_INSTANTIATE(T)                                                \
-  template PoolPlans<T> CheckPool(                                             \
-      const PoolSpec&, ConstMatrixView<T>, ConstMatrixView<T>,                 \
-      ConstMatrixView<T>, MatrixView<T>, const MatrixView<T>*, const Mask<T>&, \
-      const Execution&, bool, const std::string&);                             \
+  template PoolPlans<T> CheckPoolShapes(                                       \
+      const PoolSpec&, ConstMatrixView<T>, const RowsShape&, const RowsShape&, \
+      MatrixView<T>, const MatrixView<T>*, const Mask<T>&, const Execution&,   \
+      bool, const std::string&);                                               \
   template void FillEmptyRows(EmptyRows, bool, MatrixView<T>);
 ATTNPOOL_INSTANTIATE(float)
 ATTNPOOL_INSTANTIATE(double)

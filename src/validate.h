@@ -5,6 +5,7 @@
 #include <attnpool/error.h>
 #include <attnpool/execution.h>
 #include <attnpool/attention.h>
+#include <attnpool/element.h>
 #include <attnpool/matrix.h>
 
 #include <algorithm>
@@ -30,34 +31,66 @@ struct ByteRange {
   uintptr_t end = 0;
 };
 
-// A view is well-formed: stride ≥ cols, its extent and rows × cols fit in
-// size_t, and data is non-null when it has elements.
-template <typename T>
-ByteRange CheckView(const std::string& name, const MatrixView<T>& view) {
-  if (view.stride < view.cols) {
-    throw Error(name + ".stride", "stride " + std::to_string(view.stride) +
+// A view of `rows` × `cols` elements of `element_bytes` bytes, row r at
+// data + r·stride elements, is well-formed: stride ≥ cols, its extent and
+// rows × cols fit in size_t, and data is non-null when it has elements.
+inline ByteRange CheckViewBytes(const std::string& name, const void* data,
+                                size_t rows, size_t cols, size_t stride,
+                                size_t element_bytes) {
+  if (stride < cols) {
+    throw Error(name + ".stride", "stride " + std::to_string(stride) +
                                       " is less than cols " +
-                                      std::to_string(view.cols));
+                                      std::to_string(cols));
   }
   size_t elements = 0, extent = 0, bytes = 0;
-  if (__builtin_mul_overflow(view.rows, view.cols, &elements) ||
-      (view.rows > 0 &&
-       (__builtin_mul_overflow(view.rows - 1, view.stride, &extent) ||
-        __builtin_add_overflow(extent, view.cols, &extent) ||
-        __builtin_mul_overflow(extent, sizeof(T), &bytes) ||
-        reinterpret_cast<uintptr_t>(view.data) + bytes <
-            reinterpret_cast<uintptr_t>(view.data)))) {
-    throw Error(name, "rows " + std::to_string(view.rows) + " × stride " +
-                          std::to_string(view.stride) +
+  if (__builtin_mul_overflow(rows, cols, &elements) ||
+      (rows > 0 &&
+       (__builtin_mul_overflow(rows - 1, stride, &extent) ||
+        __builtin_add_overflow(extent, cols, &extent) ||
+        __builtin_mul_overflow(extent, element_bytes, &bytes) ||
+        reinterpret_cast<uintptr_t>(data) + bytes <
+            reinterpret_cast<uintptr_t>(data)))) {
+    throw Error(name, "rows " + std::to_string(rows) + " × stride " +
+                          std::to_string(stride) +
                           " overflows the address space");
   }
   if (elements == 0) return {};
-  if (view.data == nullptr) {
+  if (data == nullptr) {
     throw Error(name + ".data", "is null but the view has " +
                                     std::to_string(elements) + " elements");
   }
-  const auto begin = reinterpret_cast<uintptr_t>(view.data);
+  const auto begin = reinterpret_cast<uintptr_t>(data);
   return {begin, begin + bytes};
+}
+
+template <typename T>
+ByteRange CheckView(const std::string& name, const MatrixView<T>& view) {
+  return CheckViewBytes(name, view.data, view.rows, view.cols, view.stride,
+                        sizeof(T));
+}
+
+// Keys or values in any element type (element.h): the type one of the
+// table's, the view well-formed, int8 rows with their scales (checked for
+// overlap with outputs too: `scale_bytes`).
+inline ByteRange CheckView(const std::string& name, const ElementRows& rows,
+                           ByteRange* scale_bytes = nullptr) {
+  if (!in_table(kElementTypes, rows.type)) {
+    throw Error(name + ".type",
+                "invalid value " + std::to_string(static_cast<int>(rows.type)));
+  }
+  const auto bytes =
+      CheckViewBytes(name, rows.data, rows.rows, rows.cols, rows.stride,
+                     kElementTypes[static_cast<int>(rows.type)].bytes);
+  if (rows.type == ElementType::int8 && rows.rows > 0) {
+    if (rows.scales == nullptr) {
+      throw Error(name + ".scales", "is null but int8 rows need one each");
+    }
+    const auto begin = reinterpret_cast<uintptr_t>(rows.scales);
+    if (scale_bytes != nullptr) {
+      *scale_bytes = {begin, begin + rows.rows * sizeof(float)};
+    }
+  }
+  return bytes;
 }
 
 // A (batch, heads, rows, cols) view is well-formed: row_stride ≥ cols, its

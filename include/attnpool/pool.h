@@ -2,6 +2,7 @@
 #pragma once
 
 #include <attnpool/distance.h>
+#include <attnpool/element.h>
 #include <attnpool/execution.h>
 #include <attnpool/kernel.h>
 #include <attnpool/matrix.h>
@@ -51,6 +52,18 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
                     ConstMatrixView<double> keys,
                     ConstMatrixView<double> values, MatrixView<double> out,
                     const Mask<double>& mask = {},
+                    const Execution& execution = {});
+
+// attention_pool over keys and values stored in any element type
+// (element.h: bfloat16, binary16, int8 with row scales; each may differ):
+// computed in float as on the float values they hold, within the same
+// bounds against the reference on those values. Keys are widened once as
+// they are packed (a float copy, as for float keys) or, decoding, in
+// registers; values a key block at a time. Extra memory stays the packed
+// keys plus O(threads × block).
+void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
+                    const ElementRows& keys, const ElementRows& values,
+                    MatrixView<float> out, const Mask<float>& mask = {},
                     const Execution& execution = {});
 
 // The path the calling thread's last fused call took (attention_pool, its
@@ -125,6 +138,15 @@ void attention_pool_partial(const PoolSpec& spec,
                             ConstMatrixView<double> values, size_t key_offset,
                             const PoolPartial<double>& partial,
                             const Mask<double>& mask = {},
+                            const Execution& execution = {});
+
+// A shard of keys and values in any element type (as attention_pool's).
+void attention_pool_partial(const PoolSpec& spec,
+                            ConstMatrixView<float> queries,
+                            const ElementRows& keys, const ElementRows& values,
+                            size_t key_offset,
+                            const PoolPartial<float>& partial,
+                            const Mask<float>& mask = {},
                             const Execution& execution = {});
 
 // into ← into merged with `later`, whose keys all come after into's.

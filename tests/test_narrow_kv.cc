@@ -1,0 +1,358 @@
+// attention_pool and its shards over keys and values stored as bfloat16,
+// binary16 and int8 (element.h), on every target and every fused path:
+// bitwise the float call on the values the narrow elements hold (widening
+// is exact; int8's scale is applied as dequantize_rows does, on every
+// path). Narrow padding holds NaN patterns (or junk): it must never be
+// read.
+#include <attnpool/attnpool.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/each_target.h"
+#include "tests/require_rejected.h"
+#include "tests/test_data.h"
+
+namespace attnpool_test {
+namespace {
+
+using attnpool::ElementRows;
+using attnpool::ElementType;
+using attnpool::Mask;
+using attnpool::PoolSpec;
+
+// Rows stored as `type` (stride cols + 3, the padding NaN or junk) and the
+// float values they hold.
+struct StoredRows {
+  ElementType type;
+  size_t rows, cols, stride;
+  std::vector<uint16_t> half;
+  std::vector<int8_t> bytes;
+  std::vector<float> scales, floats;
+  TestMatrix<float> held;
+
+  StoredRows(ElementType type_, const TestMatrix<float>& source)
+      : type(type_),
+        rows(source.rows()),
+        cols(source.cols()),
+        stride(source.cols() + 3),
+        held(source.rows(), source.cols(), 2) {
+    switch (type) {
+      case ElementType::float32:
+        floats.assign(rows * stride, std::numeric_limits<float>::quiet_NaN());
+        for (size_t r = 0; r < rows; ++r) {
+          for (size_t c = 0; c < cols; ++c)
+            floats[r * stride + c] = source(r, c);
+        }
+        break;
+      case ElementType::bfloat16:
+      case ElementType::float16:
+        half.assign(rows * stride,
+                    type == ElementType::bfloat16 ? 0x7FC1 : 0x7E01);
+        for (size_t r = 0; r < rows; ++r) {
+          const float* row = &source.view().data[r * source.view().stride];
+          if (type == ElementType::bfloat16) {
+            attnpool::to_bfloat16(
+                row, cols,
+                reinterpret_cast<attnpool::bf16*>(&half[r * stride]));
+          } else {
+            attnpool::to_float16(
+                row, cols, reinterpret_cast<attnpool::f16*>(&half[r * stride]));
+          }
+        }
+        break;
+      case ElementType::int8:
+        bytes.assign(rows * stride, 111);
+        scales.assign(rows, 0.0f);
+        attnpool::quantize_rows(
+            source.view(), {bytes.data(), rows, cols, stride}, scales.data());
+        break;
+    }
+    std::vector<float> row(cols);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) held(r, c) = Element(r, c);
+    }
+  }
+
+  float Element(size_t r, size_t c) const {
+    switch (type) {
+      case ElementType::float32:
+        return floats[r * stride + c];
+      case ElementType::bfloat16: {
+        float value;
+        attnpool::to_float(
+            reinterpret_cast<const attnpool::bf16*>(&half[r * stride + c]), 1,
+            &value);
+        return value;
+      }
+      case ElementType::float16: {
+        float value;
+        attnpool::to_float(
+            reinterpret_cast<const attnpool::f16*>(&half[r * stride + c]), 1,
+            &value);
+        return value;
+      }
+      case ElementType::int8:
+        return scales[r] * float(bytes[r * stride + c]);
+    }
+    return 0;
+  }
+
+  // Rows [begin, end) as ElementRows.
+  ElementRows Rows(size_t begin = 0, size_t end = size_t(-1)) const {
+    end = std::min(end, rows);
+    const size_t count = end - begin;
+    switch (type) {
+      case ElementType::float32:
+        return attnpool::ConstMatrixView<float>(floats.data() + begin * stride,
+                                                count, cols, stride);
+      case ElementType::bfloat16:
+        return attnpool::ConstMatrixView<attnpool::bf16>(
+            reinterpret_cast<const attnpool::bf16*>(half.data()) +
+                begin * stride,
+            count, cols, stride);
+      case ElementType::float16:
+        return attnpool::ConstMatrixView<attnpool::f16>(
+            reinterpret_cast<const attnpool::f16*>(half.data()) +
+                begin * stride,
+            count, cols, stride);
+      case ElementType::int8:
+        return attnpool::Int8Rows{
+            {bytes.data() + begin * stride, count, cols, stride},
+            scales.data() + begin};
+    }
+    return {};
+  }
+};
+
+struct Case {
+  const char* path;
+  size_t n, m, d, dv;
+  PoolSpec spec;
+  bool sorted_keys;
+  bool causal;
+};
+
+const Case kCases[] = {
+    {"tile",
+     50,
+     300,
+     20,
+     7,
+     {attnpool::Distance::dot,
+      {attnpool::Kernel::exp},
+      attnpool::Normalization::softmax},
+     false,
+     true},
+    {"tile",
+     30,
+     200,
+     9,
+     16,
+     {attnpool::Distance::sqeuclidean,
+      {attnpool::Kernel::gaussian, 2.0},
+      attnpool::Normalization::sum},
+     false,
+     false},
+    {"tile",
+     20,
+     100,
+     5,
+     3,
+     {attnpool::Distance::dot,
+      {attnpool::Kernel::exp},
+      attnpool::Normalization::argmax},
+     false,
+     false},
+    {"decode",
+     2,
+     9000,
+     64,
+     64,
+     {attnpool::Distance::dot,
+      {attnpool::Kernel::exp},
+      attnpool::Normalization::softmax},
+     false,
+     false},
+    {"decode",
+     3,
+     500,
+     13,
+     5,
+     {attnpool::Distance::dot,
+      {attnpool::Kernel::exp},
+      attnpool::Normalization::softmax},
+     false,
+     true},
+    {"small_depth",
+     20,
+     300,
+     3,
+     2,
+     {attnpool::Distance::euclidean,
+      {attnpool::Kernel::triangular, 2.0},
+      attnpool::Normalization::sum,
+      attnpool::EmptyRows::zero},
+     false,
+     false},
+    {"gaussian_one_pass",
+     20,
+     300,
+     1,
+     1,
+     {attnpool::Distance::sqeuclidean,
+      {attnpool::Kernel::gaussian, 0.5},
+      attnpool::Normalization::sum},
+     false,
+     false},
+    {"sorted_window",
+     20,
+     300,
+     1,
+     2,
+     {attnpool::Distance::manhattan,
+      {attnpool::Kernel::epanechnikov, 0.3},
+      attnpool::Normalization::sum,
+      attnpool::EmptyRows::zero},
+     true,
+     false},
+};
+
+struct TypePair {
+  ElementType keys, values;
+};
+const TypePair kTypePairs[] = {
+    {ElementType::bfloat16, ElementType::bfloat16},
+    {ElementType::float16, ElementType::float16},
+    {ElementType::int8, ElementType::int8},
+    {ElementType::bfloat16, ElementType::int8},
+    {ElementType::float32, ElementType::float16},
+};
+
+bool SameBits(const TestMatrix<float>& a, const TestMatrix<float>& b) {
+  return std::memcmp(a.storage().data(), b.storage().data(),
+                     a.storage().size() * sizeof(float)) == 0;
+}
+
+ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 90);
+  INFO("seed " << kSeed + 90);
+  for (const Case& c : kCases) {
+    TestMatrix<float> queries(c.n, c.d), keys(c.m, c.d), values(c.m, c.dv);
+    queries.FillRandom(rng, 1);
+    keys.FillRandom(rng, 0);
+    values.FillRandom(rng, 1);
+    if (c.sorted_keys) {
+      std::vector<float> column(c.m);
+      for (size_t j = 0; j < c.m; ++j) column[j] = keys(j, 0);
+      std::sort(column.begin(), column.end());
+      for (size_t j = 0; j < c.m; ++j) keys(j, 0) = column[j];
+    }
+    Mask<float> mask;
+    std::vector<size_t> lengths(c.n);
+    for (size_t i = 0; i < c.n; ++i) lengths[i] = c.m - (i * 7) % (c.m / 2);
+    if (c.causal) {
+      mask.causal = true;
+      mask.causal_offset = std::ptrdiff_t(c.m - c.n);
+      mask.valid_lengths = lengths.data();
+    }
+    for (const TypePair& types : kTypePairs) {
+      const StoredRows stored_keys(types.keys, keys),
+          stored_values(types.values, values);
+      INFO(c.path << " n=" << c.n << " m=" << c.m << " d=" << c.d << " dv="
+                  << c.dv << " keys " << attnpool::element_type_name(types.keys)
+                  << " values " << attnpool::element_type_name(types.values)
+                  << " on " << CurrentTarget());
+      TestMatrix<float> narrow(c.n, c.dv, 1, 2), held(c.n, c.dv, 1, 2);
+      attnpool::attention_pool(c.spec, queries.view(), stored_keys.Rows(),
+                               stored_values.Rows(), narrow.view(), mask);
+      RequireRanOnTarget();
+      REQUIRE(attnpool::last_fused_path() == c.path);
+      attnpool::attention_pool(c.spec, queries.view(), stored_keys.held.view(),
+                               stored_values.held.view(), held.view(), mask);
+      REQUIRE(SameBits(narrow, held));
+      // Two shards, merged: the same as the float shards on the held values.
+      const size_t split = c.m / 3;
+      TestMatrix<float> acc_narrow(c.n, c.dv), acc_later(c.n, c.dv),
+          acc_held(c.n, c.dv), acc_held_later(c.n, c.dv);
+      std::vector<float> max(4 * c.n), sum(4 * c.n);
+      std::vector<size_t> best(4 * c.n);
+      const auto state = [&](TestMatrix<float>& acc, size_t k) {
+        return attnpool::PoolPartial<float>{acc.view(), &max[k * c.n],
+                                            &sum[k * c.n], &best[k * c.n]};
+      };
+      Mask<float> first_mask = mask, later_mask = mask;
+      attnpool::attention_pool_partial(
+          c.spec, queries.view(), stored_keys.Rows(0, split),
+          stored_values.Rows(0, split), 0, state(acc_narrow, 0), first_mask);
+      attnpool::attention_pool_partial(
+          c.spec, queries.view(), stored_keys.Rows(split),
+          stored_values.Rows(split), split, state(acc_later, 1), later_mask);
+      attnpool::attention_pool_merge(c.spec, state(acc_narrow, 0),
+                                     state(acc_later, 1));
+      const auto held_rows = [&](const TestMatrix<float>& m, size_t begin,
+                                 size_t end) {
+        return attnpool::ConstMatrixView<float>(
+            &m.view().data[begin * m.view().stride], end - begin, m.cols(),
+            m.view().stride);
+      };
+      attnpool::attention_pool_partial(c.spec, queries.view(),
+                                       held_rows(stored_keys.held, 0, split),
+                                       held_rows(stored_values.held, 0, split),
+                                       0, state(acc_held, 2), first_mask);
+      attnpool::attention_pool_partial(
+          c.spec, queries.view(), held_rows(stored_keys.held, split, c.m),
+          held_rows(stored_values.held, split, c.m), split,
+          state(acc_held_later, 3), later_mask);
+      attnpool::attention_pool_merge(c.spec, state(acc_held, 2),
+                                     state(acc_held_later, 3));
+      REQUIRE(SameBits(acc_narrow, acc_held));
+      REQUIRE(std::memcmp(max.data(), &max[2 * c.n], c.n * sizeof(float)) == 0);
+      REQUIRE(std::memcmp(sum.data(), &sum[2 * c.n], c.n * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("narrow_kv: bad element rows are named", "[narrow_kv]") {
+  const PoolSpec spec{attnpool::Distance::dot,
+                      {attnpool::Kernel::exp},
+                      attnpool::Normalization::softmax};
+  std::vector<float> q(8, 1.0f), out(8, 5.0f);
+  std::vector<int8_t> k(8, 1);
+  std::vector<float> scales(2, 1.0f);
+  const attnpool::Int8Rows no_scales{{k.data(), 2, 4}, nullptr};
+  const attnpool::Int8Rows rows{{k.data(), 2, 4}, scales.data()};
+  RequireRejected("keys.scales", out, [&] {
+    attnpool::attention_pool(spec, {q.data(), 2, 4}, no_scales, rows,
+                             {out.data(), 2, 4});
+  });
+  RequireRejected("values.stride", out, [&] {
+    attnpool::attention_pool(
+        spec, {q.data(), 2, 4}, rows,
+        attnpool::Int8Rows{{k.data(), 2, 4, 2}, scales.data()},
+        {out.data(), 2, 4});
+  });
+  ElementRows bad = rows;
+  bad.type = static_cast<ElementType>(9);
+  RequireRejected("keys.type", out, [&] {
+    attnpool::attention_pool(spec, {q.data(), 2, 4}, bad, rows,
+                             {out.data(), 2, 4});
+  });
+  // The output over the keys' scales.
+  std::vector<float> shared(8, 3.0f);
+  const attnpool::Int8Rows scaled_inside{{k.data(), 2, 4}, shared.data() + 1};
+  RequireRejected("out", shared, [&] {
+    attnpool::attention_pool(spec, {q.data(), 2, 4}, scaled_inside, rows,
+                             {shared.data(), 2, 4});
+  });
+}
+
+}  // namespace
+}  // namespace attnpool_test
