@@ -342,7 +342,7 @@ HWY_INLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
       constexpr bool kScaled = std::is_same<E, int8_t>::value;
       for (size_t k = 0; k < count; ++k) {
         const E* HWY_RESTRICT key = keys.template narrow_row<E>(j + k);
-        const auto scale = hn::Set(d, kScaled ? keys.scales[j + k] : 1.0f);
+        const auto scale = hn::Set(d, kScaled ? keys.scale(j + k) : 1.0f);
         const auto load = [&](size_t p, size_t left) {
           const auto widened = LoadWidePrefix(d, key + p, left);
           return kScaled ? hn::Mul(scale, widened) : widened;
@@ -359,6 +359,51 @@ HWY_INLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
               hn::MulAdd(LoadPrefix(d, query + p, left), load(p, left), sum0);
         }
         scores[k] = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+      }
+    });
+  }
+}
+
+// sums(r, :) = Σⱼ weights(r, j) · values(at + j, :) over the weights'
+// columns, the narrow value rows read in place and widened in registers
+// (int8: times the row's scale first, as WidenRow does): per output one
+// multiply-add chain in key order from 0, as wsum::WeightedSumRows runs it,
+// so the sums are bitwise those of the widened rows. Columns past
+// values.cols (to sums.cols, whole vectors) get 0·weight.
+template <typename T>
+HWY_INLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
+                                  const detail::RowList<T>& values, size_t at,
+                                  const MatrixView<T>& sums) {
+  if constexpr (std::is_same<T, float>::value) {
+    const hn::ScalableTag<float> d;
+    const size_t N = hn::Lanes(d), columns = values.cols;
+    constexpr size_t kVectors = 4;  // accumulators per row
+    VisitNarrow(values.element, [&](auto tag) {
+      using E = decltype(tag);
+      constexpr bool kScaled = std::is_same<E, int8_t>::value;
+      for (size_t r = 0; r < weights.rows; ++r) {
+        const float* HWY_RESTRICT w = weights.row(r);
+        for (size_t c0 = 0; c0 < sums.cols; c0 += kVectors * N) {
+          const size_t vectors = std::min(kVectors, (sums.cols - c0) / N);
+          hn::Vec<decltype(d)> acc[kVectors];
+          for (size_t v = 0; v < kVectors; ++v) acc[v] = hn::Zero(d);
+          for (size_t j = 0; j < weights.cols; ++j) {
+            const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
+            const auto weight = hn::Set(d, w[j]);
+            const auto scale = hn::Set(d, kScaled ? values.scale(at + j) : 1.0f);
+            for (size_t v = 0; v < vectors; ++v) {
+              const size_t c = c0 + v * N;
+              const size_t left = c < columns ? std::min(N, columns - c) : 0;
+              auto value = left == 0 ? hn::Zero(d)
+                                     : LoadWidePrefix(d, row + c, left);
+              if (kScaled) value = hn::Mul(scale, value);
+              acc[v] = hn::MulAdd(weight, value, acc[v]);
+            }
+          }
+          for (size_t v = 0; v < vectors; ++v) {
+            hn::Store(acc[v], d, sums.row(r) + c0 + v * N);
+          }
+        }
       }
     });
   }
@@ -550,7 +595,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     const ConstMatrixView<T> weights(at_scores, rows, at_count, key_block);
     const MatrixView<T> sums(block_sum, rows, padded_columns);
     ConstMatrixView<T> block_values;
-    if (copy_values) {
+    if (plan.values.is_narrow() && plan.path == detail::FusedPath::decode) {
+      NarrowWeightedSum(weights, plan.values, at, sums);
+    } else if (copy_values) {
       block_values = copy_block();
       wsum::WeightedSumRows(
           weights, ConstMatrixView<T>(copied, at_count, padded_columns),

@@ -29,10 +29,11 @@ struct RowList {
   const int32_t* pages = nullptr;
   size_t page_rows = 0, page_stride = 0, first = 0;
   // Narrow rows (T = float only): row j's elements at narrow + j·stride
-  // elements of `element`, int8 row j scaled by scales[j]; data is null.
+  // elements of `element`, int8 row j scaled by scale(j); data is null.
   ElementType element = ElementType::float32;
   const void* narrow = nullptr;
   const float* scales = nullptr;
+  size_t scale_stride = 1;
 
   RowList() = default;
   RowList(ConstMatrixView<T> view)  // NOLINT(google-explicit-constructor)
@@ -68,11 +69,13 @@ struct RowList {
     list.element = rows.type;
     list.narrow = rows.data;
     list.scales = rows.scales;
+    list.scale_stride = rows.scale_stride;
     return list;
   }
 
   bool strided() const { return pages == nullptr; }
   bool is_narrow() const { return narrow != nullptr; }
+  float scale(size_t j) const { return scales[j * scale_stride]; }
   // Row j's first element, of the narrow type E.
   template <typename E>
   const E* narrow_row(size_t j) const {
@@ -114,7 +117,7 @@ struct RowList {
     if (narrow != nullptr) {
       slice.narrow = static_cast<const char*>(narrow) +
                      begin * stride * kElementTypes[int(element)].bytes;
-      if (scales != nullptr) slice.scales += begin;
+      if (scales != nullptr) slice.scales += begin * scale_stride;
     } else if (pages != nullptr) {
       slice.first += begin;
     } else {
@@ -149,7 +152,7 @@ struct RowList {
         return half & 0x8000 ? -magnitude : magnitude;
       }
       case ElementType::int8:
-        return scales[r] * float(static_cast<const int8_t*>(narrow)[at]);
+        return scale(r) * float(static_cast<const int8_t*>(narrow)[at]);
     }
     return NAN;
   }

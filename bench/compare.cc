@@ -501,6 +501,70 @@ void M1(int threads) {
   std::printf("M1 peak memory growth: %.1f MiB\n", growth_mib);
 }
 
+// ----------------------------------------- W5n: decode, narrow K/V caches
+
+// W5's decode with the cache in bfloat16, binary16 and int8 (one scale per
+// row), beside the float cache in the same run, in keys per second: the
+// ratio to the float row is the speed-up (the goal: bf16 and f16 ≥ 1/0.55,
+// int8 ≥ 1/0.35).
+void W5n(int threads) {
+  const size_t heads = 8, m = 65536, d = 64, rows = heads * m;
+  const auto q = Normal(heads * d, 1, 9), k = Normal(rows * d, 1, 10),
+             v = Normal(rows * d, 1, 11);
+  std::vector<float> out(heads * d);
+  const double keys = double(rows) / 1e9;
+  const auto queries =
+      attnpool::dense_tensor<const float>(q.data(), 1, heads, 1, d);
+  const auto output = attnpool::dense_tensor(out.data(), 1, heads, 1, d);
+  const auto run = [&](const char* name, const attnpool::ElementTensor& keys_in,
+                       const attnpool::ElementTensor& values_in) {
+    const Timing timing = Time([&] {
+      attnpool::scaled_dot_product_attention(
+          queries, keys_in, values_in, output, {}, {}, attnpool::EmptyRows::nan,
+          {threads});
+    });
+    char note[96];
+    std::snprintf(note, sizeof note, "%s, %.2f ms",
+                  attnpool::last_run_target().c_str(), timing.median() * 1e3);
+    Report("W5n", name, threads, "Gkeys/s", keys, timing, note);
+  };
+  run("attnpool_decode_float",
+      attnpool::dense_tensor<const float>(k.data(), 1, heads, m, d),
+      attnpool::dense_tensor<const float>(v.data(), 1, heads, m, d));
+  {
+    std::vector<attnpool::bf16> kb(k.size()), vb(v.size());
+    attnpool::to_bfloat16(k.data(), k.size(), kb.data());
+    attnpool::to_bfloat16(v.data(), v.size(), vb.data());
+    run("attnpool_decode_bfloat16",
+        attnpool::dense_tensor<const attnpool::bf16>(kb.data(), 1, heads, m, d),
+        attnpool::dense_tensor<const attnpool::bf16>(vb.data(), 1, heads, m,
+                                                     d));
+  }
+  {
+    std::vector<attnpool::f16> kh(k.size()), vh(v.size());
+    attnpool::to_float16(k.data(), k.size(), kh.data());
+    attnpool::to_float16(v.data(), v.size(), vh.data());
+    run("attnpool_decode_float16",
+        attnpool::dense_tensor<const attnpool::f16>(kh.data(), 1, heads, m, d),
+        attnpool::dense_tensor<const attnpool::f16>(vh.data(), 1, heads, m, d));
+  }
+  {
+    std::vector<int8_t> k8(k.size()), v8(v.size());
+    std::vector<float> k_scales(rows), v_scales(rows);
+    attnpool::quantize_rows({k.data(), rows, d}, {k8.data(), rows, d},
+                            k_scales.data());
+    attnpool::quantize_rows({v.data(), rows, d}, {v8.data(), rows, d},
+                            v_scales.data());
+    const auto int8 = [&](const std::vector<int8_t>& data,
+                          const std::vector<float>& scales) {
+      return attnpool::Int8Tensor{
+          attnpool::dense_tensor<const int8_t>(data.data(), 1, heads, m, d),
+          attnpool::dense_tensor<const float>(scales.data(), 1, heads, m, 1)};
+    };
+    run("attnpool_decode_int8", int8(k8, k_scales), int8(v8, v_scales));
+  }
+}
+
 // ------------------------------------------------- W6: sliding window
 
 // Causal attention of n = m queries and keys whose window holds the last
@@ -681,8 +745,7 @@ void W9(int threads) {
       float total = 0;
       for (size_t p = 0; p < blocks; ++p) {
         const float* key_block = key_base + size_t(table[p]) * block_floats;
-        const float* value_block =
-            value_base + size_t(table[p]) * block_floats;
+        const float* value_block = value_base + size_t(table[p]) * block_floats;
         const size_t next = size_t(table[std::min(p + 1, blocks - 1)]);
         float sums[16] = {};
         for (size_t i = 0; i < block_floats; i += 16) {
@@ -789,6 +852,21 @@ void Summary(const std::vector<int>& thread_counts) {
        "read_bandwidth",
        1.0},
       {"W5m", "attnpool_decode_valid_m/8", {}, "read_bandwidth", 1.0},
+      {"W5n",
+       "attnpool_decode_bfloat16",
+       {"attnpool_decode_float"},
+       "read_bandwidth",
+       2.0 * 64 * 2},
+      {"W5n",
+       "attnpool_decode_float16",
+       {"attnpool_decode_float"},
+       "read_bandwidth",
+       2.0 * 64 * 2},
+      {"W5n",
+       "attnpool_decode_int8",
+       {"attnpool_decode_float"},
+       "read_bandwidth",
+       2.0 * (64 + 4)},
       {"W6",
        "attnpool_sliding_window",
        {"attnpool_dense_same_pairs"},
@@ -882,8 +960,8 @@ int main(int argc, char** argv) {
   // First, while the process's peak resident set is still its inputs'.
   if (memory && !g_quick) M1(thread_counts.back());
   const std::pair<const char*, void (*)(int)> workloads[] = {
-      {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W3", W3}, {"W4", W4},
-      {"W5", W5},    {"W6", W6}, {"W7", W7}, {"W8", W8}, {"W9", W9}};
+      {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W3", W3}, {"W4", W4}, {"W5", W5},
+      {"W5n", W5n},  {"W6", W6}, {"W7", W7}, {"W8", W8}, {"W9", W9}};
   for (int threads : thread_counts) {
     for (const auto& [name, run] : workloads) {
       if (only.empty() ||

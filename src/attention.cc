@@ -44,13 +44,22 @@ MatrixView<U> RowRange(MatrixView<U> view, size_t begin, size_t end) {
   return {view.data + begin * view.stride, end - begin, view.cols, view.stride};
 }
 
-// The heads of a checked call, one fused pooling each.
+// The rows the kernel reads a head's keys or values from.
 template <typename T>
+detail::RowList<T> RowsOf(ConstMatrixView<T> view) {
+  return view;
+}
+inline detail::RowList<float> RowsOf(const ElementRows& rows) {
+  return detail::RowList<float>::Stored(rows);
+}
+
+// The heads of a checked call, one fused pooling each; KV: a tensor of T,
+// or ElementTensor (T = float).
+template <typename T, typename KV>
 void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
-             TensorView<const T> keys, TensorView<const T> values,
-             TensorView<T> out, const AttentionMask<T>& mask,
-             std::optional<double> scale, EmptyRows empty_rows,
-             const Execution& execution) {
+             const KV& keys, const KV& values, TensorView<T> out,
+             const AttentionMask<T>& mask, std::optional<double> scale,
+             EmptyRows empty_rows, const Execution& execution) {
   const PoolSpec spec = SdpaSpec(scale, empty_rows);
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
   // Per-batch valid lengths as per-query arrays, one per batch entry.
@@ -59,8 +68,8 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
   calls.reserve(shape.batch * shape.heads);
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {
-      calls.push_back({queries.matrix(b, h), keys.matrix(b, h / group),
-                       values.matrix(b, h / group), out.matrix(b, h),
+      calls.push_back({queries.matrix(b, h), RowsOf(keys.matrix(b, h / group)),
+                       RowsOf(values.matrix(b, h / group)), out.matrix(b, h),
                        detail::HeadMask(mask, b, h, shape.n, lengths[b])});
     }
   }
@@ -68,10 +77,9 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
   detail::AttentionPoolBatch(spec, calls, execution);
 }
 
-template <typename T>
-void ScaledDotProductAttention(TensorView<const T> queries,
-                               TensorView<const T> keys,
-                               TensorView<const T> values, TensorView<T> out,
+template <typename T, typename KV>
+void ScaledDotProductAttention(TensorView<const T> queries, const KV& keys,
+                               const KV& values, TensorView<T> out,
                                const AttentionMask<T>& mask,
                                std::optional<double> scale,
                                EmptyRows empty_rows,
@@ -80,7 +88,7 @@ void ScaledDotProductAttention(TensorView<const T> queries,
   detail::CheckScale(scale);
   detail::CheckEmptyRows(empty_rows);
   const detail::SdpaShape shape =
-      detail::CheckSdpa(queries, keys, values, out, mask, execution);
+      detail::CheckSdpa<T, KV>(queries, keys, values, out, mask, execution);
   CheckDefaultScale(scale, queries.cols);
   RunSdpa(shape, queries, keys, values, out, mask, scale, empty_rows,
           execution);
@@ -478,8 +486,8 @@ std::vector<double> alibi_slopes(size_t heads) {
       TensorView<const T> values, TensorView<T> out,                           \
       const AttentionMask<T>& mask, std::optional<double> scale,               \
       EmptyRows empty_rows, const Execution& execution) {                      \
-    ScaledDotProductAttention(queries, keys, values, out, mask, scale,         \
-                              empty_rows, execution);                          \
+    ScaledDotProductAttention<T, TensorView<const T>>(                         \
+        queries, keys, values, out, mask, scale, empty_rows, execution);       \
   }                                                                            \
   void scaled_dot_product_attention_varlen(                                    \
       TensorView<const T> queries, TensorView<const T> keys,                   \
@@ -513,5 +521,17 @@ std::vector<double> alibi_slopes(size_t heads) {
 ATTNPOOL_ATTENTION_OVERLOADS(float)
 ATTNPOOL_ATTENTION_OVERLOADS(double)
 #undef ATTNPOOL_ATTENTION_OVERLOADS
+
+void scaled_dot_product_attention(TensorView<const float> queries,
+                                  const ElementTensor& keys,
+                                  const ElementTensor& values,
+                                  TensorView<float> out,
+                                  const AttentionMask<float>& mask,
+                                  std::optional<double> scale,
+                                  EmptyRows empty_rows,
+                                  const Execution& execution) {
+  ScaledDotProductAttention<float, ElementTensor>(
+      queries, keys, values, out, mask, scale, empty_rows, execution);
+}
 
 }  // namespace attnpool

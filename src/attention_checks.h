@@ -151,15 +151,29 @@ struct SdpaShape {
 // Checks the tensors of an attention call (queries (B, Hq, n, dq), keys
 // (B, Hkv, m, dk), values (B, Hkv, m, dv), out (B, Hq, n, dv), Hkv dividing
 // Hq; dq = dk when same_depth), its mask and execution.
+// Keys or values: a tensor of T, or of any element type (with int8's
+// scales, whose bytes go to `scale_bytes`).
 template <typename T>
-SdpaShape CheckSdpa(TensorView<const T> queries, TensorView<const T> keys,
-                    TensorView<const T> values, TensorView<T> out,
+ByteRange CheckInputTensor(const std::string& name,
+                           const TensorView<const T>& view, ByteRange*) {
+  return CheckTensor(name, view);
+}
+inline ByteRange CheckInputTensor(const std::string& name,
+                                  const ElementTensor& tensor,
+                                  ByteRange* scale_bytes) {
+  return CheckTensor(name, tensor, scale_bytes);
+}
+
+template <typename T, typename KV = TensorView<const T>>
+SdpaShape CheckSdpa(TensorView<const T> queries, const KV& keys,
+                    const KV& values, TensorView<T> out,
                     const AttentionMask<T>& mask, const Execution& execution,
                     bool same_depth = true) {
   const std::string out_name = "out";
+  ByteRange key_scales, value_scales;
   const auto q = CheckTensor("queries", queries);
-  const auto k = CheckTensor("keys", keys);
-  const auto v = CheckTensor("values", values);
+  const auto k = CheckInputTensor("keys", keys, &key_scales);
+  const auto v = CheckInputTensor("values", values, &value_scales);
   const auto o = CheckTensor(out_name, out, true);
   SdpaShape shape{queries.batch, queries.heads, keys.heads, queries.rows,
                   keys.rows};
@@ -185,6 +199,8 @@ SdpaShape CheckSdpa(TensorView<const T> queries, TensorView<const T> keys,
   CheckNoOverlap(out_name, o, "queries", q);
   CheckNoOverlap(out_name, o, "keys", k);
   CheckNoOverlap(out_name, o, "values", v);
+  CheckNoOverlap(out_name, o, "keys.scales", key_scales);
+  CheckNoOverlap(out_name, o, "values.scales", value_scales);
   CheckMaskOverlap(out_name, o, ranges);
   CheckExecution(execution);
   return shape;

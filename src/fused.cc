@@ -487,16 +487,21 @@ void RunPoolBatch(const PoolSpec& spec,
   detail::EnsureDispatchReady();
   std::vector<detail::PoolPlans<T>> plans;
   plans.reserve(calls.size());
-  // A paged call's rows are checked by its caller; here their shape.
-  const auto checked = [](const detail::RowList<T>& rows) {
-    return rows.strided()
-               ? rows.Matrix(0, rows.rows)
-               : ConstMatrixView<T>(nullptr, 0, rows.cols, rows.cols);
+  // Paged and narrow rows are checked by the caller; here their shape (a
+  // paged one's as no rows: the caller checked the mask against its
+  // lengths).
+  const auto shape = [](const std::string& name,
+                        const detail::RowList<T>& rows) {
+    if (!rows.strided()) return detail::RowsShape{0, rows.cols, {}, {}};
+    if (rows.is_narrow()) return detail::RowsShape{rows.rows, rows.cols, {}, {}};
+    return detail::ShapeOf(name, rows.Matrix(0, rows.rows));
   };
   for (const auto& call : calls) {
-    plans.push_back(detail::CheckPool<T>(spec, call.queries, checked(call.keys),
-                                         checked(call.values), call.out,
-                                         nullptr, call.mask, execution));
+    detail::CheckView("queries", call.queries);
+    const auto key_shape = shape("keys", call.keys);
+    plans.push_back(detail::CheckPoolShapes<T>(
+        spec, call.queries, key_shape, shape("values", call.values), call.out,
+        nullptr, call.mask, execution, false, "out"));
   }
   detail::RecordRunTarget(0);
   last_path = -1;

@@ -85,12 +85,21 @@ inline ByteRange CheckView(const std::string& name, const ElementRows& rows,
     if (rows.scales == nullptr) {
       throw Error(name + ".scales", "is null but int8 rows need one each");
     }
-    const auto begin = reinterpret_cast<uintptr_t>(rows.scales);
-    if (scale_bytes != nullptr) {
-      *scale_bytes = {begin, begin + rows.rows * sizeof(float)};
-    }
+    const auto scale_range = CheckViewBytes(
+        name + ".scales", rows.scales, rows.rows, 1,
+        rows.scale_stride, sizeof(float));
+    if (scale_bytes != nullptr) *scale_bytes = scale_range;
   }
   return bytes;
+}
+
+inline void CheckSize(const std::string& name, size_t actual, size_t expected,
+                      const std::string& expected_from) {
+  if (actual != expected) {
+    throw Error(name, "is " + std::to_string(actual) + " but must equal " +
+                          expected_from + " (" + std::to_string(expected) +
+                          ")");
+  }
 }
 
 // A (batch, heads, rows, cols) view is well-formed: row_stride ≥ cols, its
@@ -98,8 +107,8 @@ inline ByteRange CheckView(const std::string& name, const ElementRows& rows,
 // elements. With `output`, no two elements share an address: sorted by
 // stride, each dimension's stride reaches past the span of the smaller ones.
 template <typename T>
-ByteRange CheckTensor(const std::string& name, const TensorView<T>& view,
-                      bool output = false) {
+ByteRange CheckTensorBytes(const std::string& name, const TensorView<T>& view,
+                           size_t element_bytes, bool output) {
   if (view.row_stride < view.cols) {
     throw Error(name + ".row_stride",
                 "row_stride " + std::to_string(view.row_stride) +
@@ -122,7 +131,7 @@ ByteRange CheckTensor(const std::string& name, const TensorView<T>& view,
                   __builtin_add_overflow(extent, step, &extent);
     }
   }
-  overflow |= __builtin_mul_overflow(extent, sizeof(T), &bytes) ||
+  overflow |= __builtin_mul_overflow(extent, element_bytes, &bytes) ||
               reinterpret_cast<uintptr_t>(view.data) + bytes <
                   reinterpret_cast<uintptr_t>(view.data);
   if (overflow) {
@@ -154,13 +163,39 @@ ByteRange CheckTensor(const std::string& name, const TensorView<T>& view,
   return {begin, begin + bytes};
 }
 
-inline void CheckSize(const std::string& name, size_t actual, size_t expected,
-                      const std::string& expected_from) {
-  if (actual != expected) {
-    throw Error(name, "is " + std::to_string(actual) + " but must equal " +
-                          expected_from + " (" + std::to_string(expected) +
-                          ")");
+template <typename T>
+ByteRange CheckTensor(const std::string& name, const TensorView<T>& view,
+                      bool output = false) {
+  return CheckTensorBytes(name, view, sizeof(T), output);
+}
+
+// Keys or values of any element type as a tensor (attention.h): the type
+// one of the table's, the tensor well-formed, int8's scales a (batch,
+// heads, rows, 1) tensor (its bytes in `scale_bytes`).
+inline ByteRange CheckTensor(const std::string& name,
+                             const ElementTensor& tensor,
+                             ByteRange* scale_bytes = nullptr) {
+  if (!in_table(kElementTypes, tensor.type)) {
+    throw Error(name + ".type", "invalid value " +
+                                    std::to_string(static_cast<int>(tensor.type)));
   }
+  const TensorView<const void> shape{
+      tensor.data,         tensor.batch,       tensor.heads,
+      tensor.rows,         tensor.cols,        tensor.batch_stride,
+      tensor.head_stride,  tensor.row_stride};
+  const auto bytes = CheckTensorBytes(
+      name, shape, kElementTypes[static_cast<int>(tensor.type)].bytes, false);
+  if (tensor.type == ElementType::int8) {
+    const auto& scales = tensor.scales;
+    const std::string scales_name = name + ".scales";
+    CheckSize(scales_name + ".batch", scales.batch, tensor.batch, name + ".batch");
+    CheckSize(scales_name + ".heads", scales.heads, tensor.heads, name + ".heads");
+    CheckSize(scales_name + ".rows", scales.rows, tensor.rows, name + ".rows");
+    CheckSize(scales_name + ".cols", scales.cols, 1, "1");
+    const auto range = CheckTensor(scales_name, scales);
+    if (scale_bytes != nullptr) *scale_bytes = range;
+  }
+  return bytes;
 }
 
 inline void CheckNoOverlap(const std::string& output, ByteRange out,

@@ -320,6 +320,74 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
   }
 }
 
+// SDPA with grouped-query heads over (B, m, Hkv, d) narrow caches (int8
+// scales in a (B, m, Hkv) array: row stride Hkv), decode and prefill,
+// causal: bitwise the float call on the held values.
+ATTNPOOL_TEST_EACH_TARGET(NarrowSdpa, "narrow_kv.sdpa", "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 91);
+  INFO("seed " << kSeed + 91);
+  const size_t batch = 2, heads = 4, kv_heads = 2, m = 300, d = 32;
+  for (size_t n : {1u, 3u, 40u}) {
+    TestMatrix<float> q(batch * heads * n, d), kv(batch * m * kv_heads, d),
+        v(batch * m * kv_heads, d);
+    q.FillRandom(rng, 1);
+    kv.FillRandom(rng, 0);
+    v.FillRandom(rng, 1);
+    // Row (b, j, g) of the caches is row (b·m + j)·Hkv + g.
+    attnpool::AttentionMask<float> mask;
+    mask.causal = true;
+    mask.causal_offset = std::ptrdiff_t(m - n);
+    for (const TypePair& types : kTypePairs) {
+      const StoredRows keys(types.keys, kv), values(types.values, v);
+      INFO("n=" << n << " keys " << attnpool::element_type_name(types.keys)
+                << " values " << attnpool::element_type_name(types.values)
+                << " on " << CurrentTarget());
+      const auto tensor = [&](const StoredRows& rows) {
+        const ElementRows all = rows.Rows();
+        attnpool::ElementTensor t;
+        t.type = all.type;
+        t.data = all.data;
+        t.batch = batch;
+        t.heads = kv_heads;
+        t.rows = m;
+        t.cols = d;
+        t.batch_stride = m * kv_heads * rows.stride;
+        t.head_stride = rows.stride;
+        t.row_stride = kv_heads * rows.stride;
+        if (rows.type == ElementType::int8) {
+          t.scales = {rows.scales.data(), batch, kv_heads, m, 1,
+                      m * kv_heads,       1,     kv_heads};
+        }
+        return t;
+      };
+      const auto held_tensor = [&](const StoredRows& rows) {
+        const auto view = rows.held.view();
+        return attnpool::TensorView<const float>{
+            view.data,   batch,
+            kv_heads,    m,
+            d,           m * kv_heads * view.stride,
+            view.stride, kv_heads * view.stride};
+      };
+      TestMatrix<float> narrow(batch * heads * n, d, 1, 2),
+          held(batch * heads * n, d, 1, 2);
+      const auto out_tensor = [&](TestMatrix<float>& out) {
+        return attnpool::TensorView<float>{
+            out.data(),          batch,       heads, n, d,
+            heads * n * (d + 1), n * (d + 1), d + 1};
+      };
+      const attnpool::TensorView<const float> queries{
+          q.data(), batch, heads, n, d, heads * n * d, n * d, d};
+      attnpool::scaled_dot_product_attention(
+          queries, tensor(keys), tensor(values), out_tensor(narrow), mask);
+      RequireRanOnTarget();
+      attnpool::scaled_dot_product_attention(queries, held_tensor(keys),
+                                             held_tensor(values),
+                                             out_tensor(held), mask);
+      REQUIRE(SameBits(narrow, held));
+    }
+  }
+}
+
 TEST_CASE("narrow_kv: bad element rows are named", "[narrow_kv]") {
   const PoolSpec spec{attnpool::Distance::dot,
                       {attnpool::Kernel::exp},

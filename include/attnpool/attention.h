@@ -4,6 +4,7 @@
 // attention with its projections.
 #pragma once
 
+#include <attnpool/element.h>
 #include <attnpool/execution.h>
 #include <attnpool/matrix.h>
 #include <attnpool/normalize.h>
@@ -44,6 +45,69 @@ TensorView<T> dense_tensor(T* data, size_t batch, size_t heads, size_t rows,
   return {data,        batch, heads, rows, cols, heads * rows * cols,
           rows * cols, cols};
 }
+
+// An int8 (batch, heads, rows, cols) tensor with one scale per row: row
+// (b, h, r)'s scale is scales(b, h, r, 0), a (batch, heads, rows, 1) tensor.
+struct Int8Tensor {
+  TensorView<const int8_t> data;
+  TensorView<const float> scales;
+};
+
+// Keys or values of any element type (element.h) as a (batch, heads, rows,
+// cols) tensor, strides in elements. Converts implicitly from a float, bf16
+// or f16 tensor view and from Int8Tensor.
+struct ElementTensor {
+  ElementType type = ElementType::float32;
+  const void* data = nullptr;
+  size_t batch = 0, heads = 0, rows = 0, cols = 0;
+  size_t batch_stride = 0, head_stride = 0, row_stride = 0;
+  TensorView<const float> scales;  // int8 only
+
+  ElementTensor() = default;
+  // NOLINTBEGIN(google-explicit-constructor)
+  ElementTensor(TensorView<const float> view)
+      : ElementTensor(ElementType::float32, view) {}
+  ElementTensor(TensorView<const bf16> view)
+      : ElementTensor(ElementType::bfloat16, view) {}
+  ElementTensor(TensorView<const f16> view)
+      : ElementTensor(ElementType::float16, view) {}
+  ElementTensor(const Int8Tensor& tensor)
+      : ElementTensor(ElementType::int8, tensor.data) {
+    scales = tensor.scales;
+  }
+  // NOLINTEND(google-explicit-constructor)
+
+  // The rows × cols matrix of (b, h).
+  ElementRows matrix(size_t b, size_t h) const {
+    ElementRows rows_of;
+    rows_of.type = type;
+    rows_of.data = static_cast<const char*>(data) +
+                   (b * batch_stride + h * head_stride) *
+                       kElementTypes[static_cast<int>(type)].bytes;
+    rows_of.rows = rows;
+    rows_of.cols = cols;
+    rows_of.stride = row_stride;
+    if (type == ElementType::int8) {
+      rows_of.scales = scales.data + b * scales.batch_stride +
+                       h * scales.head_stride;
+      rows_of.scale_stride = scales.row_stride;
+    }
+    return rows_of;
+  }
+
+ private:
+  template <typename U>
+  ElementTensor(ElementType type_, TensorView<const U> view)
+      : type(type_),
+        data(view.data),
+        batch(view.batch),
+        heads(view.heads),
+        rows(view.rows),
+        cols(view.cols),
+        batch_stride(view.batch_stride),
+        head_stride(view.head_stride),
+        row_stride(view.row_stride) {}
+};
 
 // Which keys each query sees, for every head of a batch entry. A key is
 // visible when it passes every mask given.
@@ -102,6 +166,17 @@ void scaled_dot_product_attention(
     TensorView<const double> queries, TensorView<const double> keys,
     TensorView<const double> values, TensorView<double> out,
     const AttentionMask<double>& mask = {}, std::optional<double> scale = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+
+// scaled_dot_product_attention over keys and values stored in any element
+// type (element.h; each may differ): computed in float as on the float
+// values they hold (the float call's bounds against them). Decoding reads
+// the narrow rows in place, widened in registers: a bf16 or f16 cache is
+// half the bytes of a float one, an int8 cache a quarter.
+void scaled_dot_product_attention(
+    TensorView<const float> queries, const ElementTensor& keys,
+    const ElementTensor& values, TensorView<float> out,
+    const AttentionMask<float>& mask = {}, std::optional<double> scale = {},
     EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
 
 // Sequences of different lengths packed along the rows of one tensor

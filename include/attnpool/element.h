@@ -69,17 +69,20 @@ ElementType element_type_from_name(const char* name);
 struct Int8Rows {
   ConstMatrixView<int8_t> data;
   const float* scales = nullptr;
+  size_t scale_stride = 1;  // row r's scale at scales[r · scale_stride]
 };
 
 // A read-only matrix of keys or values stored in any ElementType: what the
 // functions taking reduced-precision inputs read. Converts implicitly from
 // a float, bf16 or f16 matrix view and from Int8Rows. `stride` counts
-// elements; `scales` is set for int8 only.
+// elements; `scales` (row r's at scales[r · scale_stride]) is set for int8
+// only.
 struct ElementRows {
   ElementType type = ElementType::float32;
   const void* data = nullptr;
   size_t rows = 0, cols = 0, stride = 0;
   const float* scales = nullptr;
+  size_t scale_stride = 1;
 
   ElementRows() = default;
   // NOLINTBEGIN(google-explicit-constructor)
@@ -92,6 +95,7 @@ struct ElementRows {
   ElementRows(const Int8Rows& rows_)
       : ElementRows(ElementType::int8, rows_.data) {
     scales = rows_.scales;
+    scale_stride = rows_.scale_stride;
   }
   // NOLINTEND(google-explicit-constructor)
 
