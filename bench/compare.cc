@@ -501,6 +501,98 @@ void M1(int threads) {
   std::printf("M1 peak memory growth: %.1f MiB\n", growth_mib);
 }
 
+// --------------------------------------- W2n: W2 over narrow keys and values
+
+// W2's shape with keys and values in bfloat16, binary16 and int8 beside
+// float (queries float), in GFLOP/s; and oneDNN's bf16 matmul + softmax +
+// matmul (bf16 Q, K, V and probabilities; f32 scores) where it runs.
+void W2n(int threads) {
+  const size_t n = 4096, m = 4096, d = 64;
+  const auto q = Normal(n * d, 1, 1), k = Normal(m * d, 1, 2),
+             v = Normal(m * d, 1, 3);
+  std::vector<float> out(n * d);
+  const double gflop = 4.0 * n * m * d / 1e9;
+  const auto run = [&](const char* name, const attnpool::ElementRows& keys,
+                       const attnpool::ElementRows& values) {
+    const Timing timing = Time([&] {
+      attnpool::attention_pool(kSdpaSpec, {q.data(), n, d}, keys, values,
+                               {out.data(), n, d}, {}, {threads});
+    });
+    Report("W2n", name, threads, "GFLOP/s", gflop, timing,
+           attnpool::last_run_target());
+  };
+  run("attnpool_sdpa_float", attnpool::ConstMatrixView<float>(k.data(), m, d),
+      attnpool::ConstMatrixView<float>(v.data(), m, d));
+  std::vector<attnpool::bf16> qb(q.size()), kb(k.size()), vb(v.size());
+  attnpool::to_bfloat16(q.data(), q.size(), qb.data());
+  attnpool::to_bfloat16(k.data(), k.size(), kb.data());
+  attnpool::to_bfloat16(v.data(), v.size(), vb.data());
+  run("attnpool_sdpa_bfloat16",
+      attnpool::ConstMatrixView<attnpool::bf16>(kb.data(), m, d),
+      attnpool::ConstMatrixView<attnpool::bf16>(vb.data(), m, d));
+  {
+    std::vector<attnpool::f16> kh(k.size()), vh(v.size());
+    attnpool::to_float16(k.data(), k.size(), kh.data());
+    attnpool::to_float16(v.data(), v.size(), vh.data());
+    run("attnpool_sdpa_float16",
+        attnpool::ConstMatrixView<attnpool::f16>(kh.data(), m, d),
+        attnpool::ConstMatrixView<attnpool::f16>(vh.data(), m, d));
+  }
+  {
+    std::vector<int8_t> k8(k.size()), v8(v.size());
+    std::vector<float> k_scales(m), v_scales(m);
+    attnpool::quantize_rows({k.data(), m, d}, {k8.data(), m, d},
+                            k_scales.data());
+    attnpool::quantize_rows({v.data(), m, d}, {v8.data(), m, d},
+                            v_scales.data());
+    run("attnpool_sdpa_int8",
+        attnpool::Int8Rows{{k8.data(), m, d}, k_scales.data()},
+        attnpool::Int8Rows{{v8.data(), m, d}, v_scales.data()});
+  }
+#if ATTNPOOL_BENCH_ONEDNN
+  try {
+    using namespace dnnl;
+    using tag = memory::format_tag;
+    using dt = memory::data_type;
+    engine eng(engine::kind::cpu, 0);
+    stream strm(eng);
+    std::vector<float> scores(n * m);
+    std::vector<attnpool::bf16> probabilities(n * m);
+    const memory::dim N = n, M = m, D = d;
+    memory::desc q_md({N, D}, dt::bf16, tag::ab),
+        kt_md({D, M}, dt::bf16, tag::ba), s_md({N, M}, dt::f32, tag::ab),
+        p_md({N, M}, dt::bf16, tag::ab), v_md({M, D}, dt::bf16, tag::ab),
+        o_md({N, D}, dt::f32, tag::ab);
+    memory qm(q_md, eng, qb.data()), ktm(kt_md, eng, kb.data()),
+        sm(s_md, eng, scores.data()), pm(p_md, eng, probabilities.data()),
+        vm(v_md, eng, vb.data()), om(o_md, eng, out.data());
+    primitive_attr attr;
+    attr.set_output_scales(0, {1 / std::sqrt(float(d))});
+    matmul first(
+        matmul::primitive_desc(matmul::desc(q_md, kt_md, s_md), attr, eng));
+    softmax_forward softmax(softmax_forward::primitive_desc(
+        softmax_forward::desc(prop_kind::forward_inference, s_md, 1), eng));
+    reorder to_bf16(sm, pm);
+    matmul second(matmul::primitive_desc(matmul::desc(p_md, v_md, o_md), eng));
+    const Timing dnnl = Time([&] {
+      first.execute(
+          strm,
+          {{DNNL_ARG_SRC, qm}, {DNNL_ARG_WEIGHTS, ktm}, {DNNL_ARG_DST, sm}});
+      softmax.execute(strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, sm}});
+      to_bf16.execute(strm, sm, pm);
+      second.execute(
+          strm,
+          {{DNNL_ARG_SRC, pm}, {DNNL_ARG_WEIGHTS, vm}, {DNNL_ARG_DST, om}});
+      strm.wait();
+    });
+    Report("W2n", "onednn_unfused_sdpa_bf16", threads, "GFLOP/s", gflop, dnnl,
+           "bf16 matmul + f32 softmax + bf16 matmul");
+  } catch (const std::exception& error) {
+    std::printf("# W2n: oneDNN bf16 unavailable here: %s\n", error.what());
+  }
+#endif
+}
+
 // ----------------------------------------- W5n: decode, narrow K/V caches
 
 // W5's decode with the cache in bfloat16, binary16 and int8 (one scale per
@@ -852,6 +944,22 @@ void Summary(const std::vector<int>& thread_counts) {
        "read_bandwidth",
        1.0},
       {"W5m", "attnpool_decode_valid_m/8", {}, "read_bandwidth", 1.0},
+      {"W2n",
+       "attnpool_sdpa_bfloat16",
+       {"attnpool_sdpa_float"},
+       "fma_peak",
+       1.0},
+      {"W2n",
+       "attnpool_sdpa_bfloat16",
+       {"onednn_unfused_sdpa_bf16"},
+       "fma_peak",
+       1.0},
+      {"W2n",
+       "attnpool_sdpa_float16",
+       {"attnpool_sdpa_float"},
+       "fma_peak",
+       1.0},
+      {"W2n", "attnpool_sdpa_int8", {"attnpool_sdpa_float"}, "fma_peak", 1.0},
       {"W5n",
        "attnpool_decode_bfloat16",
        {"attnpool_decode_float"},
@@ -960,8 +1068,9 @@ int main(int argc, char** argv) {
   // First, while the process's peak resident set is still its inputs'.
   if (memory && !g_quick) M1(thread_counts.back());
   const std::pair<const char*, void (*)(int)> workloads[] = {
-      {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W3", W3}, {"W4", W4}, {"W5", W5},
-      {"W5n", W5n},  {"W6", W6}, {"W7", W7}, {"W8", W8}, {"W9", W9}};
+      {"P", Probes}, {"W1", W1}, {"W2", W2}, {"W2n", W2n},
+      {"W3", W3},    {"W4", W4}, {"W5", W5}, {"W5n", W5n},
+      {"W6", W6},    {"W7", W7}, {"W8", W8}, {"W9", W9}};
   for (int threads : thread_counts) {
     for (const auto& [name, run] : workloads) {
       if (only.empty() ||
