@@ -1125,6 +1125,94 @@ static void test_hidden_padding(void) {
   }
 }
 
+/* Keys and values stored as bfloat16, binary16 and int8: bitwise the float
+ * calls on the values they hold; the conversions; errors named. */
+static void test_elements(void) {
+  uint16_t keys16[M * D];
+  int8_t values8[M * DV];
+  float value_scales[M], held_keys[M * D], held_values[M * DV];
+  float out[N * DV], expected[N * DV];
+  const float one = 1.0f;
+  uint16_t bits = 0;
+  CHECK(attnpool_to_bfloat16(&one, 1, &bits) == ATTNPOOL_OK && bits == 0x3F80);
+  CHECK(attnpool_to_float16(&one, 1, &bits) == ATTNPOOL_OK && bits == 0x3C00);
+  CHECK(attnpool_to_bfloat16(keys, M * D, keys16) == ATTNPOOL_OK);
+  CHECK(attnpool_bfloat16_to_float(keys16, M * D, held_keys) == ATTNPOOL_OK);
+  {
+    const attnpool_const_matrix in = {values, M, DV, 0};
+    const attnpool_matrix q8 = {values8, M, DV, 0}, back = {held_values, M, DV, 0};
+    const attnpool_const_matrix q8_in = {values8, M, DV, 0};
+    CHECK(attnpool_quantize_rows(&in, &q8, value_scales) == ATTNPOOL_OK);
+    CHECK(attnpool_dequantize_rows(&q8_in, value_scales, &back) == ATTNPOOL_OK);
+  }
+  attnpool_pool_spec spec = attnpool_pool_spec_init();
+  spec.distance = ATTNPOOL_DOT;
+  spec.kernel.kernel = ATTNPOOL_KERNEL_EXP;
+  spec.normalization = ATTNPOOL_NORMALIZE_SOFTMAX;
+  const attnpool_const_matrix q = {queries, N, D, 0},
+                              hk = {held_keys, M, D, 0},
+                              hv = {held_values, M, DV, 0};
+  const attnpool_matrix o = {out, N, DV, 0}, e = {expected, N, DV, 0};
+  attnpool_element_tensor k, v;
+  memset(&k, 0, sizeof(k));
+  memset(&v, 0, sizeof(v));
+  k.element = ATTNPOOL_ELEMENT_BFLOAT16;
+  k.data = (attnpool_const_tensor){keys16, 1, 1, M, D, 0, 0, 0};
+  v.element = ATTNPOOL_ELEMENT_INT8;
+  v.data = (attnpool_const_tensor){values8, 1, 1, M, DV, 0, 0, 0};
+  v.scales = (attnpool_const_tensor){value_scales, 1, 1, M, 1, 0, 0, 0};
+  CHECK(attnpool_pool_elements(&spec, &q, &k, &v, &o, NULL, NULL) == ATTNPOOL_OK);
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &q, &hk, &hv, &e, NULL, NULL) ==
+        ATTNPOOL_OK);
+  CHECK(memcmp(out, expected, sizeof(out)) == 0);
+  /* SDPA over binary16 keys and values, two heads sharing them. */
+  {
+    uint16_t half_values[M * DV];
+    float sdpa_out[2 * N * DV], sdpa_expected[2 * N * DV];
+    float half_keys_held[M * D], half_values_held[M * DV];
+    CHECK(attnpool_to_float16(keys, M * D, keys16) == ATTNPOOL_OK);
+    CHECK(attnpool_to_float16(values, M * DV, half_values) == ATTNPOOL_OK);
+    CHECK(attnpool_float16_to_float(keys16, M * D, half_keys_held) == ATTNPOOL_OK);
+    CHECK(attnpool_float16_to_float(half_values, M * DV, half_values_held) ==
+          ATTNPOOL_OK);
+    const attnpool_const_tensor tq = {queries, 1, 2, 3, D, 0, 0, 0},
+                                tk = {half_keys_held, 1, 1, M, D, 0, 0, 0},
+                                tv = {half_values_held, 1, 1, M, DV, 0, 0, 0};
+    const attnpool_tensor to = {sdpa_out, 1, 2, 3, DV, 0, 0, 0},
+                          te = {sdpa_expected, 1, 2, 3, DV, 0, 0, 0};
+    attnpool_element_tensor ek, ev;
+    memset(&ek, 0, sizeof(ek));
+    memset(&ev, 0, sizeof(ev));
+    ek.element = ev.element = ATTNPOOL_ELEMENT_FLOAT16;
+    ek.data = (attnpool_const_tensor){keys16, 1, 1, M, D, 0, 0, 0};
+    ev.data = (attnpool_const_tensor){half_values, 1, 1, M, DV, 0, 0, 0};
+    CHECK(attnpool_scaled_dot_product_attention_elements(
+              &tq, &ek, &ev, &to, NULL, NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_scaled_dot_product_attention(
+              ATTNPOOL_FLOAT32, &tq, &tk, &tv, &te, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(sdpa_out, sdpa_expected, 2 * 3 * DV * sizeof(float)) == 0);
+  }
+  /* Errors, named; nothing written. */
+  for (int i = 0; i < N * DV; ++i) out[i] = -5;
+  k.element = (attnpool_element)7;
+  CHECK(attnpool_pool_elements(&spec, &q, &k, &v, &o, NULL, NULL) ==
+        ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "keys.element") == 0);
+  k.element = ATTNPOOL_ELEMENT_BFLOAT16;
+  v.scales.data = NULL;
+  CHECK(attnpool_pool_elements(&spec, &q, &k, &v, &o, NULL, NULL) ==
+        ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strncmp(attnpool_last_error_argument(), "values.scales", 13) == 0);
+  v.scales.data = value_scales;
+  k.data.batch = 2;
+  CHECK(attnpool_pool_elements(&spec, &q, &k, &v, &o, NULL, NULL) ==
+        ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "keys.data.batch") == 0);
+  for (int i = 0; i < N * DV; ++i) CHECK(out[i] == -5);
+}
+
 int main(void) {
   char targets[256];
   fill();
@@ -1157,6 +1245,7 @@ int main(void) {
     test_shards();
     test_hidden_padding();
     test_regression();
+    test_elements();
     printf("%-8s %s\n", name, failures == before ? "ok" : "FAILED");
   }
   CHECK(attnpool_reset_target() == ATTNPOOL_OK);

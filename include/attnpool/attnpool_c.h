@@ -589,6 +589,63 @@ attnpool_status attnpool_force_target(const char* name);
 /* Back to the best supported target. */
 attnpool_status attnpool_reset_target(void);
 
+/* ------------------------------------------ reduced-precision keys, values */
+
+/* The element types keys and values may be stored in (element.h): every
+ * computation is in float, on the float values the elements hold. */
+typedef enum attnpool_element ATTNPOOL_C_ENUM_BASE {
+  ATTNPOOL_ELEMENT_FLOAT32 = 0,
+  ATTNPOOL_ELEMENT_BFLOAT16 = 1, /* uint16_t bit patterns */
+  ATTNPOOL_ELEMENT_FLOAT16 = 2,  /* IEEE binary16, uint16_t bit patterns */
+  ATTNPOOL_ELEMENT_INT8 = 3      /* int8_t, one float scale per row */
+} attnpool_element;
+
+/* Keys or values of any element type: `data` a tensor of `element`s (zero
+ * strides dense, as attnpool_const_tensor); for int8, `scales` a float
+ * (B, H, rows, 1) tensor, row (b, h, r)'s scale its element (b, h, r, 0)
+ * (unused otherwise). A matrix is such a tensor with batch = heads = 1. */
+typedef struct attnpool_element_tensor {
+  attnpool_element element;
+  attnpool_const_tensor data;
+  attnpool_const_tensor scales;
+} attnpool_element_tensor;
+
+/* attnpool_pool in float over keys (m x d) and values (m x dv) of any
+ * element type (batch = heads = 1); queries and out are float. */
+attnpool_status attnpool_pool_elements(
+    const attnpool_pool_spec* spec, const attnpool_const_matrix* queries,
+    const attnpool_element_tensor* keys, const attnpool_element_tensor* values,
+    const attnpool_matrix* out, const attnpool_mask* mask,
+    const attnpool_execution* execution);
+
+/* attnpool_scaled_dot_product_attention over keys and values of any element
+ * type; queries and out are float. */
+attnpool_status attnpool_scaled_dot_product_attention_elements(
+    const attnpool_const_tensor* queries, const attnpool_element_tensor* keys,
+    const attnpool_element_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution);
+
+/* Conversions of `count` elements (element.h: nearest even, inf on
+ * overflow, NaN kept; widening exact). */
+attnpool_status attnpool_to_bfloat16(const float* in, size_t count,
+                                     uint16_t* out);
+attnpool_status attnpool_to_float16(const float* in, size_t count,
+                                    uint16_t* out);
+attnpool_status attnpool_bfloat16_to_float(const uint16_t* in, size_t count,
+                                           float* out);
+attnpool_status attnpool_float16_to_float(const uint16_t* in, size_t count,
+                                          float* out);
+
+/* Quantizes each row of `in` (float) to int8 `out` (same shape):
+ * scales[r] = max |in(r, :)| / 127. Dequantizing gives scales[r] * out(r, c). */
+attnpool_status attnpool_quantize_rows(const attnpool_const_matrix* in,
+                                       const attnpool_matrix* out,
+                                       float* scales);
+attnpool_status attnpool_dequantize_rows(const attnpool_const_matrix* in,
+                                         const float* scales,
+                                         const attnpool_matrix* out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

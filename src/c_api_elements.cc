@@ -1,0 +1,142 @@
+// The C API of element.h: keys and values of reduced-precision element
+// types for the pooling and scaled dot-product attention, and the
+// conversions.
+#include <attnpool/attnpool.h>
+#include <attnpool/attnpool_c.h>
+
+#include <string>
+
+#include "src/c_api_convert.h"
+#include "src/validate.h"
+
+using namespace attnpool_c_api;  // NOLINT: this file is its implementation
+
+namespace {
+
+// The C enum holds the C++ one's values (element.h's table).
+#define ATTNPOOL_C_ELEMENT_MATCHES(name, c_name, ...)            \
+  static_assert(static_cast<int>(attnpool::ElementType::name) == \
+                    ATTNPOOL_ELEMENT_##c_name,                   \
+                "attnpool_element: ATTNPOOL_ELEMENT_" #c_name " differs");
+ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_C_ELEMENT_MATCHES)
+#undef ATTNPOOL_C_ELEMENT_MATCHES
+
+// The C++ view of a required element tensor, its errors named `argument`.
+attnpool::ElementTensor ElementTensorOf(const attnpool_element_tensor* tensor,
+                                        const char* argument) {
+  const auto& t = Required(tensor, argument);
+  const std::string name = argument;
+  switch (t.element) {
+    case ATTNPOOL_ELEMENT_FLOAT32:
+      return TensorOf<const float>(name, t.data);
+    case ATTNPOOL_ELEMENT_BFLOAT16:
+      return TensorOf<const attnpool::bf16>(name, t.data);
+    case ATTNPOOL_ELEMENT_FLOAT16:
+      return TensorOf<const attnpool::f16>(name, t.data);
+    case ATTNPOOL_ELEMENT_INT8:
+      return attnpool::Int8Tensor{
+          TensorOf<const int8_t>(name, t.data),
+          TensorOf<const float>(name + ".scales", t.scales)};
+  }
+  throw attnpool::Error(
+      name + ".element",
+      "invalid value " + std::to_string(static_cast<int>(t.element)));
+}
+
+// A matrix of any element type: a tensor of one batch entry and one head.
+attnpool::ElementRows ElementRowsOf(const attnpool_element_tensor* tensor,
+                                    const char* argument) {
+  const attnpool::ElementTensor t = ElementTensorOf(tensor, argument);
+  const std::string name = argument;
+  attnpool::detail::CheckSize(name + ".data.batch", t.batch, 1, "1");
+  attnpool::detail::CheckSize(name + ".data.heads", t.heads, 1, "1");
+  if (t.type == attnpool::ElementType::int8) {
+    attnpool::detail::CheckTensor(name, t);  // the scales' shape
+  }
+  return t.matrix(0, 0);
+}
+
+}  // namespace
+
+extern "C" {
+
+attnpool_status attnpool_pool_elements(const attnpool_pool_spec* spec,
+                                       const attnpool_const_matrix* queries,
+                                       const attnpool_element_tensor* keys,
+                                       const attnpool_element_tensor* values,
+                                       const attnpool_matrix* out,
+                                       const attnpool_mask* mask,
+                                       const attnpool_execution* execution) {
+  return Guard([&] {
+    const attnpool::PoolSpec pool_spec = PoolSpecOf(Required(spec, "spec"));
+    const auto q = ViewOf<float>(queries, "queries");
+    const auto k = ElementRowsOf(keys, "keys");
+    const auto v = ElementRowsOf(values, "values");
+    attnpool::attention_pool(pool_spec, q, k, v, ViewOf<float>(out, "out"),
+                             MaskOf<float>(mask), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_scaled_dot_product_attention_elements(
+    const attnpool_const_tensor* queries, const attnpool_element_tensor* keys,
+    const attnpool_element_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
+  return Guard([&] {
+    const auto q = Tensor<float>(queries, "queries");
+    const auto k = ElementTensorOf(keys, "keys");
+    const auto v = ElementTensorOf(values, "values");
+    const auto o = Tensor<float>(out, "out");
+    attnpool::scaled_dot_product_attention(
+        q, k, v, o, AttentionMaskOf<float>(mask), ScaleOf(scale),
+        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_to_bfloat16(const float* in, size_t count,
+                                     uint16_t* out) {
+  return Guard([&] {
+    attnpool::to_bfloat16(in, count, reinterpret_cast<attnpool::bf16*>(out));
+  });
+}
+
+attnpool_status attnpool_to_float16(const float* in, size_t count,
+                                    uint16_t* out) {
+  return Guard([&] {
+    attnpool::to_float16(in, count, reinterpret_cast<attnpool::f16*>(out));
+  });
+}
+
+attnpool_status attnpool_bfloat16_to_float(const uint16_t* in, size_t count,
+                                           float* out) {
+  return Guard([&] {
+    attnpool::to_float(reinterpret_cast<const attnpool::bf16*>(in), count, out);
+  });
+}
+
+attnpool_status attnpool_float16_to_float(const uint16_t* in, size_t count,
+                                          float* out) {
+  return Guard([&] {
+    attnpool::to_float(reinterpret_cast<const attnpool::f16*>(in), count, out);
+  });
+}
+
+attnpool_status attnpool_quantize_rows(const attnpool_const_matrix* in,
+                                       const attnpool_matrix* out,
+                                       float* scales) {
+  return Guard([&] {
+    attnpool::quantize_rows(ViewOf<float>(in, "in"), ViewOf<int8_t>(out, "out"),
+                            scales);
+  });
+}
+
+attnpool_status attnpool_dequantize_rows(const attnpool_const_matrix* in,
+                                         const float* scales,
+                                         const attnpool_matrix* out) {
+  return Guard([&] {
+    attnpool::dequantize_rows({ViewOf<int8_t>(in, "in"), scales},
+                              ViewOf<float>(out, "out"));
+  });
+}
+
+}  // extern "C"
