@@ -18,6 +18,8 @@ OpenMP default).
 """
 
 from . import _core
+from ._elements import (Int8Rows, bfloat16_to_float, dequantize_rows,
+                        quantize_rows, to_bfloat16)
 from ._layers import (additive_attention, alibi_slopes, multi_head_attention,
                       scaled_dot_product_attention,
                       scaled_dot_product_attention_paged,
@@ -60,5 +62,6 @@ __all__ = [
     "additive_attention", "multi_head_attention", "alibi_slopes", "NadarayaWatson",
     "cross_validate", "bandwidth_rule", "targets", "supported_targets",
     "active_target", "force_target", "reset_target", "last_run_target",
-    "last_fused_path", "KERNELS", "DISTANCES", "NORMALIZATIONS",
+    "last_fused_path", "KERNELS", "DISTANCES", "NORMALIZATIONS", "Int8Rows",
+    "to_bfloat16", "bfloat16_to_float", "quantize_rows", "dequantize_rows",
 ]

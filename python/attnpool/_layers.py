@@ -7,6 +7,7 @@ from typing import Optional
 import numpy as np
 
 from . import _core
+from ._elements import element, float32_queries, is_narrow
 from ._checks import (as_input, float_dtype, masks, offsets, optional_input,
                       output, shape_of, threads_of)
 
@@ -41,17 +42,40 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
     standard slopes: :func:`alibi_slopes`); ``sinks`` (Hq,): attention
     sinks, head h's logit joins its softmax's denominator with no value.
     PyTorch CPU tensors are read without a copy.
+
+    Keys and values may be stored in reduced precision, as KV caches are
+    (each its own): uint16 bfloat16 bit patterns, float16, or
+    :class:`Int8Rows` (data (B, Hkv, m, d), scales (B, Hkv, m)); queries
+    are then float32, and so is the result. Decoding reads them in place.
     """
+    mask_arguments = (valid_lengths, causal, causal_offset, window, bias,
+                      visible, softcap, alibi_slopes, sinks)
+    if is_narrow(keys) or is_narrow(values):
+        queries = float32_queries(queries)
+        keys, values = element("keys", keys), element("values", values)
+        return _sdpa(_core.scaled_dot_product_attention_elements, queries,
+                     (*keys, *values), np.float32, mask_arguments, scale,
+                     empty_rows, out, threads)
     queries, keys, values, dtype = _tensors(queries, keys, values)
+    return _sdpa(_core.scaled_dot_product_attention, queries, (keys, values),
+                 dtype, mask_arguments, scale, empty_rows, out, threads)
+
+
+def _sdpa(function, queries, keys_values: tuple, dtype, mask_arguments: tuple,
+          scale, empty_rows: str, out, threads) -> np.ndarray:
+    """One SDPA call of the core: keys_values as `function` takes them, the
+    values' array at index len // 2 (after the keys' arguments)."""
+    (valid_lengths, causal, causal_offset, window, bias, visible, softcap,
+     alibi_slopes, sinks) = mask_arguments
     b, h, n, _ = shape_of("queries", queries, 4)
-    dv = shape_of("values", values, 4)[3]
+    dv = shape_of("values", keys_values[len(keys_values) // 2], 4)[3]
     out = output("out", out, (b, h, n, dv), dtype)
-    _core.scaled_dot_product_attention(
-        queries, keys, values, out,
-        masks(n, valid_lengths, causal, causal_offset, window, bias, visible, batch=b,
-              softcap=softcap, alibi=alibi_slopes, sinks=sinks, heads=h),
-        None if scale is None else float(scale), empty_rows,
-        threads_of(threads))
+    function(queries, *keys_values, out,
+             masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
+                   batch=b, softcap=softcap, alibi=alibi_slopes, sinks=sinks,
+                   heads=h),
+             None if scale is None else float(scale), empty_rows,
+             threads_of(threads))
     return out
 
 

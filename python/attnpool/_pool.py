@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _core
 from ._checks import as_input, float_dtype, masks, output, shape_of, threads_of
+from ._elements import element, float32_queries, is_narrow
 
 
 def _spec(distance: str, kernel: str, bandwidth: float, scale: Optional[float],
@@ -49,7 +50,27 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
     softmax's denominator with no value. Runs the fused
     kernel, which never forms the n×m weights; with ``return_weights`` the
     staged pipeline, returning ``(out, weights)``.
+
+    Keys and values may be stored in reduced precision (each its own):
+    uint16 bfloat16 bit patterns, float16, or :class:`Int8Rows`; queries
+    are then float32, and so is the result (not with ``return_weights``).
     """
+    if is_narrow(keys) or is_narrow(values):
+        if return_weights:
+            raise ValueError("return_weights: not with reduced-precision keys "
+                             "or values")
+        queries = float32_queries(queries)
+        n = shape_of("queries", queries, 2)[0]
+        keys, values = element("keys", keys), element("values", values)
+        out = output("out", out, (n, shape_of("values", values[0], 2)[1]),
+                     np.float32)
+        _core.attention_pool_elements(
+            _spec(distance, kernel, bandwidth, scale, normalize, empty_rows),
+            queries, *keys, *values, out,
+            masks(n, valid_lengths, causal, causal_offset, window, bias,
+                  visible, softcap=softcap, alibi=alibi_slope, sinks=sink),
+            threads_of(threads))
+        return out
     queries, keys, values, dtype, n, m, dv = _inputs(queries, keys, values)
     out = output("out", out, (n, dv), dtype)
     weights = np.empty((n, m), dtype=dtype) if return_weights else None

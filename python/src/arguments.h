@@ -159,5 +159,6 @@ void DefineStages(nb::module_& m);      // stages.cc
 void DefinePool(nb::module_& m);        // pool.cc
 void DefineLayers(nb::module_& m);      // layers.cc
 void DefineRegression(nb::module_& m);  // regression.cc
+void DefineElements(nb::module_& m);    // elements.cc
 
 }  // namespace attnpool_python

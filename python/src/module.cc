@@ -46,6 +46,7 @@ NB_MODULE(_core, m) {
   DefinePool(m);
   DefineLayers(m);
   DefineRegression(m);
+  DefineElements(m);
   m.def("compiled_targets", &attnpool::compiled_targets);
   m.def("supported_targets", &attnpool::supported_targets);
   m.def("active_target", &attnpool::active_target);

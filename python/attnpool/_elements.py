@@ -1,0 +1,88 @@
+"""Keys and values in reduced precision, as inference engines keep their KV
+caches: bfloat16 (uint16 bit patterns: NumPy has no bfloat16), binary16
+(NumPy's float16) and int8 rows with one float32 scale each (Int8Rows).
+Every computation is in float32, on the float values the elements hold."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _core
+from ._checks import as_input
+
+
+class Int8Rows(NamedTuple):
+    """int8 rows with one scale per row: element (..., r, c) is
+    ``scales[..., r] * data[..., r, c]``. :func:`quantize_rows` makes one."""
+    data: np.ndarray
+    scales: np.ndarray
+
+
+def to_bfloat16(x) -> np.ndarray:
+    """float32 → bfloat16 bit patterns (uint16, the same shape): rounded to
+    nearest, ties to even; ±inf beyond the largest finite value; NaN kept."""
+    x = np.ascontiguousarray(as_input(x), dtype=np.float32)
+    out = np.empty(x.shape, dtype=np.uint16)
+    _core.to_bfloat16(x.reshape(-1), out.reshape(-1))
+    return out
+
+
+def bfloat16_to_float(bits) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) → float32, exactly."""
+    bits = np.ascontiguousarray(as_input(bits), dtype=np.uint16)
+    out = np.empty(bits.shape, dtype=np.float32)
+    _core.bfloat16_to_float(bits.reshape(-1), out.reshape(-1))
+    return out
+
+
+def quantize_rows(x) -> Int8Rows:
+    """Each row (last axis) of float32 ``x`` to int8 with the scale
+    max|row| / 127, rounded to nearest even."""
+    x = np.ascontiguousarray(as_input(x), dtype=np.float32)
+    rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    data = np.empty(rows.shape, dtype=np.int8)
+    scales = np.empty(rows.shape[0], dtype=np.float32)
+    _core.quantize_rows(rows, data, scales)
+    return Int8Rows(data.reshape(x.shape), scales.reshape(x.shape[:-1]))
+
+
+def dequantize_rows(rows: Int8Rows) -> np.ndarray:
+    """The float32 values of int8 rows: scale · element, rounded once."""
+    return (rows.scales[..., None].astype(np.float32) *
+            rows.data.astype(np.float32)).astype(np.float32)
+
+
+def is_narrow(array) -> bool:
+    """Whether keys or values are stored in a reduced-precision type."""
+    return isinstance(array, Int8Rows) or (
+        isinstance(array, np.ndarray) and array.dtype in (np.float16, np.uint16))
+
+
+def element(name: str, array) -> tuple:
+    """Keys or values as the core's element functions take them: (array
+    with contiguous rows, element type name, int8 scales or None)."""
+    if isinstance(array, Int8Rows):
+        return (np.ascontiguousarray(array.data),
+                "int8", np.ascontiguousarray(array.scales, dtype=np.float32))
+    array = as_input(array)
+    names = {np.dtype(np.float32): "float32", np.dtype(np.uint16): "bfloat16",
+             np.dtype(np.float16): "float16"}
+    if array.dtype not in names:
+        raise TypeError(f"{name}: dtype {array.dtype} is not a key/value element "
+                        "type (float32; uint16 bfloat16 bits; float16; Int8Rows)")
+    return np.ascontiguousarray(array), names[array.dtype], None
+
+
+def float32_queries(queries) -> np.ndarray:
+    queries = as_input(queries)
+    if queries.dtype != np.float32:
+        raise TypeError(f"queries: dtype {queries.dtype}; reduced-precision keys "
+                        "or values take float32 queries")
+    return queries
+
+
+def shape(array) -> tuple:
+    return array.data.shape if isinstance(array, Int8Rows) else np.shape(array)
+

@@ -1,0 +1,93 @@
+"""Reduced-precision keys and values (bfloat16 bits, float16, Int8Rows):
+bitwise the float32 calls on the values they hold, on every target; the
+conversions; errors naming the argument."""
+import numpy as np
+import pytest
+
+import attnpool
+from conftest import rng_for
+
+
+def bfloat16_reference(x):
+    """float32 → bfloat16 bits, nearest even, NaN quiet: by integer rounding."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+    return rounded
+
+
+def test_conversions(target):
+    rng = rng_for("conversions", target)
+    x = np.concatenate([rng.standard_normal(1000).astype(np.float32) * 1e3,
+                        np.array([0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, 1e-40],
+                                 dtype=np.float32)])
+    bits = attnpool.to_bfloat16(x)
+    assert bits.dtype == np.uint16
+    np.testing.assert_array_equal(bits, bfloat16_reference(x))
+    back = attnpool.bfloat16_to_float(bits)
+    np.testing.assert_array_equal(back.view(np.uint32), bits.astype(np.uint32) << 16)
+    rows = attnpool.quantize_rows(x[:1000].reshape(10, 100))
+    assert rows.data.dtype == np.int8 and rows.scales.shape == (10,)
+    np.testing.assert_array_equal(
+        rows.scales, np.abs(x[:1000].reshape(10, 100)).max(axis=1) / np.float32(127))
+    held = attnpool.dequantize_rows(rows)
+    assert np.all(np.abs(held - x[:1000].reshape(10, 100)) <=
+                  rows.scales[:, None] * 0.5001)
+
+
+def narrow_forms(rng, array):
+    """(stored, held float32 values) for each element type."""
+    bits = attnpool.to_bfloat16(array)
+    half = array.astype(np.float16)
+    rows = attnpool.quantize_rows(array)
+    return [(bits, attnpool.bfloat16_to_float(bits)),
+            (half, half.astype(np.float32)),
+            (rows, attnpool.dequantize_rows(rows))]
+
+
+@pytest.mark.parametrize("n", [2, 40])
+def test_attention_pool(target, n):
+    rng = rng_for("pool", target, n)
+    q = rng.standard_normal((n, 16)).astype(np.float32)
+    k = rng.standard_normal((300, 16)).astype(np.float32)
+    v = rng.standard_normal((300, 5)).astype(np.float32)
+    for (keys, held_keys), (values, held_values) in zip(narrow_forms(rng, k),
+                                                        narrow_forms(rng, v)[::-1]):
+        for spec in ({"distance": "dot", "kernel": "exp", "normalize": "softmax"},
+                     {"distance": "sqeuclidean", "kernel": "gaussian",
+                      "bandwidth": 3.0}):
+            got = attnpool.attention_pool(q, keys, values, causal=True,
+                                          causal_offset=250, **spec)
+            want = attnpool.attention_pool(q, held_keys, held_values, causal=True,
+                                           causal_offset=250, **spec)
+            np.testing.assert_array_equal(got, want)
+
+
+def test_sdpa_grouped_heads(target):
+    rng = rng_for("sdpa", target)
+    q = rng.standard_normal((2, 4, 3, 32)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 200, 32)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 200, 32)).astype(np.float32)
+    for (keys, held_keys), (values, held_values) in zip(narrow_forms(rng, k),
+                                                        narrow_forms(rng, v)):
+        got = attnpool.scaled_dot_product_attention(q, keys, values, causal=True,
+                                                    causal_offset=197)
+        want = attnpool.scaled_dot_product_attention(q, held_keys, held_values,
+                                                     causal=True, causal_offset=197)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_errors():
+    q = np.ones((2, 4), dtype=np.float32)
+    k = attnpool.to_bfloat16(np.ones((3, 4), dtype=np.float32))
+    v = np.ones((3, 2), dtype=np.float32)
+    with pytest.raises(TypeError, match="queries"):
+        attnpool.attention_pool(q.astype(np.float64), k, v)
+    with pytest.raises(TypeError, match="values"):
+        attnpool.attention_pool(q, k, v.astype(np.int32))
+    with pytest.raises(ValueError, match="keys_scales"):
+        attnpool.attention_pool(
+            q, attnpool.Int8Rows(np.ones((3, 4), np.int8), np.ones(2, np.float32)), v)
+    with pytest.raises(ValueError, match="return_weights"):
+        attnpool.attention_pool(q, k, v, return_weights=True)
