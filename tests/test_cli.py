@@ -132,6 +132,56 @@ class CliTest(unittest.TestCase):
                 np.testing.assert_allclose(w, expected_w, rtol=tolerance * 10, atol=1e-30)
                 np.testing.assert_allclose(out, expected_w @ y, rtol=tolerance * 10)
 
+    def test_reduced_precision_keys_and_values(self):
+        # float16 ('<f2'), bfloat16 bits ('<u2' with --keys-dtype) and int8
+        # ('|i1' with row scales): bitwise the float32 run on the values
+        # they hold.
+        q = self.rng.standard_normal((6, 8)).astype(np.float32)
+        k = self.rng.standard_normal((40, 8)).astype(np.float32)
+        v = self.rng.standard_normal((40, 3)).astype(np.float32)
+        bits = ((k.view(np.uint32).astype(np.uint64) + 0x7FFF +
+                 ((k.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        scales = (np.abs(v).max(axis=1) / np.float32(127)).astype(np.float32)
+        v8 = np.rint(v * (np.float32(127) / np.abs(v).max(axis=1))[:, None]).astype(np.int8)
+        held_keys = {"f16": k.astype(np.float16).astype(np.float32),
+                     "bf16": (bits.astype(np.uint32) << 16).view(np.float32)}
+        stored_keys = {"f16": (self.save("k16.npy", k.astype(np.float16)), []),
+                       "bf16": (self.save("kb.npy", bits), ["--keys-dtype", "bfloat16"])}
+        held_values = (scales[:, None] * v8.astype(np.float32)).astype(np.float32)
+        spec = ["--distance", "dot", "--kernel", "exp", "--normalize", "softmax",
+                "--causal", "--causal-offset", "30"]
+        for name in ("f16", "bf16"):
+            with self.subTest(keys=name):
+                path, options = stored_keys[name]
+                self.run_cli("pool", "--queries", self.save("q.npy", q), "--keys", path,
+                             *options, "--values", self.save("v8.npy", v8),
+                             "--value-scales", self.save("vs.npy", scales), *spec,
+                             "-o", self.path("narrow.npy"))
+                self.run_cli("pool", "--queries", self.path("q.npy"), "--keys",
+                             self.save("kh.npy", held_keys[name]), "--values",
+                             self.save("vh.npy", held_values), *spec, "-o",
+                             self.path("held.npy"))
+                np.testing.assert_array_equal(np.load(self.path("narrow.npy")),
+                                              np.load(self.path("held.npy")))
+        base = ["pool", "-o", self.path("o.npy")]
+        q32 = ["--queries", self.path("q.npy")]
+        for args, message in [
+                (q32 + ["--keys", self.path("kb.npy"), "--values", self.path("vh.npy")],
+                 "give --keys-dtype bfloat16"),
+                (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("v8.npy")],
+                 "give its row scales with --value-scales"),
+                (q32 + ["--keys", self.path("kh.npy"), "--values", self.path("vh.npy"),
+                        "--key-scales", self.path("vs.npy")],
+                 "--key-scales applies to reduced-precision keys or values only"),
+                (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("vh.npy"),
+                        "--weights", self.path("w.npy")],
+                 "--weights: not with reduced-precision"),
+                (["--queries", self.save("q64.npy", q.astype(np.float64)),
+                  "--keys", self.path("k16.npy"), "--values", self.path("vh.npy")],
+                 "must be float32 beside reduced-precision")]:
+            with self.subTest(message=message):
+                self.expect_error(base + args, message)
+
     def test_sdpa_matrices_and_masks(self):
         n, m, d, dv = 37, 29, 8, 3
         q, k = self.rng.standard_normal((n, d)), self.rng.standard_normal((m, d))
@@ -778,8 +828,9 @@ class CliTest(unittest.TestCase):
             # name: (file content, expected message)
             "int32.npy": (npy_bytes("<i4", (4, 3), good.astype(np.int32).tobytes()),
                           "dtype int32 is not supported: use float32 or float64"),
+            # float16 keys and values are read; float16 queries are not
             "float16.npy": (npy_bytes("<f2", (4, 3), good.astype(np.float16).tobytes()),
-                            "dtype '<f2' is not supported"),
+                            "dtype float16 is not supported: use float32 or float64"),
             "complex.npy": (npy_bytes("<c8", (4, 3), bytes(96)), "dtype '<c8' is not supported"),
             "bigendian.npy": (npy_bytes(">f4", (4, 3), good.astype(">f4").tobytes()),
                               "big-endian"),

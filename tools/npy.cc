@@ -34,6 +34,9 @@ constexpr TypeInfo kTypes[] = {
     {NpyType::uint64, "uint64", "<u8", 8},
     {NpyType::bool8, "bool", "|b1", 1},
     {NpyType::uint8, "uint8", "|u1", 1},
+    {NpyType::float16, "float16", "<f2", 2},
+    {NpyType::uint16, "uint16", "<u2", 2},
+    {NpyType::int8, "int8", "|i1", 1},
 };
 
 const TypeInfo& Info(NpyType type) {
@@ -106,6 +109,8 @@ class HeaderParser {
       return NpyType::bool8;
     if (descr == "<u1" || descr == "=u1" || descr == ">u1")
       return NpyType::uint8;
+    if (descr == "<i1" || descr == "=i1" || descr == ">i1")
+      return NpyType::int8;
     if (descr.size() == 3 && descr[0] == '>') {
       throw NpyError("dtype '" + descr + "' is big-endian; save a.astype('<" +
                      descr.substr(1) + "') instead");

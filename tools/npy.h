@@ -5,7 +5,7 @@
 // literal {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } padded
 // with spaces and ended by '\n', then the raw C-order data. Read: versions
 // 1.0, 2.0 and 3.0, little-endian float32/float64/int32/int64/uint32/uint64,
-// bool and uint8, C order, any number of dimensions. Everything else (other
+// float16/uint16/int8 (reduced-precision keys and values), bool and uint8, C order, any number of dimensions. Everything else (other
 // dtypes, big-endian, Fortran order, object arrays, truncated or malformed
 // headers, data shorter or longer than the shape says) is rejected with an
 // NpyError whose message says what is wrong and how to fix it.
@@ -35,7 +35,10 @@ enum class NpyType {
   uint32,
   uint64,
   bool8,
-  uint8
+  uint8,
+  float16,  // keys and values stored as binary16
+  uint16,   // bfloat16 bit patterns (--keys-dtype bfloat16)
+  int8      // int8 keys and values, with their scales
 };
 
 // "float32", "int64", ...

@@ -19,9 +19,14 @@ void RequireFloat(const std::string& label, const NpyArray& array) {
 }
 
 InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
+  InputMatrix matrix = LoadAnyMatrix(option, path);
+  RequireFloat(matrix.Label(), matrix.array);
+  return matrix;
+}
+
+InputMatrix LoadAnyMatrix(const std::string& option, const std::string& path) {
   InputMatrix matrix{option, path, Load(option, path)};
   const auto& shape = matrix.array.shape;
-  RequireFloat(matrix.Label(), matrix.array);
   if (shape.size() == 2) {
     matrix.rows = shape[0];
     matrix.cols = shape[1];

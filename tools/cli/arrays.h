@@ -40,6 +40,8 @@ NpyArray Load(const std::string& option, const std::string& path);
 void RequireFloat(const std::string& label, const NpyArray& array);
 
 InputMatrix LoadMatrix(const std::string& option, const std::string& path);
+// The same for an array of any dtype (keys and values may be narrow).
+InputMatrix LoadAnyMatrix(const std::string& option, const std::string& path);
 
 // The matrix of the required option `option` (RequireOptions has checked it
 // is given).

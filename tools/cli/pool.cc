@@ -1,9 +1,11 @@
 // attnpool pool: attention pooling of the values by the kernel weights of
 // the query-key distances, with the masks.
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tools/cli/arrays.h"
@@ -14,8 +16,90 @@
 namespace attnpool_cli {
 namespace {
 
+// Keys or values stored in a reduced-precision element type (element.h),
+// the file's dtype saying which: '<f2' float16, '|i1' int8 (with a float32
+// scales file, one per row), '<u2' bfloat16 bit patterns (said with
+// --keys-dtype / --values-dtype bfloat16); '<f4' float32 beside a narrow
+// other.
+struct StoredRows {
+  attnpool::ElementType type = attnpool::ElementType::float32;
+  NpyArray scales;
+
+  attnpool::ElementRows Rows(const InputMatrix& matrix) const {
+    attnpool::ElementRows rows;
+    rows.type = type;
+    rows.data = matrix.array.storage.get();
+    rows.rows = matrix.rows;
+    rows.cols = matrix.cols;
+    rows.stride = matrix.cols;
+    if (type == attnpool::ElementType::int8) rows.scales = scales.data<float>();
+    return rows;
+  }
+};
+
+// Whether `matrix` (keys or values) is stored narrow.
+bool IsNarrow(const InputMatrix& matrix) {
+  return matrix.array.type == NpyType::float16 ||
+         matrix.array.type == NpyType::uint16 ||
+         matrix.array.type == NpyType::int8;
+}
+
+StoredRows StoredRowsOf(const Arguments& arguments, const InputMatrix& matrix,
+                        const std::string& dtype_option,
+                        const std::string& scales_option) {
+  StoredRows stored;
+  const auto dtype = arguments.Get(dtype_option);
+  switch (matrix.array.type) {
+    case NpyType::float32:
+      break;
+    case NpyType::float16:
+      stored.type = attnpool::ElementType::float16;
+      break;
+    case NpyType::int8:
+      stored.type = attnpool::ElementType::int8;
+      break;
+    case NpyType::uint16:
+      if (!dtype || *dtype != "bfloat16") {
+        throw CliError{matrix.Label() + " is uint16: give " + dtype_option +
+                       " bfloat16 if it holds bfloat16 bit patterns"};
+      }
+      stored.type = attnpool::ElementType::bfloat16;
+      break;
+    default:
+      throw CliError{matrix.Label() + " is " + NpyTypeName(matrix.array.type) +
+                     ": beside reduced-precision keys or values, use float32 "
+                     "('<f4'), float16 ('<f2'), bfloat16 bits ('<u2') or int8 "
+                     "('|i1')"};
+  }
+  if (dtype &&
+      attnpool::element_type_from_name(dtype->c_str()) != stored.type) {
+    throw CliError{dtype_option + " " + *dtype + " but " + matrix.Label() +
+                   " is " + NpyTypeName(matrix.array.type)};
+  }
+  const auto scales_path = arguments.Get(scales_option);
+  if (stored.type == attnpool::ElementType::int8) {
+    if (!scales_path) {
+      throw CliError{matrix.Label() + " is int8: give its row scales with " +
+                     scales_option + " S.npy (float32, one per row)"};
+    }
+    stored.scales = Load(scales_option, *scales_path);
+    if (stored.scales.type != NpyType::float32) {
+      throw CliError{scales_option + " " + *scales_path + " is " +
+                     NpyTypeName(stored.scales.type) + ", not float32"};
+    }
+    RequireArrayShape(scales_option + " " + *scales_path, stored.scales,
+                      {matrix.rows}, "one scale per row of " + matrix.Label());
+  } else if (scales_path) {
+    throw CliError{scales_option + " applies to int8 " + matrix.option +
+                   " only"};
+  }
+  return stored;
+}
+
 struct PoolInputs {
   InputMatrix queries, keys, values;
+  // Set when keys or values are narrow (the queries then float32).
+  std::optional<StoredRows> stored_keys, stored_values;
   std::optional<InputMatrix> bias;
   std::optional<NpyArray> visible;
   std::vector<size_t> valid_lengths;
@@ -27,20 +111,20 @@ struct PoolInputs {
 
 // The one place that runs the pooling, on a block of query rows: the fused
 // kernel (no n x m matrix), or the staged pipeline when the weights of the
-// block are wanted (weights.data non-null).
-template <typename T>
+// block are wanted (weights.data non-null; keys and values of T).
+template <typename T, typename Rows>
 void PoolBlock(const attnpool::PoolSpec& spec,
-               attnpool::ConstMatrixView<T> queries,
-               attnpool::ConstMatrixView<T> keys,
-               attnpool::ConstMatrixView<T> values, attnpool::MatrixView<T> out,
+               attnpool::ConstMatrixView<T> queries, const Rows& keys,
+               const Rows& values, attnpool::MatrixView<T> out,
                attnpool::MatrixView<T> weights, const attnpool::Mask<T>& mask,
                const attnpool::Execution& execution) {
-  if (weights.data != nullptr) {
-    attnpool::attention_pool_staged(spec, queries, keys, values, out, weights,
-                                    mask, execution);
-  } else {
-    attnpool::attention_pool(spec, queries, keys, values, out, mask, execution);
+  if constexpr (std::is_same<Rows, attnpool::ConstMatrixView<T>>::value) {
+    if (weights.data != nullptr) {
+      return attnpool::attention_pool_staged(spec, queries, keys, values, out,
+                                             weights, mask, execution);
+    }
   }
+  attnpool::attention_pool(spec, queries, keys, values, out, mask, execution);
 }
 
 // The mask of query rows [begin, begin + count) of the whole call's mask.
@@ -72,8 +156,8 @@ template <typename T>
 int RunPool(const PoolInputs& inputs, const std::string& out_path,
             const std::optional<std::string>& weights_path, const Run& run) {
   const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
-  Results results =
-      PoolResults(out_path, weights_path, rows, inputs.values, key_count);
+  Results results = PoolResults(out_path, weights_path, rows, inputs.values,
+                                key_count, inputs.queries.array.type);
   attnpool::Mask<T> mask;
   if (inputs.has_valid_lengths)
     mask.valid_lengths = inputs.valid_lengths.data();
@@ -86,15 +170,25 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
     mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
   }
   const auto queries = View<T>(inputs.queries);
-  const auto keys = View<T>(inputs.keys);
-  const auto values = View<T>(inputs.values);
-  const auto compute_time =
-      ComputeInChunks(run, rows, key_count, [&](size_t begin, size_t count) {
-        PoolBlock<T>(inputs.spec, Rows(queries, begin, count), keys, values,
-                     MatrixRows<T>(results.out, begin, count),
-                     WeightRows<T>(results, begin, count),
-                     MaskRows(mask, begin, count), run.settings.execution);
-      });
+  const auto pool = [&](const auto& keys, const auto& values) {
+    return ComputeInChunks(
+        run, rows, key_count, [&](size_t begin, size_t count) {
+          PoolBlock<T>(inputs.spec, Rows(queries, begin, count), keys, values,
+                       MatrixRows<T>(results.out, begin, count),
+                       WeightRows<T>(results, begin, count),
+                       MaskRows(mask, begin, count), run.settings.execution);
+        });
+  };
+  std::chrono::steady_clock::duration compute_time{};
+  if constexpr (std::is_same<T, float>::value) {
+    if (inputs.stored_keys) {
+      compute_time = pool(inputs.stored_keys->Rows(inputs.keys),
+                          inputs.stored_values->Rows(inputs.values));
+    }
+  }
+  if (!inputs.stored_keys) {
+    compute_time = pool(View<T>(inputs.keys), View<T>(inputs.values));
+  }
   return Finish(run, results, compute_time,
                 "n=" + std::to_string(rows) +
                     " m=" + std::to_string(key_count) +
@@ -125,9 +219,35 @@ int Pool(const Arguments& arguments) {
   inputs.sink = NumberOption(arguments, "--sink");
 
   const InputReading reading(arguments, settings);
-  LoadMatrices(arguments, {{"--queries", &inputs.queries},
-                           {"--keys", &inputs.keys},
-                           {"--values", &inputs.values}});
+  inputs.queries = LoadMatrix(arguments, "--queries");
+  inputs.keys = LoadAnyMatrix("--keys", arguments.Required("--keys"));
+  inputs.values = LoadAnyMatrix("--values", arguments.Required("--values"));
+  if (IsNarrow(inputs.keys) || IsNarrow(inputs.values)) {
+    if (inputs.queries.array.type != NpyType::float32) {
+      throw CliError{inputs.queries.Label() +
+                     " must be float32 beside reduced-precision keys or "
+                     "values"};
+    }
+    if (arguments.Get("--weights")) {
+      throw CliError{"--weights: not with reduced-precision keys or values"};
+    }
+    inputs.stored_keys =
+        StoredRowsOf(arguments, inputs.keys, "--keys-dtype", "--key-scales");
+    inputs.stored_values = StoredRowsOf(arguments, inputs.values,
+                                        "--values-dtype", "--value-scales");
+  } else {
+    for (const char* option :
+         {"--keys-dtype", "--values-dtype", "--key-scales", "--value-scales"}) {
+      if (arguments.Get(option)) {
+        throw CliError{std::string(option) +
+                       " applies to reduced-precision keys or values only"};
+      }
+    }
+    RequireFloat(inputs.keys.Label(), inputs.keys.array);
+    RequireFloat(inputs.values.Label(), inputs.values.array);
+    RequireSameType(inputs.queries, inputs.keys);
+    RequireSameType(inputs.queries, inputs.values);
+  }
   const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
   RequireSameColumns(inputs.queries, inputs.keys);
   RequireRowPerKey(inputs.keys, inputs.values);
@@ -190,7 +310,14 @@ Command PoolCommand() {
        MaskOptions({"integers, n entries: query i sees keys j < L[i]",
                     "n x m, added to the scores before a softmax",
                     "n x m, bool or uint8: 0 hides key j from query i"}),
-       {{"--alibi-slope",
+       {{"--keys-dtype", "NAME",
+         "bfloat16: the keys file ('<u2') holds bfloat16 bit patterns "
+         "(float16 '<f2' and int8 '|i1' keys need no option)"},
+        {"--values-dtype", "NAME", "bfloat16: the same for the values"},
+        {"--key-scales", "S.npy",
+         "int8 keys' row scales (float32, m entries): key j is S[j] * K[j]"},
+        {"--value-scales", "S.npy", "int8 values' row scales (m entries)"},
+        {"--alibi-slope",
          "S",
          "ALiBi: S * (j - i - causal offset) added to each score",
          {"mask.alibi_slope"}},

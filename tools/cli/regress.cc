@@ -215,7 +215,8 @@ int RunRegress(const RegressInputs& inputs, const std::string& out_path,
   // The library's "bandwidth" comes from the option that chose it.
   const std::map<std::string, std::string> overrides = {
       {"bandwidth", inputs.bandwidth.option}};
-  Results results = PoolResults(out_path, weights_path, rows, inputs.y, size);
+  Results results = PoolResults(out_path, weights_path, rows, inputs.y, size,
+                                inputs.y.array.type);
   const auto x = View<T>(inputs.x);
   const auto y = View<T>(inputs.y);
   const auto queries = View<T>(inputs.queries);

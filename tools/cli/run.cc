@@ -120,8 +120,7 @@ CliError LibraryError(const attnpool::Error& error, const Command* command,
 
 Results PoolResults(const std::string& out_path,
                     const std::optional<std::string>& weights_path, size_t rows,
-                    const InputMatrix& values, size_t key_count) {
-  const NpyType type = values.array.type;
+                    const InputMatrix& values, size_t key_count, NpyType type) {
   return {out_path,
           attnpool_tools::MakeNpyArray(
               type, values.one_dimensional

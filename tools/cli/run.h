@@ -154,10 +154,10 @@ struct Results {
 // The results of pooling `rows` queries over `key_count` keys: rows x the
 // columns of `values` (`rows` entries when `values` is 1-D), and the rows x
 // key_count weights when --weights asks for them (else 0 x key_count: the
-// fused kernel forms none).
+// fused kernel forms none), both of dtype `type` (the queries').
 Results PoolResults(const std::string& out_path,
                     const std::optional<std::string>& weights_path, size_t rows,
-                    const InputMatrix& values, size_t key_count);
+                    const InputMatrix& values, size_t key_count, NpyType type);
 
 // Rows [begin, begin + count) of the weights of `results`, or a null view
 // when they are not asked for.
