@@ -452,11 +452,12 @@ void DistanceWindow(Distance distance, ConstMatrixView<T> queries,
 // Rows [row_begin, row_end) of the all-pairs matrix `out`.
 template <typename T>
 void DistanceRows(Distance distance, ConstMatrixView<T> queries,
-                  ConstMatrixView<T> keys, const detail::PackedKeys<T>& packed,
-                  MatrixView<T> out, size_t row_begin, size_t row_end) {
+                  const detail::RowList<T>& keys,
+                  const detail::PackedKeys<T>& packed, MatrixView<T> out,
+                  size_t row_begin, size_t row_end) {
   const size_t panel_count =
       (packed.count + packed.panel_width - 1) / packed.panel_width;
-  DistanceWindow(distance, queries, detail::RowList<T>(keys), packed,
+  DistanceWindow(distance, queries, keys, packed,
                  ScoreWindow<T>{out, row_begin, row_end, 0, panel_count});
 }
 

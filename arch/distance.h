@@ -45,13 +45,14 @@ int64_t PackDistanceKeys(Distance distance, const RowList<double>& keys,
                          double* key_factor);
 
 // out rows [row_begin, row_end) of the all-pairs distance matrix.
-// `keys` is the original view (for exact recomputation of cancelling pairs).
+// `keys` are the original rows (for exact recomputation of cancelling
+// pairs).
 int64_t DistanceRows(Distance distance, ConstMatrixView<float> queries,
-                     ConstMatrixView<float> keys,
+                     const RowList<float>& keys,
                      const PackedKeys<float>& packed, MatrixView<float> out,
                      size_t row_begin, size_t row_end);
 int64_t DistanceRows(Distance distance, ConstMatrixView<double> queries,
-                     ConstMatrixView<double> keys,
+                     const RowList<double>& keys,
                      const PackedKeys<double>& packed, MatrixView<double> out,
                      size_t row_begin, size_t row_end);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "arch/distance.h"
 #include "src/aligned_buffer.h"
@@ -22,27 +23,50 @@ constexpr size_t kQueryBlock = 96;
 // Key panels packed per dispatched call.
 constexpr size_t kPackBlock = 16;
 
+// Keys of T, or (T = float) of any element type, widened as they are
+// packed.
 template <typename T>
+detail::RowList<T> KeyRows(ConstMatrixView<T> keys) {
+  return keys;
+}
+inline detail::RowList<float> KeyRows(const ElementRows& keys) {
+  return detail::RowList<float>::Stored(keys);
+}
+
+template <typename T, typename Keys>
 void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
-                       ConstMatrixView<T> keys, MatrixView<T> out,
+                       const Keys& keys, MatrixView<T> out,
                        const Execution& execution) {
   detail::EnsureDispatchReady();
   detail::CheckEnum("distance", static_cast<int>(distance), kDistanceCount);
   detail::CheckExecution(execution);
-  detail::CheckBinaryRowOp("queries", queries, "keys", keys, "out", out,
-                           detail::Pairing::rows);
+  if constexpr (std::is_same<Keys, ConstMatrixView<T>>::value) {
+    detail::CheckBinaryRowOp("queries", queries, "keys", keys, "out", out,
+                             detail::Pairing::rows);
+  } else {
+    const auto query_bytes = detail::CheckView("queries", queries);
+    detail::ByteRange scale_bytes;
+    const auto key_bytes = detail::CheckView("keys", keys, &scale_bytes);
+    const auto out_bytes = detail::CheckView("out", out);
+    detail::CheckSize("keys.cols", keys.cols, queries.cols, "queries.cols");
+    detail::CheckSize("out.rows", out.rows, queries.rows, "queries.rows");
+    detail::CheckSize("out.cols", out.cols, keys.rows, "keys.rows");
+    detail::CheckNoOverlap("out", out_bytes, "queries", query_bytes);
+    detail::CheckNoOverlap("out", out_bytes, "keys", key_bytes);
+    detail::CheckNoOverlap("out", out_bytes, "keys.scales", scale_bytes);
+  }
 
   const size_t rows = queries.rows, key_count = keys.rows;
   detail::RecordRunTarget(0);
   if (rows == 0 || key_count == 0) return;
 
   const int threads = detail::ThreadCount(execution);
-  const auto packed =
-      detail::PackKeys(distance, detail::RowList<T>(keys), threads);
+  const detail::RowList<T> key_rows = KeyRows(keys);
+  const auto packed = detail::PackKeys(distance, key_rows, threads);
   detail::ForEachRowBlock(
       rows, kQueryBlock, threads, [&](size_t begin, size_t end) {
-        return detail::DistanceRows(distance, queries, keys, packed.view, out,
-                                    begin, end);
+        return detail::DistanceRows(distance, queries, key_rows, packed.view,
+                                    out, begin, end);
       });
 }
 
@@ -92,6 +116,13 @@ void pairwise_distances(Distance distance, ConstMatrixView<double> queries,
                         ConstMatrixView<double> keys, MatrixView<double> out,
                         const Execution& execution) {
   PairwiseDistances(distance, queries, keys, out, execution);
+}
+
+void pairwise_distances(Distance distance, ConstMatrixView<float> queries,
+                        const ElementRows& keys, MatrixView<float> out,
+                        const Execution& execution) {
+  PairwiseDistances<float, ElementRows>(distance, queries, keys, out,
+                                        execution);
 }
 
 }  // namespace attnpool

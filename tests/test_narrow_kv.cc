@@ -388,6 +388,34 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpa, "narrow_kv.sdpa", "[narrow_kv]") {
   }
 }
 
+// pairwise_distances to narrow keys: bitwise the float call on the values
+// they hold, every distance (the repair of cancelling pairs included).
+ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 92);
+  INFO("seed " << kSeed + 92);
+  TestMatrix<float> queries(37, 11), keys(53, 11);
+  queries.FillRandom(rng, 1);
+  keys.FillRandom(rng, 1);
+  for (size_t c = 0; c < 11; ++c) queries(0, c) = keys(0, c);  // cancelling
+  for (const TypePair& types : kTypePairs) {
+    const StoredRows stored(types.keys, keys);
+    // The first query equals the first key as stored.
+    for (size_t c = 0; c < 11; ++c) queries(0, c) = stored.held(0, c);
+    for (const auto& distance : attnpool::kDistances) {
+      INFO(distance.name << " keys " << attnpool::element_type_name(types.keys)
+                         << " on " << CurrentTarget());
+      TestMatrix<float> narrow(37, 53, 1, 2), held(37, 53, 1, 2);
+      attnpool::pairwise_distances(distance.distance, queries.view(),
+                                   stored.Rows(), narrow.view());
+      RequireRanOnTarget();
+      attnpool::pairwise_distances(distance.distance, queries.view(),
+                                   stored.held.view(), held.view());
+      REQUIRE(SameBits(narrow, held));
+    }
+  }
+}
+
 TEST_CASE("narrow_kv: bad element rows are named", "[narrow_kv]") {
   const PoolSpec spec{attnpool::Distance::dot,
                       {attnpool::Kernel::exp},

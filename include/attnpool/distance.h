@@ -1,6 +1,7 @@
 // Stage 1: all-pairs distances and similarity scores.
 #pragma once
 
+#include <attnpool/element.h>
 #include <attnpool/execution.h>
 #include <attnpool/matrix.h>
 #include <attnpool/table.h>
@@ -90,6 +91,11 @@ void pairwise_distances(Distance distance, ConstMatrixView<float> queries,
                         const Execution& execution = {});
 void pairwise_distances(Distance distance, ConstMatrixView<double> queries,
                         ConstMatrixView<double> keys, MatrixView<double> out,
+                        const Execution& execution = {});
+// pairwise_distances of float queries to keys stored in any element type
+// (element.h), computed in float on the values they hold.
+void pairwise_distances(Distance distance, ConstMatrixView<float> queries,
+                        const ElementRows& keys, MatrixView<float> out,
                         const Execution& execution = {});
 
 }  // namespace attnpool
