@@ -7,7 +7,7 @@
 // binary16 values are all floats, and an int8 element q of a row with
 // scale s is the float s·q, one rounding). So a result on narrow inputs
 // meets the float bounds against the double reference computed on the
-// values the narrow elements hold (docs/design.md §11).
+// values the narrow elements hold (docs/design.md §1, "Element types").
 #pragma once
 
 #include <attnpool/matrix.h>
