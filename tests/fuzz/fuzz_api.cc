@@ -28,12 +28,17 @@
 //   [15] window sides: left b % 8, right b / 8 % 8
 //   [16] adjustments: cap {0.25, 1, 3, 50}[b % 4], ALiBi slope {0.5,
 //       −0.25, 1/32, 3}[b / 4 % 4], sink {−1, 0, 2.5, +inf}[b / 16 % 4]
+//   [17] element types of keys (b % 4) and values (b / 4 % 4), ElementType
+//       (attention_pool on float; int8 dropped for non-finite rows): the
+//       inputs are rounded to what the type holds, checked as above, and
+//       the call on the narrow rows must give the float call's bits
 //   then per matrix (inputs in slot order, then the bias): a scale byte
 //   (2^(b % 17 − 8)) and one byte per element ((b − 125)/16 × scale, or with
 //   flag 2 and b ≥ 250 one of NaN, +inf, −inf, 0, −0, 1); then one byte per
 //   valid length (b % (m + 1)); then the visibility bits.
 #include <attnpool/attnpool.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +49,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tests/api_table.h"
@@ -88,6 +94,78 @@ T DecodeValue(uint8_t b, double scale, bool specials) {
   std::abort();
 }
 
+// Keys or values stored as `type`, dense: Store rounds the float view in
+// place to the values they hold (int8 keeps float for non-finite views).
+struct NarrowRows {
+  attnpool::ElementType type = attnpool::ElementType::float32;
+  std::vector<uint16_t> half;
+  std::vector<int8_t> bytes;
+  std::vector<float> floats, scales;
+  size_t rows = 0, cols = 0;
+
+  void Store(attnpool::ElementType requested, attnpool::MatrixView<float> v) {
+    type = requested;
+    rows = v.rows;
+    cols = v.cols;
+    floats.assign(rows * cols + 1, 0.0f);
+    for (size_t r = 0; r < rows; ++r) {
+      std::copy(v.row(r), v.row(r) + cols, floats.data() + r * cols);
+    }
+    const size_t count = rows * cols;
+    switch (type) {
+      case attnpool::ElementType::float32:
+        break;
+      case attnpool::ElementType::bfloat16:
+      case attnpool::ElementType::float16:
+        half.resize(count + 1);
+        if (type == attnpool::ElementType::bfloat16) {
+          attnpool::to_bfloat16(floats.data(), count,
+                                reinterpret_cast<attnpool::bf16*>(half.data()));
+          attnpool::to_float(reinterpret_cast<attnpool::bf16*>(half.data()),
+                             count, floats.data());
+        } else {
+          attnpool::to_float16(floats.data(), count,
+                               reinterpret_cast<attnpool::f16*>(half.data()));
+          attnpool::to_float(reinterpret_cast<attnpool::f16*>(half.data()),
+                             count, floats.data());
+        }
+        break;
+      case attnpool::ElementType::int8:
+        for (size_t k = 0; k < count; ++k) {
+          if (!std::isfinite(floats[k])) type = attnpool::ElementType::float32;
+        }
+        if (type != attnpool::ElementType::int8) break;
+        bytes.resize(count + 1);
+        scales.resize(rows + 1);
+        attnpool::quantize_rows({floats.data(), rows, cols},
+                                {bytes.data(), rows, cols}, scales.data());
+        attnpool::dequantize_rows({{bytes.data(), rows, cols}, scales.data()},
+                                  {floats.data(), rows, cols});
+        break;
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      std::copy(floats.data() + r * cols, floats.data() + (r + 1) * cols,
+                v.row(r));
+    }
+  }
+
+  attnpool::ElementRows Rows() const {
+    switch (type) {
+      case attnpool::ElementType::bfloat16:
+        return attnpool::ConstMatrixView<attnpool::bf16>(
+            reinterpret_cast<const attnpool::bf16*>(half.data()), rows, cols);
+      case attnpool::ElementType::float16:
+        return attnpool::ConstMatrixView<attnpool::f16>(
+            reinterpret_cast<const attnpool::f16*>(half.data()), rows, cols);
+      case attnpool::ElementType::int8:
+        return attnpool::Int8Rows{{bytes.data(), rows, cols}, scales.data()};
+      case attnpool::ElementType::float32:
+        break;
+    }
+    return attnpool::ConstMatrixView<float>(floats.data(), rows, cols);
+  }
+};
+
 template <typename T>
 void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   Sizes sizes;
@@ -125,7 +203,7 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   args.depth = sizes[kD];
   const int causal_offset = static_cast<int8_t>(bytes.Next()) % 8;
   const uint8_t extras = bytes.Next(), sides = bytes.Next(),
-                adjustments = bytes.Next();
+                adjustments = bytes.Next(), elements = bytes.Next();
 
   // Make the call valid: distance kernels need a distance, exp's default
   // scale needs d > 0, a bias needs scores.
@@ -203,6 +281,20 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
     }
   }
 
+  // Keys and values stored narrow, the inputs rounded to what they hold.
+  NarrowRows key_rows, value_rows;
+  const bool narrow = std::is_same<T, float>::value &&
+                      std::strcmp(api.name, "attention_pool") == 0 &&
+                      elements % 16 != 0;
+  if constexpr (std::is_same<T, float>::value) {
+    if (narrow) {
+      key_rows.Store(static_cast<attnpool::ElementType>(elements % 4),
+                     args.views[1]);
+      value_rows.Store(static_cast<attnpool::ElementType>(elements / 4 % 4),
+                       args.views[2]);
+    }
+  }
+
   // What was decoded, for a failure's report (formatted only then).
   const auto call = [&] {
     std::ostringstream text;
@@ -229,7 +321,9 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
          << " alibi=" << double(args.mask.alibi_slope)
          << " sink=" << (args.mask.sink ? double(*args.mask.sink) : -HUGE_VAL)
          << " visible=" << (args.mask.visible.data != nullptr)
-         << " specials=" << specials;
+         << " specials=" << specials
+         << " keys=" << attnpool::element_type_name(key_rows.type)
+         << " values=" << attnpool::element_type_name(value_rows.type);
     return text.str();
   };
 
@@ -258,6 +352,23 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
     if (!report.empty()) Fail("differs from the reference: " + report, where());
     if (!run->Untouched(snapshot)) {
       Fail("wrote outside its outputs (or into an input)", where());
+    }
+    if constexpr (std::is_same<T, float>::value) {
+      if (narrow) {
+        const auto out = run->args.views[3];
+        std::vector<float> narrow_out(out.rows * out.cols + 1);
+        const attnpool::MatrixView<float> o(narrow_out.data(), out.rows,
+                                            out.cols);
+        attnpool::attention_pool(run->args.spec(), run->args.views[0],
+                                 key_rows.Rows(), value_rows.Rows(), o,
+                                 run->args.mask, run->args.execution);
+        if (!SameBits<float>(o, out)) {
+          Fail(
+              "narrow keys/values differ from the float call on the values "
+              "they hold",
+              where());
+        }
+      }
     }
     if (args.execution.threads != 1 && t == rerun_target) {
       auto single = ws.Clone();

@@ -11,6 +11,7 @@ import random
 
 APIS = ["pairwise_distances", "apply_kernel", "normalize", "weighted_sum",
         "attention_pool_staged", "attention_pool_staged/workspace"]
+ATTENTION_POOL = 6  # its index in the API table
 
 
 def size(n):
@@ -27,13 +28,14 @@ def decoded(byte):
 
 def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
          normalization, flags=0, padding=1, offset=1, threads=2, causal=3,
-         extras=0, sides=0, adjustments=0, rng=None):
+         extras=0, sides=0, adjustments=0, elements=0, rng=None):
     sizes = [decoded(size(x)) for x in (n, m, d, dv)]
     # A large input: bit 128 of the flags, layout and threads bytes.
     large = 128 if sizes[0] * sizes[1] * (sizes[2] + sizes[3] + 1) > 1 << 12 else 0
     head = [api, flags | large | (1 if double else 0), size(n), size(m), size(d),
             size(dv), padding + 4 * offset + large, threads | large, distance, kernel,
-            bandwidth, scale, normalization, causal & 0xFF, extras, sides, adjustments]
+            bandwidth, scale, normalization, causal & 0xFF, extras, sides, adjustments,
+            elements]
     body = [rng.randrange(256) for _ in range(4096 - len(head))]
     return bytes(head + body)
 
@@ -43,7 +45,7 @@ def regressions():
     (each failed before its fix; see the comments)."""
     one, half, nan, inf, ninf = 141, 133, 250, 251, 252
     head = lambda api, flags, n, m, d, dv, distance, kernel, h, scale, norm: [
-        api, flags, n, m, d, dv, 0, 1, distance, kernel, h, scale, norm, 0, 0, 0, 0]
+        api, flags, n, m, d, dv, 0, 1, distance, kernel, h, scale, norm, 0, 0, 0, 0, 0]
     q = [8] + [one, half] * 30                      # 3 × 20
     k = [8] + [half] * 40 + [half] * 19 + [nan] + [one] * 20   # key 2 has a NaN
     return {
@@ -89,6 +91,19 @@ def main():
                                   causal=k - 3, extras=(k * 7 + api) % 32,
                                   sides=k * 9 + 2, adjustments=k * 37 + api,
                                   rng=rng))
+    # attention_pool over keys and values of every element type pair (keys
+    # b % 4, values b / 4 % 4), float, on each fused path's shapes.
+    narrow_shapes = [(20, 60, 16, 7), (2, 300, 64, 64), (30, 50, 3, 2),
+                     (9, 40, 1, 1)]
+    for k, (n, m, d, dv) in enumerate(narrow_shapes):
+        for elements in (1, 2, 3, 4 * 3 + 1, 4 * 1 + 2, 4 * 2):
+            seeds.append(seed(ATTENTION_POOL, False, n, m, d, dv, distance=3 if k < 2 else 0,
+                              kernel=k % 2 * 5, bandwidth=k + 2, scale=k % 3,
+                              normalization=2 if k < 2 else 1,
+                              flags=(8 if k == 0 else 0) | (4 if k == 2 else 0),
+                              padding=k % 4, offset=(k + 2) % 4, threads=2,
+                              causal=k, extras=(k * 5) % 32, sides=k * 9 + 3,
+                              adjustments=k * 21, elements=elements, rng=rng))
     for index, data in enumerate(seeds):
         with open(os.path.join(here, "seed-%03d" % index), "wb") as out:
             out.write(data)
