@@ -83,7 +83,18 @@ int64_t QuantizeRowsF32(ConstMatrixView<float> in, MatrixView<int8_t> out,
     int8_t* HWY_RESTRICT target = out.row(r);
     const float max = RowMaxAbs(row, in.cols);
     scales[r] = max / 127.0f;
-    const auto factor = hn::Set(df, max == 0.0f ? 0.0f : 127.0f / max);
+    // 127 / max overflows for max below 127 / FLT_MAX (subnormal rows):
+    // those rows are scaled in double, element by element.
+    const float ratio = max == 0.0f ? 0.0f : 127.0f / max;
+    if (!std::isfinite(ratio)) {
+      const double factor = 127.0 / double(max);
+      for (size_t c = 0; c < in.cols; ++c) {
+        target[c] =
+            static_cast<int8_t>(std::nearbyint(double(row[c]) * factor));
+      }
+      continue;
+    }
+    const auto factor = hn::Set(df, ratio);
     for (size_t c = 0; c < in.cols; c += N) {
       const size_t count = std::min(N, in.cols - c);
       const auto q = hn::DemoteTo(
@@ -101,14 +112,14 @@ int64_t QuantizeRowsF32(ConstMatrixView<float> in, MatrixView<int8_t> out,
 }
 
 int64_t DequantizeRowsF32(ConstMatrixView<int8_t> in,
-                          const float* HWY_RESTRICT scales,
+                          const float* HWY_RESTRICT scales, size_t scale_stride,
                           MatrixView<float> out) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   for (size_t r = 0; r < in.rows; ++r) {
     const int8_t* HWY_RESTRICT row = in.row(r);
     float* HWY_RESTRICT target = out.row(r);
-    const auto scale = hn::Set(df, scales[r]);
+    const auto scale = hn::Set(df, scales[r * scale_stride]);
     for (size_t c = 0; c < in.cols; c += N) {
       const size_t count = std::min(N, in.cols - c);
       StorePrefix(df, hn::Mul(scale, LoadWidePrefix(df, row + c, count)),
@@ -150,8 +161,8 @@ int64_t QuantizeRows(ConstMatrixView<float> in, MatrixView<int8_t> out,
   return HWY_DYNAMIC_DISPATCH(QuantizeRowsF32)(in, out, scales);
 }
 int64_t DequantizeRows(ConstMatrixView<int8_t> in, const float* scales,
-                       MatrixView<float> out) {
-  return HWY_DYNAMIC_DISPATCH(DequantizeRowsF32)(in, scales, out);
+                       size_t scale_stride, MatrixView<float> out) {
+  return HWY_DYNAMIC_DISPATCH(DequantizeRowsF32)(in, scales, scale_stride, out);
 }
 
 }  // namespace detail

@@ -18,11 +18,11 @@ int64_t FromBF16Array(const uint16_t* in, size_t count, float* out);
 int64_t FromF16Array(const uint16_t* in, size_t count, float* out);
 
 // element.h's quantize_rows and dequantize_rows, on checked arguments (in
-// finite).
+// finite; row r's scale at scales[r · scale_stride]).
 int64_t QuantizeRows(ConstMatrixView<float> in, MatrixView<int8_t> out,
                      float* scales);
 int64_t DequantizeRows(ConstMatrixView<int8_t> in, const float* scales,
-                       MatrixView<float> out);
+                       size_t scale_stride, MatrixView<float> out);
 
 }  // namespace detail
 }  // namespace attnpool

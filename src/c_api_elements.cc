@@ -48,8 +48,8 @@ attnpool::ElementRows ElementRowsOf(const attnpool_element_tensor* tensor,
                                     const char* argument) {
   const attnpool::ElementTensor t = ElementTensorOf(tensor, argument);
   const std::string name = argument;
-  attnpool::detail::CheckSize(name + ".data.batch", t.batch, 1, "1");
-  attnpool::detail::CheckSize(name + ".data.heads", t.heads, 1, "1");
+  attnpool::detail::CheckSize(name + ".batch", t.batch, 1, "1");
+  attnpool::detail::CheckSize(name + ".heads", t.heads, 1, "1");
   if (t.type == attnpool::ElementType::int8) {
     attnpool::detail::CheckTensor(name, t);  // the scales' shape
   }

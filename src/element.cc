@@ -99,11 +99,11 @@ void dequantize_rows(const Int8Rows& in, MatrixView<float> out) {
   detail::CheckNoOverlap("out", out_bytes, "in.data", in_bytes);
   if (in.data.rows == 0) return;
   if (in.scales == nullptr) throw Error("in.scales", "is null");
-  const auto scale_begin = reinterpret_cast<uintptr_t>(in.scales);
   detail::CheckNoOverlap(
       "out", out_bytes, "in.scales",
-      {scale_begin, scale_begin + in.data.rows * sizeof(float)});
-  detail::RecordRunTarget(detail::DequantizeRows(in.data, in.scales, out));
+      detail::CheckScales("in", in.scales, in.data.rows, in.scale_stride));
+  detail::RecordRunTarget(
+      detail::DequantizeRows(in.data, in.scales, in.scale_stride, out));
 }
 
 }  // namespace attnpool

@@ -69,6 +69,17 @@ ByteRange CheckView(const std::string& name, const MatrixView<T>& view) {
                         sizeof(T));
 }
 
+// The scales of `rows` int8 rows of `name`, row r's at scales[r · stride]:
+// a stride of at least 1 (`name`.scale_stride), an extent that fits.
+inline ByteRange CheckScales(const std::string& name, const float* scales,
+                             size_t rows, size_t stride) {
+  if (stride == 0) {
+    throw Error(name + ".scale_stride", "is 0; each row has its own scale");
+  }
+  return CheckViewBytes(name + ".scales", scales, rows, 1, stride,
+                        sizeof(float));
+}
+
 // Keys or values in any element type (element.h): the type one of the
 // table's, the view well-formed, int8 rows with their scales (checked for
 // overlap with outputs too: `scale_bytes`).
@@ -85,9 +96,8 @@ inline ByteRange CheckView(const std::string& name, const ElementRows& rows,
     if (rows.scales == nullptr) {
       throw Error(name + ".scales", "is null but int8 rows need one each");
     }
-    const auto scale_range = CheckViewBytes(
-        name + ".scales", rows.scales, rows.rows, 1,
-        rows.scale_stride, sizeof(float));
+    const auto scale_range =
+        CheckScales(name, rows.scales, rows.rows, rows.scale_stride);
     if (scale_bytes != nullptr) *scale_bytes = scale_range;
   }
   return bytes;

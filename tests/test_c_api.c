@@ -1209,7 +1209,7 @@ static void test_elements(void) {
   k.data.batch = 2;
   CHECK(attnpool_pool_elements(&spec, &q, &k, &v, &o, NULL, NULL) ==
         ATTNPOOL_INVALID_ARGUMENT);
-  CHECK(strcmp(attnpool_last_error_argument(), "keys.data.batch") == 0);
+  CHECK(strcmp(attnpool_last_error_argument(), "keys.batch") == 0);
   for (int i = 0; i < N * DV; ++i) CHECK(out[i] == -5);
 }
 

@@ -207,8 +207,9 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
     const size_t rows = 7, stride = cols + 2;
     std::vector<float> in(rows * stride), back(rows * stride, 42.0f);
     for (float& x : in) x = normal(random);
-    for (size_t c = 0; c < cols; ++c) in[2 * stride + c] = 0.0f;  // zero row
-    in[3 * stride] = -1e30f;                                      // huge
+    for (size_t c = 0; c < cols; ++c) in[2 * stride + c] = 0.0f;     // zero row
+    in[3 * stride] = -1e30f;                                         // huge
+    for (size_t c = 0; c < cols; ++c) in[4 * stride + c] *= 1e-39f;  // tiny
     std::vector<int8_t> q(rows * stride, 99);
     std::vector<float> scales(rows);
     attnpool::quantize_rows({in.data(), rows, cols, stride},
@@ -217,13 +218,30 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
     attnpool::dequantize_rows({{q.data(), rows, cols, stride}, scales.data()},
                               {back.data(), rows, cols, stride});
     RequireRanOnTarget();
+    // The same scales between junk: a scale stride of 2.
+    std::vector<float> spread(2 * rows, -7.0f), strided(rows * stride);
+    for (size_t r = 0; r < rows; ++r) spread[2 * r] = scales[r];
+    attnpool::dequantize_rows(
+        {{q.data(), rows, cols, stride}, spread.data(), 2},
+        {strided.data(), rows, cols, stride});
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) {
+        REQUIRE(strided[r * stride + c] == back[r * stride + c]);
+      }
+    }
     for (size_t r = 0; r < rows; ++r) {
       float max = 0;
       for (size_t c = 0; c < cols; ++c)
         max = std::max(max, std::fabs(in[r * stride + c]));
       INFO("cols " << cols << " row " << r << " on " << CurrentTarget());
       REQUIRE(scales[r] == max / 127.0f);
+      // A float factor, or in double where it overflows (tiny rows).
       const float factor = max == 0 ? 0.0f : 127.0f / max;
+      const auto expected = [&](float x) {
+        return static_cast<int8_t>(
+            std::isfinite(factor) ? std::nearbyint(x * factor)
+                                  : std::nearbyint(double(x) * (127.0 / max)));
+      };
       for (size_t c = 0; c < stride; ++c) {
         const size_t at = r * stride + c;
         if (c >= cols) {  // padding untouched
@@ -231,9 +249,11 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
           REQUIRE(back[at] == 42.0f);
           continue;
         }
-        REQUIRE(q[at] == static_cast<int8_t>(std::nearbyint(in[at] * factor)));
+        REQUIRE(q[at] == expected(in[at]));
         REQUIRE(back[at] == scales[r] * static_cast<float>(q[at]));
-        REQUIRE(std::fabs(in[at] - back[at]) <= scales[r] * 0.5f * 1.0001f);
+        REQUIRE(std::fabs(in[at] - back[at]) <=
+                scales[r] * 0.5f * 1.0001f +
+                    std::numeric_limits<float>::denorm_min());
       }
     }
   }
@@ -256,6 +276,10 @@ TEST_CASE("element: bad arguments are named, nothing written", "[element]") {
   });
   RequireRejected("in.scales", in, [&] {
     attnpool::dequantize_rows({{q.data(), 1, 2}, nullptr}, {in.data(), 1, 2});
+  });
+  RequireRejected("in.scale_stride", in, [&] {
+    attnpool::dequantize_rows({{q.data(), 2, 2}, scales.data(), 0},
+                              {in.data(), 2, 2});
   });
   RequireRejected("out", in, [&] {
     attnpool::to_bfloat16(in.data(), 4, reinterpret_cast<bf16*>(in.data()));

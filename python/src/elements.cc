@@ -180,6 +180,9 @@ void DefineElements(nb::module_& m) {
                           reinterpret_cast<attnpool::bf16*>(o.data()));
   });
   m.def("bfloat16_to_float", [](const InArray& in, const OutArray& out) {
+    if (in.dtype() != nb::dtype<uint16_t>()) {
+      ThrowType("bits", "dtype " + DtypeName(in.dtype()) + " is not uint16");
+    }
     const Input<uint16_t, 1> x("bits", in);
     const Output<float, 1> o("out", out, {x.shape(0)}, "bits");
     attnpool::to_float(reinterpret_cast<const attnpool::bf16*>(x.data()),
