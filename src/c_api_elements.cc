@@ -77,6 +77,36 @@ attnpool_status attnpool_pool_elements(const attnpool_pool_spec* spec,
   });
 }
 
+attnpool_status attnpool_pool_partial_elements(
+    const attnpool_pool_spec* spec, const attnpool_const_matrix* queries,
+    const attnpool_element_tensor* keys, const attnpool_element_tensor* values,
+    size_t key_offset, const attnpool_partial_state* partial,
+    const attnpool_mask* mask, const attnpool_execution* execution) {
+  return Guard([&] {
+    const attnpool::PoolSpec pool_spec = PoolSpecOf(Required(spec, "spec"));
+    const auto q = ViewOf<float>(queries, "queries");
+    const auto k = ElementRowsOf(keys, "keys");
+    const auto v = ElementRowsOf(values, "values");
+    attnpool::attention_pool_partial(
+        pool_spec, q, k, v, key_offset,
+        PartialOf<float>(Required(partial, "partial")), MaskOf<float>(mask),
+        ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_pairwise_distances_elements(
+    attnpool_distance distance, const attnpool_const_matrix* queries,
+    const attnpool_element_tensor* keys, const attnpool_matrix* out,
+    const attnpool_execution* execution) {
+  return Guard([&] {
+    const auto q = ViewOf<float>(queries, "queries");
+    const auto k = ElementRowsOf(keys, "keys");
+    attnpool::pairwise_distances(static_cast<attnpool::Distance>(distance), q,
+                                 k, ViewOf<float>(out, "out"),
+                                 ExecutionOf(execution));
+  });
+}
+
 attnpool_status attnpool_scaled_dot_product_attention_elements(
     const attnpool_const_tensor* queries, const attnpool_element_tensor* keys,
     const attnpool_element_tensor* values, const attnpool_tensor* out,

@@ -1165,6 +1165,23 @@ static void test_elements(void) {
   CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &q, &hk, &hv, &e, NULL, NULL) ==
         ATTNPOOL_OK);
   CHECK(memcmp(out, expected, sizeof(out)) == 0);
+  /* The shard API and the distances over the same narrow rows. */
+  {
+    float acc[N * DV], maxes[N], sums[N], distances[N * M], held_distances[N * M];
+    size_t best[N];
+    attnpool_partial_state state = {{acc, N, DV, 0}, maxes, sums, best};
+    CHECK(attnpool_pool_partial_elements(&spec, &q, &k, &v, 0, &state, NULL,
+                                         NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pool_finish(ATTNPOOL_FLOAT32, &spec, &state, &state.accumulator) ==
+          ATTNPOOL_OK);
+    CHECK(memcmp(acc, expected, sizeof(acc)) == 0);
+    const attnpool_matrix dm = {distances, N, M, 0}, hdm = {held_distances, N, M, 0};
+    CHECK(attnpool_pairwise_distances_elements(ATTNPOOL_SQEUCLIDEAN, &q, &k, &dm,
+                                               NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN, &q,
+                                      &hk, &hdm, NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(distances, held_distances, sizeof(distances)) == 0);
+  }
   /* SDPA over binary16 keys and values, two heads sharing them. */
   {
     uint16_t half_values[M * DV];

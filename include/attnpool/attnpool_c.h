@@ -618,6 +618,21 @@ attnpool_status attnpool_pool_elements(
     const attnpool_matrix* out, const attnpool_mask* mask,
     const attnpool_execution* execution);
 
+/* attnpool_pool_partial over a shard of keys and values of any element
+ * type (float queries and state; merge and finish as for float). */
+attnpool_status attnpool_pool_partial_elements(
+    const attnpool_pool_spec* spec, const attnpool_const_matrix* queries,
+    const attnpool_element_tensor* keys, const attnpool_element_tensor* values,
+    size_t key_offset, const attnpool_partial_state* partial,
+    const attnpool_mask* mask, const attnpool_execution* execution);
+
+/* attnpool_pairwise_distances of float queries to keys of any element type
+ * (batch = heads = 1); out is float. */
+attnpool_status attnpool_pairwise_distances_elements(
+    attnpool_distance distance, const attnpool_const_matrix* queries,
+    const attnpool_element_tensor* keys, const attnpool_matrix* out,
+    const attnpool_execution* execution);
+
 /* attnpool_scaled_dot_product_attention over keys and values of any element
  * type; queries and out are float. */
 attnpool_status attnpool_scaled_dot_product_attention_elements(

@@ -121,18 +121,24 @@ class PoolState:
         this shard; ``valid_lengths`` and ``causal`` count keys from the
         start of the whole sequence, and ALiBi its positions; a ``sink`` joins
         the state of the shard at key_offset 0 only. Options as
-        :func:`attention_pool`."""
-        queries, keys, values, dtype, n, m, dv = _inputs(queries, keys, values)
+        :func:`attention_pool` (keys and values in reduced precision too)."""
         spec = _spec(distance, kernel, bandwidth, scale, normalize, empty_rows)
-        state = cls(spec, np.empty((n, dv), dtype), np.empty(n, dtype),
-                    np.empty(n, dtype), np.zeros(n, np.uintp))
         if key_offset < 0:
             raise ValueError("key_offset: must be ≥ 0")
-        _core.pool_partial(
-            spec, queries, keys, values, int(key_offset), state._arrays(),
-            masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
-                  softcap=softcap, alibi=alibi_slope, sinks=sink),
-            threads_of(threads))
+        if is_narrow(keys) or is_narrow(values):
+            queries = float32_queries(queries)
+            keys, values = element("keys", keys), element("values", values)
+            n, dv = shape_of("queries", queries, 2)[0], shape_of("values", values[0], 2)[1]
+            core, dtype, arrays = _core.pool_partial_elements, np.float32, (*keys, *values)
+        else:
+            queries, keys, values, dtype, n, m, dv = _inputs(queries, keys, values)
+            core, arrays = _core.pool_partial, (keys, values)
+        state = cls(spec, np.empty((n, dv), dtype), np.empty(n, dtype),
+                    np.empty(n, dtype), np.zeros(n, np.uintp))
+        core(spec, queries, *arrays, int(key_offset), state._arrays(),
+             masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
+                   softcap=softcap, alibi=alibi_slope, sinks=sink),
+             threads_of(threads))
         return state
 
     def merge(self, later: "PoolState") -> "PoolState":

@@ -7,6 +7,7 @@ from typing import Optional
 import numpy as np
 
 from . import _core
+from ._elements import element, float32_queries, is_narrow
 from ._checks import (as_input, float_dtype, masks, output, shape_of,
                       threads_of, writable)
 
@@ -18,7 +19,17 @@ def pairwise_distances(queries, keys, distance: str = "sqeuclidean", *,
 
     queries (n, d), keys (m, d) → (n, m). ``distance``: one of
     ``DISTANCES`` (sqeuclidean, euclidean, manhattan, dot, cosine).
+    Keys may be stored in reduced precision (uint16 bfloat16 bits,
+    float16, :class:`Int8Rows`) beside float32 queries.
     """
+    if is_narrow(keys):
+        queries = float32_queries(queries)
+        keys = element("keys", keys)
+        n = shape_of("queries", queries, 2)[0]
+        out = output("out", out, (n, shape_of("keys", keys[0], 2)[0]), np.float32)
+        _core.pairwise_distances_elements(distance, queries, *keys, out,
+                                          threads_of(threads))
+        return out
     queries, keys = as_input(queries), as_input(keys)
     dtype = float_dtype("queries", queries)
     n = shape_of("queries", queries, 2)[0]

@@ -11,115 +11,10 @@
 #include <string>
 
 #include "python/src/arguments.h"
+#include "python/src/element_arrays.h"
 
 namespace attnpool_python {
 namespace {
-
-using ElementType = attnpool::ElementType;
-
-// The dtype an element type's array must have.
-nb::dlpack::dtype StorageDtype(ElementType type) {
-  switch (type) {
-    case ElementType::float32:
-      return nb::dtype<float>();
-    case ElementType::bfloat16:
-      return nb::dtype<uint16_t>();
-    case ElementType::float16:
-      return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
-    case ElementType::int8:
-      return nb::dtype<int8_t>();
-  }
-  return {};
-}
-
-void RequireFloat32(const std::string& name, const InArray& array) {
-  if (array.dtype() != nb::dtype<float>()) {
-    ThrowType(name, "dtype " + DtypeName(array.dtype()) + " is not float32");
-  }
-}
-
-// Keys or values of `Rank` dimensions stored as `type_name`, read in place
-// (the Python side makes their rows contiguous), with int8's scales (Rank −
-// 1 dimensions, one per row).
-template <size_t Rank>
-class ElementArray {
- public:
-  ElementArray(const std::string& name, const InArray& array,
-               const std::string& type_name,
-               const std::optional<InArray>& scales)
-      : type_(attnpool::element_type_from_name(type_name.c_str())) {
-    if (array.dtype() != StorageDtype(type_)) {
-      ThrowType(name, "dtype " + DtypeName(array.dtype()) + " does not hold " +
-                          type_name);
-    }
-    RequireDimensions(name, array, Rank);
-    const auto strides = InPlaceStrides(array);
-    if (strides.size() + 1 != Rank) {
-      ThrowValue(name, "its rows must be contiguous");
-    }
-    data_ = array.data();
-    for (size_t k = 0; k < Rank; ++k) shape_[k] = array.shape(k);
-    for (size_t k = 0; k + 1 < Rank; ++k) strides_[k] = strides[k];
-    if (type_ == ElementType::int8) {
-      if (!scales) ThrowValue(name + "_scales", "int8 rows need their scales");
-      RequireFloat32(name + "_scales", *scales);
-      scales_.emplace(name + "_scales", *scales);
-      for (size_t k = 0; k + 1 < Rank; ++k) {
-        if (scales_->shape(k) != shape_[k]) {
-          ThrowValue(name + "_scales",
-                     "axis " + std::to_string(k) + " has " +
-                         std::to_string(scales_->shape(k)) + " entries but " +
-                         name + " has " + std::to_string(shape_[k]) + " rows");
-        }
-      }
-    }
-  }
-
-  attnpool::ElementRows rows() const {
-    static_assert(Rank == 2);
-    attnpool::ElementRows rows;
-    rows.type = type_;
-    rows.data = data_;
-    rows.rows = shape_[0];
-    rows.cols = shape_[1];
-    rows.stride = strides_[0];
-    if (scales_) rows.scales = scales_->data();
-    return rows;
-  }
-
-  attnpool::ElementTensor tensor() const {
-    static_assert(Rank == 4);
-    attnpool::ElementTensor tensor;
-    tensor.type = type_;
-    tensor.data = data_;
-    tensor.batch = shape_[0];
-    tensor.heads = shape_[1];
-    tensor.rows = shape_[2];
-    tensor.cols = shape_[3];
-    tensor.batch_stride = strides_[0];
-    tensor.head_stride = strides_[1];
-    tensor.row_stride = strides_[2];
-    if (scales_) {  // (B, H, m): one scale per row
-      tensor.scales = {scales_->data(),     tensor.batch,      tensor.heads,
-                       tensor.rows,         1,                 scales_->stride(0),
-                       scales_->stride(1),  1};
-    }
-    return tensor;
-  }
-
- private:
-  // int8's scales: a vector (Rank 2) or a (B, H, m) array (Rank 4).
-  class Scales : public Input<float, Rank - 1> {
-   public:
-    using Input<float, Rank - 1>::Input;
-    size_t stride(size_t k) const { return this->strides_[k]; }
-  };
-
-  ElementType type_;
-  const void* data_ = nullptr;
-  size_t shape_[Rank] = {}, strides_[Rank - 1] = {};
-  std::optional<Scales> scales_;
-};
 
 void AttentionPoolElements(const SpecArguments& spec, const InArray& queries,
                            const InArray& keys, const std::string& key_type,
@@ -162,13 +57,31 @@ void ScaledDotProductAttentionElements(
   const auto execution = ExecutionOf(threads);
   nb::gil_scoped_release release;
   attnpool::scaled_dot_product_attention(q.tensor(), k.tensor(), value_tensor,
-                                         o.tensor(), masks.mask(), scale,
-                                         empty, execution);
+                                         o.tensor(), masks.mask(), scale, empty,
+                                         execution);
+}
+
+void PairwiseDistancesElements(const std::string& distance,
+                               const InArray& queries, const InArray& keys,
+                               const std::string& key_type,
+                               const std::optional<InArray>& key_scales,
+                               const OutArray& out, int threads) {
+  RequireFloat32("queries", queries);
+  const Input<float, 2> q("queries", queries);
+  const ElementArray<2> k("keys", keys, key_type, key_scales);
+  const auto key_rows = k.rows();
+  const Output<float, 2> o("out", out, {q.shape(0), key_rows.rows}, "queries");
+  const auto which = attnpool::distance_from_name(distance.c_str());
+  const auto execution = ExecutionOf(threads);
+  nb::gil_scoped_release release;
+  attnpool::pairwise_distances(which, q.matrix(), key_rows, o.matrix(),
+                               execution);
 }
 
 }  // namespace
 
 void DefineElements(nb::module_& m) {
+  m.def("pairwise_distances_elements", &PairwiseDistancesElements);
   m.def("attention_pool_elements", &AttentionPoolElements);
   m.def("scaled_dot_product_attention_elements",
         &ScaledDotProductAttentionElements);
@@ -188,14 +101,14 @@ void DefineElements(nb::module_& m) {
     attnpool::to_float(reinterpret_cast<const attnpool::bf16*>(x.data()),
                        x.shape(0), o.data());
   });
-  m.def("quantize_rows", [](const InArray& in, const OutArray& out,
-                            const OutArray& scales) {
-    RequireFloat32("x", in);
-    const Input<float, 2> x("x", in);
-    const Output<int8_t, 2> o("out", out, {x.shape(0), x.shape(1)}, "x");
-    const Output<float, 1> s("scales", scales, {x.shape(0)}, "x");
-    attnpool::quantize_rows(x.matrix(), o.matrix(), s.data());
-  });
+  m.def("quantize_rows",
+        [](const InArray& in, const OutArray& out, const OutArray& scales) {
+          RequireFloat32("x", in);
+          const Input<float, 2> x("x", in);
+          const Output<int8_t, 2> o("out", out, {x.shape(0), x.shape(1)}, "x");
+          const Output<float, 1> s("scales", scales, {x.shape(0)}, "x");
+          attnpool::quantize_rows(x.matrix(), o.matrix(), s.data());
+        });
 }
 
 }  // namespace attnpool_python

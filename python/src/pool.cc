@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 
 #include "python/src/arguments.h"
+#include "python/src/element_arrays.h"
 
 namespace attnpool_python {
 namespace {
@@ -110,6 +111,29 @@ void PoolPartial(const SpecArguments& spec, const InArray& queries,
   });
 }
 
+// A shard of keys and values in reduced precision (element_arrays.h);
+// float32 queries and state.
+void PoolPartialElements(const SpecArguments& spec, const InArray& queries,
+                         const InArray& keys, const std::string& key_type,
+                         const std::optional<InArray>& key_scales,
+                         const InArray& values, const std::string& value_type,
+                         const std::optional<InArray>& value_scales,
+                         size_t key_offset, const StateArrays& state,
+                         const MaskTuple& mask_arguments, int threads) {
+  RequireFloat32("queries", queries);
+  const Input<float, 2> q("queries", queries);
+  const ElementArray<2> k("keys", keys, key_type, key_scales);
+  const ElementArray<2> v("values", values, value_type, value_scales);
+  const Partial<float> partial("state", state);
+  const MaskArguments<float, 2> masks(mask_arguments, "queries");
+  const auto pool_spec = PoolSpecOf(spec);
+  const auto execution = ExecutionOf(threads);
+  nb::gil_scoped_release release;
+  attnpool::attention_pool_partial(pool_spec, q.matrix(), k.rows(), v.rows(),
+                                   key_offset, partial.view(), masks.mask(),
+                                   execution);
+}
+
 void PoolMerge(const SpecArguments& spec, const StateArrays& into,
                const StateArrays& later) {
   WithDtype("into", std::get<0>(into), [&](auto zero) {
@@ -138,6 +162,7 @@ void PoolFinish(const SpecArguments& spec, const StateArrays& state,
 
 void DefinePool(nb::module_& m) {
   m.def("attention_pool", &AttentionPool);
+  m.def("pool_partial_elements", &PoolPartialElements);
   m.def("pool_partial", &PoolPartial);
   m.def("pool_merge", &PoolMerge);
   m.def("pool_finish", &PoolFinish);

@@ -64,6 +64,28 @@ def test_attention_pool(target, n):
             np.testing.assert_array_equal(got, want)
 
 
+def test_shards_and_distances(target):
+    rng = rng_for("shards", target)
+    q = rng.standard_normal((7, 12)).astype(np.float32)
+    k = rng.standard_normal((90, 12)).astype(np.float32)
+    v = rng.standard_normal((90, 4)).astype(np.float32)
+    for (keys, held_keys), (values, held_values) in zip(narrow_forms(rng, k),
+                                                        narrow_forms(rng, v)):
+        split = lambda a, lo, hi: (attnpool.Int8Rows(a.data[lo:hi], a.scales[lo:hi])
+                                   if isinstance(a, attnpool.Int8Rows) else a[lo:hi])
+        state = attnpool.PoolState.partial(q, split(keys, 0, 40), split(values, 0, 40))
+        state.merge(attnpool.PoolState.partial(q, split(keys, 40, 90),
+                                               split(values, 40, 90), key_offset=40))
+        held = attnpool.PoolState.partial(q, held_keys[:40], held_values[:40])
+        held.merge(attnpool.PoolState.partial(q, held_keys[40:], held_values[40:],
+                                              key_offset=40))
+        np.testing.assert_array_equal(state.finish(), held.finish())
+        for distance in attnpool.DISTANCES:
+            np.testing.assert_array_equal(
+                attnpool.pairwise_distances(q, keys, distance),
+                attnpool.pairwise_distances(q, held_keys, distance))
+
+
 def test_sdpa_grouped_heads(target):
     rng = rng_for("sdpa", target)
     q = rng.standard_normal((2, 4, 3, 32)).astype(np.float32)
