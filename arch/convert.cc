@@ -129,6 +129,18 @@ int64_t DequantizeRowsF32(ConstMatrixView<int8_t> in,
   return HWY_TARGET;
 }
 
+int64_t WidenElementRows(const ElementRows& in, MatrixView<float> out) {
+  const auto rows = detail::RowList<float>::Stored(in);
+  for (size_t r = 0; r < in.rows; ++r) {
+    if (rows.is_narrow()) {
+      WidenRow(rows, r, out.row(r));
+    } else {
+      std::copy(rows.row(r), rows.row(r) + in.cols, out.row(r));
+    }
+  }
+  return HWY_TARGET;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnpool
 HWY_AFTER_NAMESPACE();
@@ -143,6 +155,7 @@ HWY_EXPORT(FromBF16Array);
 HWY_EXPORT(FromF16Array);
 HWY_EXPORT(QuantizeRowsF32);
 HWY_EXPORT(DequantizeRowsF32);
+HWY_EXPORT(WidenElementRows);
 
 int64_t ToBF16Array(const float* in, size_t count, uint16_t* out) {
   return HWY_DYNAMIC_DISPATCH(ToBF16Array)(in, count, out);
@@ -163,6 +176,10 @@ int64_t QuantizeRows(ConstMatrixView<float> in, MatrixView<int8_t> out,
 int64_t DequantizeRows(ConstMatrixView<int8_t> in, const float* scales,
                        size_t scale_stride, MatrixView<float> out) {
   return HWY_DYNAMIC_DISPATCH(DequantizeRowsF32)(in, scales, scale_stride, out);
+}
+
+int64_t WidenRows(const ElementRows& in, MatrixView<float> out) {
+  return HWY_DYNAMIC_DISPATCH(WidenElementRows)(in, out);
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 // f16 travel as their 16-bit patterns.
 #pragma once
 
+#include <attnpool/element.h>
 #include <attnpool/matrix.h>
 
 #include <cstddef>
@@ -23,6 +24,9 @@ int64_t QuantizeRows(ConstMatrixView<float> in, MatrixView<int8_t> out,
                      float* scales);
 int64_t DequantizeRows(ConstMatrixView<int8_t> in, const float* scales,
                        size_t scale_stride, MatrixView<float> out);
+
+// out ← the float values of `in` (a checked view of out's shape).
+int64_t WidenRows(const ElementRows& in, MatrixView<float> out);
 
 }  // namespace detail
 }  // namespace attnpool

@@ -43,6 +43,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "arch/bf16_dot.h"
 #include "arch/contributions.h"
 #include "arch/convert-inl.h"
 #include "arch/distance-inl.h"
@@ -476,6 +477,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       }
       return;
     case detail::FusedPath::tile:
+    case detail::FusedPath::tile_bf16:
     case detail::FusedPath::decode:
       break;
   }
@@ -549,7 +551,16 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     // first key.
     const size_t in_stretch = (key - first_block) % stretch;
     T* HWY_RESTRICT block_scores = scores + in_stretch;
-    if (plan.path == detail::FusedPath::tile) {
+    if (plan.path == detail::FusedPath::tile_bf16) {
+      // (Panels of kBf16PanelKeys keys, the width of AVX3's float panels,
+      // the only target it runs on.)
+      if constexpr (std::is_same<T, float>::value) {
+        detail::Bf16DotScores(plan.bf16_queries, plan.bf16_query_stride,
+                              plan.queries.cols, plan.bf16_panels, panel_begin,
+                              panel_end, row_begin, row_end, scores, key_block,
+                              row_begin, key);
+      }
+    } else if (plan.path == detail::FusedPath::tile) {
       const MatrixView<T> score_view(scores, rows, key_block, key_block);
       DistanceWindow(plan.distance, plan.queries, plan.keys, plan.packed,
                      ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,

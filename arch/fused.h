@@ -73,8 +73,12 @@ enum class FusedPath : int {
   // keys and r a function of |q − k|: each query visits only the panels
   // within the kernel's support (SortedKeyWindow).
   sorted_window,
+  // tile for dot products of bfloat16 queries and keys where the CPU has a
+  // bf16 dot-product instruction (arch/bf16_dot.h): the score tile on it,
+  // the keys packed as bf16 pairs; the rest as tile.
+  tile_bf16,
 };
-constexpr int kFusedPathCount = 5;
+constexpr int kFusedPathCount = 6;
 
 // Whether the path packs the values like keys (the small-depth kernels).
 constexpr bool PacksValues(FusedPath path) {
@@ -102,6 +106,11 @@ struct FusedPlan {
   // The values packed like keys (PackDistanceKeys with dot) where the path
   // PacksValues; otherwise panels is null.
   PackedKeys<T> packed_values;
+  // tile_bf16: the queries as bf16 (row i at bf16_queries +
+  // i·bf16_query_stride) and the keys packed in bf16 pairs.
+  const uint16_t* bf16_queries = nullptr;
+  size_t bf16_query_stride = 0;
+  const uint32_t* bf16_panels = nullptr;
   // Compact kernels (kernel.h: weight 0 at r ≥ support·h) under none or
   // sum: key blocks where every weight is 0 skip the weighted sum (zero
   // weights contribute nothing, arch/contributions.h).

@@ -21,6 +21,13 @@ namespace attnpool {
 namespace detail {
 HWY_EXPORT(ThisTarget);
 int64_t DispatchedTarget() { return HWY_DYNAMIC_DISPATCH(ThisTarget)(); }
+bool DispatchesAvx512() {
+#if HWY_ARCH_X86
+  return (DispatchedTarget() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
+#else
+  return false;
+#endif
+}
 }  // namespace detail
 }  // namespace attnpool
 #endif  // HWY_ONCE

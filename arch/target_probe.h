@@ -9,5 +9,9 @@ namespace detail {
 // The target bit the next dispatched call would run on.
 int64_t DispatchedTarget();
 
+// Whether that target is x86 AVX-512 (AVX3): the only one beside which the
+// bf16 dot-product tile (arch/bf16_dot.h) runs.
+bool DispatchesAvx512();
+
 }  // namespace detail
 }  // namespace attnpool

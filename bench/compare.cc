@@ -531,6 +531,19 @@ void W2n(int threads) {
       attnpool::ConstMatrixView<attnpool::bf16>(kb.data(), m, d),
       attnpool::ConstMatrixView<attnpool::bf16>(vb.data(), m, d));
   {
+    // bf16 queries too: the bf16 dot-product tile where the CPU has one.
+    const Timing timing = Time([&] {
+      attnpool::attention_pool(
+          kSdpaSpec, attnpool::ConstMatrixView<attnpool::bf16>(qb.data(), n, d),
+          attnpool::ConstMatrixView<attnpool::bf16>(kb.data(), m, d),
+          attnpool::ConstMatrixView<attnpool::bf16>(vb.data(), m, d),
+          {out.data(), n, d}, {}, {threads});
+    });
+    Report("W2n", "attnpool_sdpa_bfloat16_qkv", threads, "GFLOP/s", gflop,
+           timing,
+           attnpool::last_run_target() + ", " + attnpool::last_fused_path());
+  }
+  {
     std::vector<attnpool::f16> kh(k.size()), vh(v.size());
     attnpool::to_float16(k.data(), k.size(), kh.data());
     attnpool::to_float16(v.data(), v.size(), vh.data());
@@ -950,7 +963,12 @@ void Summary(const std::vector<int>& thread_counts) {
        "fma_peak",
        1.0},
       {"W2n",
-       "attnpool_sdpa_bfloat16",
+       "attnpool_sdpa_bfloat16_qkv",
+       {"attnpool_sdpa_float"},
+       "fma_peak",
+       1.0},
+      {"W2n",
+       "attnpool_sdpa_bfloat16_qkv",
        {"onednn_unfused_sdpa_bf16"},
        "fma_peak",
        1.0},

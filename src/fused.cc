@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "arch/bf16_dot.h"
+#include "arch/convert.h"
 #include "arch/fused.h"
 #include "arch/target_probe.h"
 #include "arch/visible_limit.h"
@@ -176,8 +178,9 @@ void SetEmpty(const detail::FusedState<T>& state, size_t rows) {
   }
 }
 
-constexpr const char* kFusedPathNames[] = {
-    "tile", "decode", "small_depth", "gaussian_one_pass", "sorted_window"};
+constexpr const char* kFusedPathNames[] = {"tile",          "decode",
+                                           "small_depth",   "gaussian_one_pass",
+                                           "sorted_window", "tile_bf16"};
 static_assert(std::size(kFusedPathNames) == detail::kFusedPathCount,
               "a name for every FusedPath");
 // The path of the calling thread's last fused call (last_fused_path).
@@ -233,6 +236,13 @@ detail::FusedPath ChooseFusedPath(const PoolSpec& spec,
   return detail::FusedPath::small_depth;
 }
 
+// The queries as bfloat16, when they came so (for the bf16 tile): row i
+// at data + i·stride; data null otherwise.
+struct Bf16Queries {
+  const uint16_t* data = nullptr;
+  size_t stride = 0;
+};
+
 // One fused pooling of all queries over all `keys` (a sequence, or a shard
 // starting at key_offset) into `state`, prepared to run: keys packed (or
 // not: decode), the plan, and the keys split into chunks when there are few
@@ -245,7 +255,8 @@ class FusedJob {
   FusedJob(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
            ConstMatrixView<T> queries, detail::RowList<T> keys,
            detail::RowList<T> values, size_t key_offset,
-           const detail::FusedState<T>& state, int threads)
+           const detail::FusedState<T>& state, int threads,
+           const Bf16Queries& bf16_queries = {})
       : state_(state) {
     const size_t rows = queries.rows;
     const auto& mask = plans.normalize.mask;
@@ -282,10 +293,22 @@ class FusedJob {
     keys.rows = values.rows = key_count;
     plan_.queries = queries;
     plan_.path = ChooseFusedPath(spec, plans, mode_, queries, keys, values);
+    // Dot products of bf16 queries and keys: the score tile on the bf16
+    // dot-product instruction, where the CPU has one beside AVX3.
+    if (plan_.path == detail::FusedPath::tile &&
+        spec.distance == Distance::dot && bf16_queries.data != nullptr &&
+        keys.is_narrow() && keys.element == ElementType::bfloat16 &&
+        detail::DispatchesAvx512() && detail::Bf16DotSupported()) {
+      plan_.path = detail::FusedPath::tile_bf16;
+    }
     if (key_count == 0) return;  // no items; Merge writes empty states
     if (plan_.path == detail::FusedPath::decode) {
       packed_.view = {nullptr, nullptr, key_count, keys.cols,
                       detail::DistancePanelWidth(T())};
+    } else if (plan_.path == detail::FusedPath::tile_bf16) {
+      PackBf16(keys, threads);
+      plan_.bf16_queries = bf16_queries.data;
+      plan_.bf16_query_stride = bf16_queries.stride;
     } else {
       packed_ = detail::PackKeys(spec.distance, keys, threads);
     }
@@ -355,10 +378,33 @@ class FusedJob {
     const auto bytes = [](const detail::PackedKeys<T>& p) {
       return p.panels == nullptr ? size_t{0} : p.count * p.depth * sizeof(T);
     };
-    return bytes(packed_.view) + bytes(packed_values_.view);
+    return bytes(packed_.view) + bytes(packed_values_.view) +
+           bf16_panel_count_ * detail::Bf16PanelElements(plan_.keys.cols) *
+               sizeof(uint32_t);
   }
 
  private:
+  // The bf16 keys packed in pairs for the bf16 tile (arch/bf16_dot.h); the
+  // float panels' view keeps their count and width for the key chunks.
+  void PackBf16(const detail::RowList<T>& keys, int threads) {
+    const size_t width = detail::kBf16PanelKeys;
+    bf16_panel_count_ = (keys.rows + width - 1) / width;
+    bf16_panels_ = detail::AllocateBuffer<uint32_t>(
+        bf16_panel_count_ * detail::Bf16PanelElements(keys.cols));
+    const uint16_t* rows = keys.template narrow_row<uint16_t>(0);
+    uint32_t* panels = bf16_panels_.get();
+    detail::ForEachRowBlock(
+        bf16_panel_count_, 16, threads, [&](size_t begin, size_t end) {
+          detail::PackBf16Panels(rows, keys.stride, keys.rows, keys.cols, begin,
+                                 end, panels);
+          return detail::DispatchedTarget();
+        });
+    packed_.view = {nullptr, nullptr, keys.rows, keys.cols, width};
+    plan_.bf16_panels = panels;
+  }
+
+  hwy::AlignedFreeUniquePtr<uint32_t[]> bf16_panels_;
+  size_t bf16_panel_count_ = 0;
   detail::FusedState<T> state_;
   detail::FusedRowMode mode_;
   std::optional<T> sink_;
@@ -373,9 +419,10 @@ template <typename T>
 void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                    ConstMatrixView<T> queries, const detail::RowList<T>& keys,
                    const detail::RowList<T>& values, size_t key_offset,
-                   const detail::FusedState<T>& state, int threads) {
+                   const detail::FusedState<T>& state, int threads,
+                   const Bf16Queries& bf16_queries = {}) {
   FusedJob<T> job(spec, plans, queries, keys, values, key_offset, state,
-                  threads);
+                  threads, bf16_queries);
   detail::ForEachRowBlock(job.items(), 1, threads,
                           [&](size_t item, size_t) { return job.Run(item); });
   // Every key hidden: no item ran, the result is the target's all the same.
@@ -424,7 +471,8 @@ template <typename T, typename Rows>
 void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                    const Rows& keys, const Rows& values, MatrixView<T> out,
                    bool with_normalizer, T* normalizer, const Mask<T>& mask,
-                   const Execution& execution) {
+                   const Execution& execution,
+                   const Bf16Queries& bf16_queries = {}) {
   detail::EnsureDispatchReady();
   const auto plans = detail::CheckPool<T>(spec, queries, keys, values, out,
                                           nullptr, mask, execution);
@@ -471,7 +519,7 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   // The state accumulates in `out`, then finishes in place.
   StateStorage<T> state(rows, out);
   AccumulateAll<T>(spec, plans, queries, RowsOf(keys), RowsOf(values), 0,
-                   state.view, detail::ThreadCount(execution));
+                   state.view, detail::ThreadCount(execution), bf16_queries);
   if (normalizer != nullptr)
     WriteNormalizer(mode, state.view, rows, normalizer);
   FinishState(mode, spec.normalization, spec.empty_rows, state.view, out);
@@ -493,7 +541,8 @@ void RunPoolBatch(const PoolSpec& spec,
   const auto shape = [](const std::string& name,
                         const detail::RowList<T>& rows) {
     if (!rows.strided()) return detail::RowsShape{0, rows.cols, {}, {}};
-    if (rows.is_narrow()) return detail::RowsShape{rows.rows, rows.cols, {}, {}};
+    if (rows.is_narrow())
+      return detail::RowsShape{rows.rows, rows.cols, {}, {}};
     return detail::ShapeOf(name, rows.Matrix(0, rows.rows));
   };
   for (const auto& call : calls) {
@@ -672,6 +721,37 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
                     const Execution& execution) {
   AttentionPool<float>(spec, queries, keys, values, out, false, nullptr, mask,
                        execution);
+}
+
+void attention_pool(const PoolSpec& spec, const ElementRows& queries,
+                    const ElementRows& keys, const ElementRows& values,
+                    MatrixView<float> out, const Mask<float>& mask,
+                    const Execution& execution) {
+  detail::EnsureDispatchReady();
+  detail::ByteRange query_scales;
+  const auto query_bytes = detail::CheckView("queries", queries, &query_scales);
+  const auto out_bytes = detail::CheckView("out", out);
+  detail::CheckNoOverlap("out", out_bytes, "queries", query_bytes);
+  detail::CheckNoOverlap("out", out_bytes, "queries.scales", query_scales);
+  if (queries.type == ElementType::float32) {
+    return attention_pool(
+        spec,
+        ConstMatrixView<float>(static_cast<const float*>(queries.data),
+                               queries.rows, queries.cols, queries.stride),
+        keys, values, out, mask, execution);
+  }
+  // The queries widened once (n × d floats, the size of an output).
+  const size_t rows = queries.rows, cols = queries.cols;
+  auto widened =
+      detail::AllocateBuffer<float>(std::max<size_t>(1, rows * cols));
+  const MatrixView<float> wide(widened.get(), rows, cols);
+  detail::WidenRows(queries, wide);
+  Bf16Queries bf16;
+  if (queries.type == ElementType::bfloat16) {
+    bf16 = {static_cast<const uint16_t*>(queries.data), queries.stride};
+  }
+  AttentionPool<float>(spec, ConstMatrixView<float>(wide), keys, values, out,
+                       false, nullptr, mask, execution, bf16);
 }
 
 void attention_pool_partial(const PoolSpec& spec,

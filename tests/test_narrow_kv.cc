@@ -416,6 +416,70 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
   }
 }
 
+// bf16 queries too: the "tile_bf16" path where the CPU has the bf16
+// dot-product instruction beside AVX3 (another order of the products' sum:
+// within what a rounding of each score moves the result), else bitwise the
+// float call on the held values.
+ATTNPOOL_TEST_EACH_TARGET(NarrowQueries, "narrow_kv.bf16_queries",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 93);
+  INFO("seed " << kSeed + 93);
+  const bool dot_instruction =
+      CurrentTarget() == "AVX3" && __builtin_cpu_supports("avx512bf16");
+  for (size_t d : {64u, 13u, 1u}) {
+    for (size_t n : {40u, 3u}) {
+      const size_t m = 300, dv = 16;
+      TestMatrix<float> queries(n, d), keys(m, d), values(m, dv);
+      queries.FillRandom(rng, 0);
+      keys.FillRandom(rng, 0);
+      values.FillRandom(rng, 1);
+      const StoredRows q(ElementType::bfloat16, queries),
+          k(ElementType::bfloat16, keys), v(ElementType::bfloat16, values);
+      const PoolSpec spec{attnpool::Distance::dot,
+                          {attnpool::Kernel::exp},
+                          attnpool::Normalization::softmax};
+      Mask<float> mask;
+      mask.causal = true;
+      mask.causal_offset = std::ptrdiff_t(m - n);
+      TestMatrix<float> narrow(n, dv, 1, 2), held(n, dv, 1, 2);
+      attnpool::attention_pool(spec, q.Rows(), k.Rows(), v.Rows(),
+                               narrow.view(), mask);
+      RequireRanOnTarget();
+      const std::string path = attnpool::last_fused_path();
+      attnpool::attention_pool(spec, q.held.view(), k.held.view(),
+                               v.held.view(), held.view(), mask);
+      INFO("n=" << n << " d=" << d << " path " << path << " on "
+                << CurrentTarget());
+      if (path != "tile_bf16") {
+        REQUIRE(SameBits(narrow, held));
+        REQUIRE((n <= 4 || !dot_instruction || d <= 8));
+        continue;
+      }
+      REQUIRE(dot_instruction);
+      double largest = 0, score_error = 0;
+      for (size_t j = 0; j < m; ++j) {
+        for (size_t c = 0; c < dv; ++c) {
+          largest = std::max(largest, double(std::fabs(v.held(j, c))));
+        }
+        for (size_t i = 0; i < n; ++i) {
+          double abs_dot = 0;
+          for (size_t p = 0; p < d; ++p) {
+            abs_dot += std::fabs(double(q.held(i, p)) * k.held(j, p));
+          }
+          score_error = std::max(score_error, 2 * (d + 2) * 0x1p-24 * abs_dot /
+                                                  std::sqrt(double(d)));
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t c = 0; c < dv; ++c) {
+          REQUIRE(std::fabs(narrow(i, c) - held(i, c)) <=
+                  (4 * score_error + 1e-6) * largest);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("narrow_kv: bad element rows are named", "[narrow_kv]") {
   const PoolSpec spec{attnpool::Distance::dot,
                       {attnpool::Kernel::exp},

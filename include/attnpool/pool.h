@@ -66,6 +66,18 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
                     MatrixView<float> out, const Mask<float>& mask = {},
                     const Execution& execution = {});
 
+// The same with queries stored in any element type too: widened once (n × d
+// floats). Dot products of bfloat16 queries and bfloat16 keys take the
+// "tile_bf16" path where the CPU has a bf16 dot-product instruction
+// (AVX512_BF16, beside the AVX3 target): the scores on it, products of the
+// bf16 values exact and summed in float, in another order than the float
+// tile (within the same bound; bf16 subnormals count as 0 there); the rest
+// as the float path.
+void attention_pool(const PoolSpec& spec, const ElementRows& queries,
+                    const ElementRows& keys, const ElementRows& values,
+                    MatrixView<float> out, const Mask<float>& mask = {},
+                    const Execution& execution = {});
+
 // The path the calling thread's last fused call took (attention_pool, its
 // shards, and the attention layers over it: their last head's), as
 // last_run_target() reports the target: "tile" (keys packed, tiles of
@@ -73,9 +85,10 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
 // place once), "small_depth" (d ≤ 8, dv ≤ 4, no bias or visible matrix, not
 // argmax), "gaussian_one_pass" (small_depth for the Gaussian of sqeuclidean
 // under a softmax of its logits; a query whose logits all lie far below 0
-// takes two passes) or "sorted_window" (small_depth for a compact kernel of
-// 1-D ascending keys under none or sum); "" where no key was visited (no
-// query, no key, every key hidden) and before any call.
+// takes two passes), "sorted_window" (small_depth for a compact kernel of
+// 1-D ascending keys under none or sum) or "tile_bf16" (tile on the bf16
+// dot-product instruction, above); "" where no key was visited (no query, no
+// key, every key hidden) and before any call.
 std::string last_fused_path();
 
 // attention_pool that also writes each query's normalizer to
