@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/bf16_dot.h"
 #include "tests/each_target.h"
 #include "tests/require_rejected.h"
 #include "tests/test_data.h"
@@ -425,7 +426,7 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowQueries, "narrow_kv.bf16_queries",
   std::mt19937_64 rng(kSeed + 93);
   INFO("seed " << kSeed + 93);
   const bool dot_instruction =
-      CurrentTarget() == "AVX3" && __builtin_cpu_supports("avx512bf16");
+      CurrentTarget() == "AVX3" && attnpool::detail::Bf16DotSupported();
   for (size_t d : {64u, 13u, 1u}) {
     for (size_t n : {40u, 3u}) {
       const size_t m = 300, dv = 16;
