@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/convert.h"
 #include "src/aligned_buffer.h"
 #include "src/attention_checks.h"
 #include "src/dispatch.h"
@@ -59,7 +60,8 @@ template <typename T, typename KV>
 void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
              const KV& keys, const KV& values, TensorView<T> out,
              const AttentionMask<T>& mask, std::optional<double> scale,
-             EmptyRows empty_rows, const Execution& execution) {
+             EmptyRows empty_rows, const Execution& execution,
+             const ElementTensor* bf16_queries = nullptr) {
   const PoolSpec spec = SdpaSpec(scale, empty_rows);
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
   // Per-batch valid lengths as per-query arrays, one per batch entry.
@@ -71,6 +73,11 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
       calls.push_back({queries.matrix(b, h), RowsOf(keys.matrix(b, h / group)),
                        RowsOf(values.matrix(b, h / group)), out.matrix(b, h),
                        detail::HeadMask(mask, b, h, shape.n, lengths[b])});
+      if (bf16_queries != nullptr) {
+        calls.back().bf16_queries =
+            static_cast<const uint16_t*>(bf16_queries->matrix(b, h).data);
+        calls.back().bf16_query_stride = bf16_queries->row_stride;
+      }
     }
   }
   // The heads' query blocks in one parallel loop.
@@ -522,16 +529,61 @@ ATTNPOOL_ATTENTION_OVERLOADS(float)
 ATTNPOOL_ATTENTION_OVERLOADS(double)
 #undef ATTNPOOL_ATTENTION_OVERLOADS
 
-void scaled_dot_product_attention(TensorView<const float> queries,
-                                  const ElementTensor& keys,
-                                  const ElementTensor& values,
-                                  TensorView<float> out,
-                                  const AttentionMask<float>& mask,
-                                  std::optional<double> scale,
-                                  EmptyRows empty_rows,
-                                  const Execution& execution) {
+void scaled_dot_product_attention(
+    TensorView<const float> queries, const ElementTensor& keys,
+    const ElementTensor& values, TensorView<float> out,
+    const AttentionMask<float>& mask, std::optional<double> scale,
+    EmptyRows empty_rows, const Execution& execution) {
   ScaledDotProductAttention<float, ElementTensor>(
       queries, keys, values, out, mask, scale, empty_rows, execution);
+}
+
+void scaled_dot_product_attention(
+    const ElementTensor& queries, const ElementTensor& keys,
+    const ElementTensor& values, TensorView<float> out,
+    const AttentionMask<float>& mask, std::optional<double> scale,
+    EmptyRows empty_rows, const Execution& execution) {
+  detail::EnsureDispatchReady();
+  detail::ByteRange query_scales;
+  const auto query_bytes =
+      detail::CheckTensor("queries", queries, &query_scales);
+  const TensorView<const float> as_float{
+      static_cast<const float*>(queries.data),
+      queries.batch,
+      queries.heads,
+      queries.rows,
+      queries.cols,
+      queries.batch_stride,
+      queries.head_stride,
+      queries.row_stride};
+  if (queries.type == ElementType::float32) {
+    return scaled_dot_product_attention(as_float, keys, values, out, mask,
+                                        scale, empty_rows, execution);
+  }
+  const auto out_bytes = detail::CheckTensor("out", out, true);
+  detail::CheckNoOverlap("out", out_bytes, "queries", query_bytes);
+  detail::CheckNoOverlap("out", out_bytes, "queries.scales", query_scales);
+  // The queries widened once, dense (B, H, n, d): the size of an output.
+  const size_t batch = queries.batch, heads = queries.heads,
+               rows = queries.rows, cols = queries.cols;
+  auto widened = detail::AllocateBuffer<float>(
+      std::max<size_t>(1, batch * heads * rows * cols));
+  const auto wide =
+      dense_tensor<float>(widened.get(), batch, heads, rows, cols);
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t h = 0; h < heads; ++h) {
+      detail::WidenRows(queries.matrix(b, h), wide.matrix(b, h));
+    }
+  }
+  detail::CheckScale(scale);
+  detail::CheckEmptyRows(empty_rows);
+  const TensorView<const float> wide_queries = wide;
+  const detail::SdpaShape shape = detail::CheckSdpa<float, ElementTensor>(
+      wide_queries, keys, values, out, mask, execution);
+  CheckDefaultScale(scale, cols);
+  RunSdpa(shape, wide_queries, keys, values, out, mask, scale, empty_rows,
+          execution,
+          queries.type == ElementType::bfloat16 ? &queries : nullptr);
 }
 
 }  // namespace attnpool

@@ -575,7 +575,8 @@ void RunPoolBatch(const PoolSpec& spec,
           std::make_unique<StateStorage<T>>(call.queries.rows, call.out));
       jobs.push_back(std::make_unique<FusedJob<T>>(
           spec, plans[end], call.queries, call.keys, call.values, 0,
-          states.back()->view, threads));
+          states.back()->view, threads,
+          Bf16Queries{call.bf16_queries, call.bf16_query_stride}));
       owner.push_back(end);
       offsets.push_back(offsets.back() + jobs.back()->items());
       packed += jobs.back()->packed_bytes();

@@ -7,6 +7,8 @@
 #include <attnpool/normalize.h>
 #include <attnpool/pool.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "arch/row_list.h"
@@ -23,6 +25,10 @@ struct PoolCall {
   RowList<T> keys, values;
   MatrixView<T> out;
   Mask<T> mask;
+  // The queries as bfloat16 when they came so (row i at bf16_queries +
+  // i·bf16_query_stride), for the bf16 dot-product tile; null otherwise.
+  const uint16_t* bf16_queries = nullptr;
+  size_t bf16_query_stride = 0;
 };
 
 // attention_pool(spec, call…, execution) for every call, their work items

@@ -417,6 +417,37 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
   }
 }
 
+// `narrow` (the bf16 tile's) is within what a rounding of each score
+// (2·(d + 2)·u·Σ|q·k|/√d) moves the float call's `held`: twice that per
+// weight, times the largest value.
+void RequireWithinScoreRounding(const TestMatrix<float>& narrow,
+                                const TestMatrix<float>& held,
+                                const TestMatrix<float>& queries,
+                                const TestMatrix<float>& keys,
+                                const TestMatrix<float>& values) {
+  const size_t d = queries.cols();
+  double largest = 0, score_error = 0;
+  for (size_t j = 0; j < keys.rows(); ++j) {
+    for (size_t c = 0; c < values.cols(); ++c) {
+      largest = std::max(largest, double(std::fabs(values(j, c))));
+    }
+    for (size_t i = 0; i < queries.rows(); ++i) {
+      double abs_dot = 0;
+      for (size_t p = 0; p < d; ++p) {
+        abs_dot += std::fabs(double(queries(i, p)) * keys(j, p));
+      }
+      score_error = std::max(
+          score_error, 2 * (d + 2) * 0x1p-24 * abs_dot / std::sqrt(double(d)));
+    }
+  }
+  for (size_t i = 0; i < narrow.rows(); ++i) {
+    for (size_t c = 0; c < narrow.cols(); ++c) {
+      REQUIRE(std::fabs(narrow(i, c) - held(i, c)) <=
+              (4 * score_error + 1e-6) * largest);
+    }
+  }
+}
+
 // bf16 queries too: the "tile_bf16" path where the CPU has the bf16
 // dot-product instruction beside AVX3 (another order of the products' sum:
 // within what a rounding of each score moves the result), else bitwise the
@@ -457,26 +488,98 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowQueries, "narrow_kv.bf16_queries",
         continue;
       }
       REQUIRE(dot_instruction);
-      double largest = 0, score_error = 0;
-      for (size_t j = 0; j < m; ++j) {
-        for (size_t c = 0; c < dv; ++c) {
-          largest = std::max(largest, double(std::fabs(v.held(j, c))));
-        }
+      RequireWithinScoreRounding(narrow, held, q.held, k.held, v.held);
+    }
+  }
+}
+
+// SDPA with bf16 (and int8) queries over bf16 keys and values, grouped
+// heads: the bf16 tile's result within a score rounding of the float call
+// on the held values where it runs, bitwise elsewhere.
+ATTNPOOL_TEST_EACH_TARGET(NarrowSdpaQueries, "narrow_kv.sdpa_queries",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 94);
+  INFO("seed " << kSeed + 94);
+  const size_t heads = 4, kv_heads = 2, n = 40, m = 200, d = 32;
+  TestMatrix<float> q(heads * n, d), k(kv_heads * m, d), v(kv_heads * m, d);
+  q.FillRandom(rng, 0);
+  k.FillRandom(rng, 0);
+  v.FillRandom(rng, 1);
+  const StoredRows keys(ElementType::bfloat16, k),
+      values(ElementType::bfloat16, v);
+  for (ElementType query_type : {ElementType::bfloat16, ElementType::int8}) {
+    const StoredRows queries(query_type, q);
+    INFO("queries " << attnpool::element_type_name(query_type) << " on "
+                    << CurrentTarget());
+    const auto tensor = [&](const StoredRows& rows, size_t h) {
+      const ElementRows all = rows.Rows();
+      attnpool::ElementTensor t;
+      t.type = all.type;
+      t.data = all.data;
+      t.batch = 1;
+      t.heads = h;
+      t.rows = rows.rows / h;
+      t.cols = d;
+      t.batch_stride = rows.rows * rows.stride;
+      t.head_stride = t.rows * rows.stride;
+      t.row_stride = rows.stride;
+      if (rows.type == ElementType::int8) {
+        t.scales = {rows.scales.data(), 1, h, t.rows, 1, rows.rows, t.rows, 1};
+      }
+      return t;
+    };
+    const auto held_tensor = [&](const StoredRows& rows, size_t h) {
+      const auto view = rows.held.view();
+      return attnpool::TensorView<const float>{view.data,
+                                               1,
+                                               h,
+                                               rows.rows / h,
+                                               d,
+                                               rows.rows * view.stride,
+                                               rows.rows / h * view.stride,
+                                               view.stride};
+    };
+    TestMatrix<float> narrow(heads * n, d), held(heads * n, d);
+    const auto out = [&](TestMatrix<float>& o) {
+      return attnpool::dense_tensor(o.data(), 1, heads, n, d);
+    };
+    attnpool::AttentionMask<float> mask;
+    mask.causal = true;
+    mask.causal_offset = std::ptrdiff_t(m - n);
+    attnpool::scaled_dot_product_attention(
+        tensor(queries, heads), tensor(keys, kv_heads),
+        tensor(values, kv_heads), out(narrow), mask);
+    RequireRanOnTarget();
+    const std::string path = attnpool::last_fused_path();
+    attnpool::scaled_dot_product_attention(
+        held_tensor(queries, heads), held_tensor(keys, kv_heads),
+        held_tensor(values, kv_heads), out(held), mask);
+    const bool dot_instruction =
+        CurrentTarget() == "AVX3" && attnpool::detail::Bf16DotSupported();
+    if (query_type == ElementType::bfloat16 && dot_instruction) {
+      REQUIRE(path == "tile_bf16");
+      for (size_t h = 0; h < heads; ++h) {
+        // Head h's rows against its key head's.
+        TestMatrix<float> nh(n, d), hh(n, d), qh(n, d), kh(m, d), vh(m, d);
         for (size_t i = 0; i < n; ++i) {
-          double abs_dot = 0;
-          for (size_t p = 0; p < d; ++p) {
-            abs_dot += std::fabs(double(q.held(i, p)) * k.held(j, p));
+          for (size_t c = 0; c < d; ++c) {
+            nh(i, c) = narrow(h * n + i, c);
+            hh(i, c) = held(h * n + i, c);
+            qh(i, c) = queries.held(h * n + i, c);
           }
-          score_error = std::max(score_error, 2 * (d + 2) * 0x1p-24 * abs_dot /
-                                                  std::sqrt(double(d)));
         }
-      }
-      for (size_t i = 0; i < n; ++i) {
-        for (size_t c = 0; c < dv; ++c) {
-          REQUIRE(std::fabs(narrow(i, c) - held(i, c)) <=
-                  (4 * score_error + 1e-6) * largest);
+        const size_t g = h / (heads / kv_heads);
+        for (size_t j = 0; j < m; ++j) {
+          for (size_t c = 0; c < d; ++c) {
+            kh(j, c) = keys.held(g * m + j, c);
+            vh(j, c) = values.held(g * m + j, c);
+          }
         }
+        RequireWithinScoreRounding(nh, hh, qh, kh, vh);
       }
+    } else {
+      REQUIRE(path == "tile");
+      REQUIRE(SameBits(narrow, held));
     }
   }
 }

@@ -179,6 +179,15 @@ void scaled_dot_product_attention(
     const AttentionMask<float>& mask = {}, std::optional<double> scale = {},
     EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
 
+// The same with queries of any element type too (widened once, B·Hq·n·d
+// floats): bfloat16 queries and keys take the bf16 dot-product tile where
+// the CPU has one (pool.h, "tile_bf16").
+void scaled_dot_product_attention(
+    const ElementTensor& queries, const ElementTensor& keys,
+    const ElementTensor& values, TensorView<float> out,
+    const AttentionMask<float>& mask = {}, std::optional<double> scale = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+
 // Sequences of different lengths packed along the rows of one tensor
 // (flash-attention's "varlen" layout, cu_seqlens): sequence b owns query
 // rows [query_offsets[b], query_offsets[b + 1]) and key and value rows

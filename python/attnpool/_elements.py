@@ -70,8 +70,9 @@ def element(name: str, array) -> tuple:
     names = {np.dtype(np.float32): "float32", np.dtype(np.uint16): "bfloat16",
              np.dtype(np.float16): "float16"}
     if array.dtype not in names:
-        raise TypeError(f"{name}: dtype {array.dtype} is not a key/value element "
-                        "type (float32; uint16 bfloat16 bits; float16; Int8Rows)")
+        raise TypeError(f"{name}: dtype {array.dtype} is not an element type of "
+                        "reduced-precision calls (float32; uint16 bfloat16 bits; "
+                        "float16; Int8Rows)")
     return np.ascontiguousarray(array), names[array.dtype], None
 
 
@@ -85,4 +86,5 @@ def float32_queries(queries) -> np.ndarray:
 
 def shape(array) -> tuple:
     return array.data.shape if isinstance(array, Int8Rows) else np.shape(array)
+
 

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from . import _core
-from ._elements import element, float32_queries, is_narrow
+from ._elements import element, is_narrow
 from ._checks import (as_input, float_dtype, masks, offsets, optional_input,
                       output, shape_of, threads_of)
 
@@ -44,14 +44,15 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
     PyTorch CPU tensors are read without a copy.
 
     Keys and values may be stored in reduced precision, as KV caches are
-    (each its own): uint16 bfloat16 bit patterns, float16, or
-    :class:`Int8Rows` (data (B, Hkv, m, d), scales (B, Hkv, m)); queries
-    are then float32, and so is the result. Decoding reads them in place.
+    (each its own, and the queries too): uint16 bfloat16 bit patterns,
+    float16, or :class:`Int8Rows` (data (B, H, m, d), scales (B, H, m));
+    the result is float32. Decoding reads them in place; bfloat16 queries
+    and keys take the CPU's bf16 dot-product instruction where it has one.
     """
     mask_arguments = (valid_lengths, causal, causal_offset, window, bias,
                       visible, softcap, alibi_slopes, sinks)
-    if is_narrow(keys) or is_narrow(values):
-        queries = float32_queries(queries)
+    if is_narrow(queries) or is_narrow(keys) or is_narrow(values):
+        queries = element("queries", queries)
         keys, values = element("keys", keys), element("values", values)
         return _sdpa(_core.scaled_dot_product_attention_elements, queries,
                      (*keys, *values), np.float32, mask_arguments, scale,
@@ -67,10 +68,11 @@ def _sdpa(function, queries, keys_values: tuple, dtype, mask_arguments: tuple,
     values' array at index len // 2 (after the keys' arguments)."""
     (valid_lengths, causal, causal_offset, window, bias, visible, softcap,
      alibi_slopes, sinks) = mask_arguments
-    b, h, n, _ = shape_of("queries", queries, 4)
+    query_arguments = queries if isinstance(queries, tuple) else (queries,)
+    b, h, n, _ = shape_of("queries", query_arguments[0], 4)
     dv = shape_of("values", keys_values[len(keys_values) // 2], 4)[3]
     out = output("out", out, (b, h, n, dv), dtype)
-    function(queries, *keys_values, out,
+    function(*query_arguments, *keys_values, out,
              masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
                    batch=b, softcap=softcap, alibi=alibi_slopes, sinks=sinks,
                    heads=h),

@@ -51,22 +51,24 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
     kernel, which never forms the n×m weights; with ``return_weights`` the
     staged pipeline, returning ``(out, weights)``.
 
-    Keys and values may be stored in reduced precision (each its own):
-    uint16 bfloat16 bit patterns, float16, or :class:`Int8Rows`; queries
-    are then float32, and so is the result (not with ``return_weights``).
+    Queries, keys and values may be stored in reduced precision (each its
+    own): uint16 bfloat16 bit patterns, float16, or :class:`Int8Rows`; the
+    others are then float32, and so is the result (not with
+    ``return_weights``). bfloat16 dot products run on the CPU's bf16
+    dot-product instruction where it has one.
     """
-    if is_narrow(keys) or is_narrow(values):
+    if is_narrow(queries) or is_narrow(keys) or is_narrow(values):
         if return_weights:
-            raise ValueError("return_weights: not with reduced-precision keys "
-                             "or values")
-        queries = float32_queries(queries)
-        n = shape_of("queries", queries, 2)[0]
+            raise ValueError("return_weights: not with reduced-precision "
+                             "queries, keys or values")
+        queries = element("queries", queries)
+        n = shape_of("queries", queries[0], 2)[0]
         keys, values = element("keys", keys), element("values", values)
         out = output("out", out, (n, shape_of("values", values[0], 2)[1]),
                      np.float32)
         _core.attention_pool_elements(
             _spec(distance, kernel, bandwidth, scale, normalize, empty_rows),
-            queries, *keys, *values, out,
+            *queries, *keys, *values, out,
             masks(n, valid_lengths, causal, causal_offset, window, bias,
                   visible, softcap=softcap, alibi=alibi_slope, sinks=sink),
             threads_of(threads))

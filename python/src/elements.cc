@@ -17,41 +17,46 @@ namespace attnpool_python {
 namespace {
 
 void AttentionPoolElements(const SpecArguments& spec, const InArray& queries,
+                           const std::string& query_type,
+                           const std::optional<InArray>& query_scales,
                            const InArray& keys, const std::string& key_type,
                            const std::optional<InArray>& key_scales,
                            const InArray& values, const std::string& value_type,
                            const std::optional<InArray>& value_scales,
                            const OutArray& out, const MaskTuple& mask_arguments,
                            int threads) {
-  RequireFloat32("queries", queries);
-  const Input<float, 2> q("queries", queries);
+  const ElementArray<2> q("queries", queries, query_type, query_scales);
   const ElementArray<2> k("keys", keys, key_type, key_scales);
   const ElementArray<2> v("values", values, value_type, value_scales);
+  const auto query_rows = q.rows();
   const auto value_rows = v.rows();
-  const Output<float, 2> o("out", out, {q.shape(0), value_rows.cols},
+  const Output<float, 2> o("out", out, {query_rows.rows, value_rows.cols},
                            "queries");
   const MaskArguments<float, 2> masks(mask_arguments, "queries");
   const auto pool_spec = PoolSpecOf(spec);
   const auto execution = ExecutionOf(threads);
   nb::gil_scoped_release release;
-  attnpool::attention_pool(pool_spec, q.matrix(), k.rows(), value_rows,
+  attnpool::attention_pool(pool_spec, query_rows, k.rows(), value_rows,
                            o.matrix(), masks.mask(), execution);
 }
 
 void ScaledDotProductAttentionElements(
-    const InArray& queries, const InArray& keys, const std::string& key_type,
-    const std::optional<InArray>& key_scales, const InArray& values,
-    const std::string& value_type, const std::optional<InArray>& value_scales,
-    const OutArray& out, const MaskTuple& mask_arguments,
-    std::optional<double> scale, const std::string& empty_rows, int threads) {
-  RequireFloat32("queries", queries);
-  const Input<float, 4> q("queries", queries);
+    const InArray& queries, const std::string& query_type,
+    const std::optional<InArray>& query_scales, const InArray& keys,
+    const std::string& key_type, const std::optional<InArray>& key_scales,
+    const InArray& values, const std::string& value_type,
+    const std::optional<InArray>& value_scales, const OutArray& out,
+    const MaskTuple& mask_arguments, std::optional<double> scale,
+    const std::string& empty_rows, int threads) {
+  const ElementArray<4> q("queries", queries, query_type, query_scales);
   const ElementArray<4> k("keys", keys, key_type, key_scales);
   const ElementArray<4> v("values", values, value_type, value_scales);
+  const auto query_tensor = q.tensor();
   const auto value_tensor = v.tensor();
-  const Output<float, 4> o(
-      "out", out, {q.shape(0), q.shape(1), q.shape(2), value_tensor.cols},
-      "queries");
+  const Output<float, 4> o("out", out,
+                           {query_tensor.batch, query_tensor.heads,
+                            query_tensor.rows, value_tensor.cols},
+                           "queries");
   const MaskArguments<float, 4> masks(mask_arguments, "queries");
   const auto empty = EmptyRowsOf(empty_rows);
   const auto execution = ExecutionOf(threads);

@@ -100,6 +100,31 @@ def test_sdpa_grouped_heads(target):
         np.testing.assert_array_equal(got, want)
 
 
+def test_bfloat16_queries(target):
+    # bf16 queries too: the bf16 dot-product tile where the CPU has one (a
+    # score rounding from the float call on the held values), else bitwise.
+    rng = rng_for("bf16 queries", target)
+    q = rng.standard_normal((40, 64)).astype(np.float32)
+    k = rng.standard_normal((300, 64)).astype(np.float32)
+    v = rng.standard_normal((300, 16)).astype(np.float32)
+    qb, kb, vb = (attnpool.to_bfloat16(a) for a in (q, k, v))
+    held = [attnpool.bfloat16_to_float(a) for a in (qb, kb, vb)]
+    spec = {"distance": "dot", "kernel": "exp", "normalize": "softmax"}
+    got = attnpool.attention_pool(qb, kb, vb, **spec)
+    path = attnpool.last_fused_path()
+    want = attnpool.attention_pool(*held, **spec)
+    if path == "tile_bf16":
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(v).max())
+    else:
+        np.testing.assert_array_equal(got, want)
+    got = attnpool.scaled_dot_product_attention(
+        qb.reshape(1, 2, 20, 64), kb.reshape(1, 1, 300, 64), vb.reshape(1, 1, 300, 16))
+    want = attnpool.scaled_dot_product_attention(
+        held[0].reshape(1, 2, 20, 64), held[1].reshape(1, 1, 300, 64),
+        held[2].reshape(1, 1, 300, 16))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(v).max())
+
+
 def test_errors():
     q = np.ones((2, 4), dtype=np.float32)
     k = attnpool.to_bfloat16(np.ones((3, 4), dtype=np.float32))
