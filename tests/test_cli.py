@@ -182,6 +182,40 @@ class CliTest(unittest.TestCase):
             with self.subTest(message=message):
                 self.expect_error(base + args, message)
 
+    def test_sdpa_reduced_precision_caches(self):
+        # (B, Hkv, m, d) caches of bfloat16 bits and int8 with (B, Hkv, m)
+        # scales under grouped heads: bitwise the float32 run on the values
+        # they hold; the other layers refuse them.
+        q = self.rng.standard_normal((2, 4, 3, 8)).astype(np.float32)
+        k = self.rng.standard_normal((2, 2, 30, 8)).astype(np.float32)
+        v = self.rng.standard_normal((2, 2, 30, 5)).astype(np.float32)
+        bits = ((k.view(np.uint32).astype(np.uint64) + 0x7FFF +
+                 ((k.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        scales = (np.abs(v).max(axis=-1) / np.float32(127)).astype(np.float32)
+        v8 = np.rint(v * (np.float32(127) / np.abs(v).max(axis=-1))[..., None]).astype(np.int8)
+        held_k = (bits.astype(np.uint32) << 16).view(np.float32)
+        held_v = (scales[..., None] * v8.astype(np.float32)).astype(np.float32)
+        common = ["sdpa", "--queries", self.save("q.npy", q), "--causal",
+                  "--causal-offset", "27"]
+        self.run_cli(*common, "--keys", self.save("kb.npy", bits), "--keys-dtype",
+                     "bfloat16", "--values", self.save("v8.npy", v8), "--value-scales",
+                     self.save("vs.npy", scales), "-o", self.path("narrow.npy"))
+        self.run_cli(*common, "--keys", self.save("kh.npy", held_k), "--values",
+                     self.save("vh.npy", held_v), "-o", self.path("held.npy"))
+        np.testing.assert_array_equal(np.load(self.path("narrow.npy")),
+                                      np.load(self.path("held.npy")))
+        self.expect_error(
+            ["sdpa", "--queries", self.path("q.npy"), "--keys", self.path("kh.npy"),
+             "--values", self.path("v8.npy"), "--value-scales",
+             self.save("bad.npy", scales[:, :, :29]), "-o", self.path("out.npy")],
+            "one scale per row of --values")
+        self.expect_error(
+            ["additive", "--queries", self.path("q.npy"), "--keys", self.path("kb.npy"),
+             "--values", self.path("vh.npy"), "--w-q", self.save("w.npy", np.ones((8, 3), np.float32)),
+             "--w-k", self.path("w.npy"), "--w-v", self.save("wv.npy", np.ones(3, np.float32)),
+             "-o", self.path("out.npy")],
+            "dtype uint16 is not supported")
+
     def test_sdpa_matrices_and_masks(self):
         n, m, d, dv = 37, 29, 8, 3
         q, k = self.rng.standard_normal((n, d)), self.rng.standard_normal((m, d))

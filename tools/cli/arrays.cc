@@ -137,4 +137,64 @@ void Save(const std::string& path, const NpyArray& array) {
   }
 }
 
+bool IsNarrow(const NpyArray& array) {
+  return array.type == NpyType::float16 || array.type == NpyType::uint16 ||
+         array.type == NpyType::int8;
+}
+
+StoredElements ReadStoredElements(const Arguments& arguments,
+                                  const std::string& label,
+                                  const std::string& option,
+                                  const NpyArray& array,
+                                  const std::vector<size_t>& rows_shape,
+                                  const std::string& dtype_option,
+                                  const std::string& scales_option) {
+  StoredElements stored;
+  const auto dtype = arguments.Get(dtype_option);
+  switch (array.type) {
+    case NpyType::float32:
+      break;
+    case NpyType::float16:
+      stored.type = attnpool::ElementType::float16;
+      break;
+    case NpyType::int8:
+      stored.type = attnpool::ElementType::int8;
+      break;
+    case NpyType::uint16:
+      if (!dtype || *dtype != "bfloat16") {
+        throw CliError{label + " is uint16: give " + dtype_option +
+                       " bfloat16 if it holds bfloat16 bit patterns"};
+      }
+      stored.type = attnpool::ElementType::bfloat16;
+      break;
+    default:
+      throw CliError{label + " is " + NpyTypeName(array.type) +
+                     ": beside reduced-precision keys or values, use float32 "
+                     "('<f4'), float16 ('<f2'), bfloat16 bits ('<u2') or int8 "
+                     "('|i1')"};
+  }
+  if (dtype &&
+      attnpool::element_type_from_name(dtype->c_str()) != stored.type) {
+    throw CliError{dtype_option + " " + *dtype + " but " + label + " is " +
+                   NpyTypeName(array.type)};
+  }
+  const auto scales_path = arguments.Get(scales_option);
+  if (stored.type == attnpool::ElementType::int8) {
+    if (!scales_path) {
+      throw CliError{label + " is int8: give its row scales with " +
+                     scales_option + " S.npy (float32, one per row)"};
+    }
+    stored.scales = Load(scales_option, *scales_path);
+    if (stored.scales.type != NpyType::float32) {
+      throw CliError{scales_option + " " + *scales_path + " is " +
+                     NpyTypeName(stored.scales.type) + ", not float32"};
+    }
+    RequireArrayShape(scales_option + " " + *scales_path, stored.scales,
+                      rows_shape, "one scale per row of " + label);
+  } else if (scales_path) {
+    throw CliError{scales_option + " applies to int8 " + option + " only"};
+  }
+  return stored;
+}
+
 }  // namespace attnpool_cli

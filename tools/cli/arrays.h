@@ -117,6 +117,30 @@ void RequireArrayShape(const std::string& label, const NpyArray& array,
                        const std::vector<size_t>& shape,
                        const std::string& why);
 
+// Keys or values in a reduced-precision element type (element.h), the
+// file's dtype saying which: '<f2' float16, '|i1' int8 (with a float32
+// scales file, one per row), '<u2' bfloat16 bit patterns (said with the
+// dtype option, e.g. --keys-dtype bfloat16); '<f4' float32 beside a narrow
+// other.
+struct StoredElements {
+  attnpool::ElementType type = attnpool::ElementType::float32;
+  NpyArray scales;  // int8: the row scales
+};
+
+// Whether `array` holds keys or values stored narrow.
+bool IsNarrow(const NpyArray& array);
+
+// The element type of `array` (read for `label`, the input of `option`),
+// checked against `dtype_option`, and int8's scales from `scales_option`,
+// of shape `rows_shape` (the array's shape without its last axis).
+StoredElements ReadStoredElements(const Arguments& arguments,
+                                  const std::string& label,
+                                  const std::string& option,
+                                  const NpyArray& array,
+                                  const std::vector<size_t>& rows_shape,
+                                  const std::string& dtype_option,
+                                  const std::string& scales_option);
+
 // --visible: a bool or uint8 array.
 NpyArray LoadVisible(const std::string& path);
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -114,10 +115,13 @@ struct InputTensor {
   }
 };
 
+// A float array, or with `narrow` keys or values of any element type.
 InputTensor LoadTensor(const std::string& option, const std::string& path,
-                       Layout layout) {
+                       Layout layout, bool narrow = false) {
   InputTensor tensor{option, path, Load(option, path), layout};
-  RequireFloat(tensor.Label(), tensor.array);
+  if (!narrow || !IsNarrow(tensor.array)) {
+    RequireFloat(tensor.Label(), tensor.array);
+  }
   const auto& shape = tensor.array.shape;
   const size_t high_rank =
       layout == Layout::heads || layout == Layout::pool ? 4 : 3;
@@ -314,17 +318,24 @@ struct LayerInputs {
   InputTensor queries, keys, values;
 };
 
-// Keys and values of `key_layout` (a paged cache's pools), or of `layout`.
+// Keys and values of `key_layout` (a paged cache's pools), or of `layout`;
+// with `narrow`, of any element type (the queries then float32).
 LayerInputs LoadLayerInputs(const Arguments& arguments, Layout layout,
-                            Layout key_layout) {
+                            Layout key_layout, bool narrow) {
   LayerInputs inputs{
       LoadTensor("--queries", arguments.Required("--queries"), layout),
-      LoadTensor("--keys", arguments.Required("--keys"), key_layout),
-      LoadTensor("--values", arguments.Required("--values"), key_layout)};
+      LoadTensor("--keys", arguments.Required("--keys"), key_layout, narrow),
+      LoadTensor("--values", arguments.Required("--values"), key_layout,
+                 narrow)};
   const InputTensor &queries = inputs.queries, &keys = inputs.keys,
                     &values = inputs.values;
+  const bool any_narrow = IsNarrow(keys.array) || IsNarrow(values.array);
+  if (any_narrow && queries.array.type != NpyType::float32) {
+    throw CliError{queries.Label() +
+                   " must be float32 beside reduced-precision keys or values"};
+  }
   for (const InputTensor* other : {&keys, &values}) {
-    RequireSameType(queries, *other);
+    if (!any_narrow) RequireSameType(queries, *other);
     if (key_layout != layout) continue;
     RequireSameRank(queries, *other);
     RequireExtent(*other, "batch entries", other->batch, queries.batch,
@@ -373,7 +384,26 @@ struct LayerCall {
   attnpool::AttentionMask<T> mask;
   attnpool::EmptyRows empty_rows;
   attnpool::Execution execution;
+  // Keys and values in reduced precision (sdpa; then keys and values above
+  // are empty and T float).
+  std::optional<attnpool::ElementTensor> narrow_keys, narrow_values;
 };
+
+// Keys or values of any element type as the library's tensor (scales, for
+// int8, of the tensor's (batch, heads, rows) in its layout).
+attnpool::ElementTensor ElementTensorOf(const InputTensor& tensor,
+                                        const StoredElements& elements) {
+  attnpool::ElementTensor result =
+      LayoutView(tensor.array.data<float>(), tensor.layout, tensor.batch,
+                 tensor.heads, tensor.rows, tensor.cols);
+  result.type = elements.type;
+  result.data = tensor.array.storage.get();
+  if (elements.type == attnpool::ElementType::int8) {
+    result.scales = LayoutView(elements.scales.data<float>(), tensor.layout,
+                               tensor.batch, tensor.heads, tensor.rows, 1);
+  }
+  return result;
+}
 
 // The run of an attention layer command, whose required options are checked
 // and run options read: the constructor reads --empty-rows, applies --isa,
@@ -382,13 +412,36 @@ struct LayerCall {
 class LayerRun {
  public:
   // Inputs 2-D, or of `layout` (keys and values of `key_layout`).
+  // With `narrow`, keys and values of any element type (element.h).
   LayerRun(const Arguments& arguments, const RunSettings& settings,
-           Layout layout, std::optional<Layout> key_layout = {})
+           Layout layout, std::optional<Layout> key_layout = {},
+           bool narrow = false)
       : arguments_(arguments),
         empty_rows_(ParseEmptyRows(arguments)),
         reading_(arguments, settings),
-        inputs_(
-            LoadLayerInputs(arguments, layout, key_layout.value_or(layout))) {}
+        inputs_(LoadLayerInputs(arguments, layout, key_layout.value_or(layout),
+                                narrow)) {
+    if (IsNarrow(inputs_.keys.array) || IsNarrow(inputs_.values.array)) {
+      const auto rows_shape = [](const InputTensor& tensor) {
+        return std::vector<size_t>(tensor.array.shape.begin(),
+                                   tensor.array.shape.end() - 1);
+      };
+      key_elements_ = ReadStoredElements(
+          arguments, inputs_.keys.Label(), "--keys", inputs_.keys.array,
+          rows_shape(inputs_.keys), "--keys-dtype", "--key-scales");
+      value_elements_ = ReadStoredElements(
+          arguments, inputs_.values.Label(), "--values", inputs_.values.array,
+          rows_shape(inputs_.values), "--values-dtype", "--value-scales");
+    } else if (narrow) {
+      for (const char* option : {"--keys-dtype", "--values-dtype",
+                                 "--key-scales", "--value-scales"}) {
+        if (arguments.Get(option)) {
+          throw CliError{std::string(option) +
+                         " applies to reduced-precision keys or values only"};
+        }
+      }
+    }
+  }
 
   const LayerInputs& inputs() const { return inputs_; }
 
@@ -406,16 +459,23 @@ class LayerRun {
           arguments_.Required("-o"),
           attnpool_tools::MakeNpyArray(queries.array.type,
                                        OutputShape(queries, extents.out_cols))};
-      const LayerCall<T> call{
-          queries.View<T>(),
-          inputs_.keys.View<T>(),
-          inputs_.values.View<T>(),
-          LayoutView(results.out.mutable_data<T>(), queries.layout,
-                     queries.batch, queries.heads, queries.rows,
-                     extents.out_cols),
-          mask.Get<T>(),
-          empty_rows_,
-          run.settings.execution};
+      LayerCall<T> call{queries.View<T>(),
+                        key_elements_ ? attnpool::TensorView<const T>()
+                                      : inputs_.keys.View<T>(),
+                        key_elements_ ? attnpool::TensorView<const T>()
+                                      : inputs_.values.View<T>(),
+                        LayoutView(results.out.mutable_data<T>(),
+                                   queries.layout, queries.batch, queries.heads,
+                                   queries.rows, extents.out_cols),
+                        mask.Get<T>(),
+                        empty_rows_,
+                        run.settings.execution,
+                        {},
+                        {}};
+      if (key_elements_) {
+        call.narrow_keys = ElementTensorOf(inputs_.keys, *key_elements_);
+        call.narrow_values = ElementTensorOf(inputs_.values, *value_elements_);
+      }
       const auto start = Clock::now();
       try {
         layer(zero, call);
@@ -431,6 +491,8 @@ class LayerRun {
   const attnpool::EmptyRows empty_rows_;
   const InputReading reading_;
   const LayerInputs inputs_;
+  // Set when keys or values are narrow.
+  std::optional<StoredElements> key_elements_, value_elements_;
 };
 
 // The offsets of packed sequences (--query-offsets, --key-offsets) or a
@@ -477,9 +539,10 @@ int Sdpa(const Arguments& arguments) {
   }
   const RunSettings settings = ReadSettings(arguments);
   const std::optional<double> scale = NumberOption(arguments, "--scale");
-  const LayerRun run(
-      arguments, settings, packed ? Layout::packed : Layout::heads,
-      paged ? std::optional<Layout>(Layout::pool) : std::nullopt);
+  const LayerRun run(arguments, settings,
+                     packed ? Layout::packed : Layout::heads,
+                     paged ? std::optional<Layout>(Layout::pool) : std::nullopt,
+                     /*narrow=*/!packed);
   const LayerInputs& inputs = run.inputs();
   RequireSameColumns(inputs.queries, inputs.keys);
   std::vector<size_t> query_offsets, key_offsets, key_lengths;
@@ -516,7 +579,7 @@ int Sdpa(const Arguments& arguments) {
   }
   return run.Call(
       {inputs.queries.heads, inputs.values.cols, TensorShapeText(inputs)},
-      [&](auto, const auto& call) {
+      [&](auto zero, const auto& call) {
         if (paged) {
           attnpool::PagedKVCache<typename std::remove_const_t<
               std::remove_pointer_t<decltype(call.keys.data)>>>
@@ -536,6 +599,12 @@ int Sdpa(const Arguments& arguments) {
               {query_offsets.size() - 1, query_offsets.data(),
                key_offsets.data()},
               call.mask, scale, call.empty_rows, call.execution);
+        } else if (call.narrow_keys) {
+          if constexpr (std::is_same<decltype(zero), float>::value) {
+            attnpool::scaled_dot_product_attention(
+                call.queries, *call.narrow_keys, *call.narrow_values, call.out,
+                call.mask, scale, call.empty_rows, call.execution);
+          }
         } else {
           attnpool::scaled_dot_product_attention(
               call.queries, call.keys, call.values, call.out, call.mask, scale,
@@ -674,7 +743,8 @@ Command SdpaCommand() {
         {"--key-lengths",
          "L.npy",
          "a paged KV cache: sequence b has L[b] keys, shape (count,)",
-         {"cache.lengths"}}}},
+         {"cache.lengths"}}},
+       kReducedPrecisionOptions},
       Sdpa);
 }
 

@@ -36,6 +36,16 @@ const OptionInfo kOut{"-o", "OUT.npy",
 const OptionInfo kDistance{
     "--distance", "NAME", kDistanceHelp.c_str(), {"distance"}};
 
+const std::vector<OptionInfo> kReducedPrecisionOptions = {
+    {"--keys-dtype", "NAME",
+     "bfloat16: the keys file ('<u2') holds bfloat16 bit patterns (float16 "
+     "'<f2' and int8 '|i1' keys need no option; queries then float32)"},
+    {"--values-dtype", "NAME", "bfloat16: the same for the values"},
+    {"--key-scales", "S.npy",
+     "int8 keys' row scales, float32, the keys' shape without its last axis: "
+     "key j is S[j] * K[j]"},
+    {"--value-scales", "S.npy", "int8 values' row scales, likewise"}};
+
 const std::vector<OptionInfo> kRunOptions = {
     {"--isa", "TARGET",
      "run on this instruction set (avx2, avx512, sse4, neon, sve, scalar, "

@@ -91,6 +91,9 @@ extern const OptionInfo kOut;
 extern const OptionInfo kDistance;
 // Options of every command, after its own.
 extern const std::vector<OptionInfo> kRunOptions;
+// The element types of reduced-precision keys and values (pool, sdpa):
+// --keys-dtype, --values-dtype, --key-scales, --value-scales.
+extern const std::vector<OptionInfo> kReducedPrecisionOptions;
 
 // --empty-rows (ParseEmptyRows), `help` saying when a row is empty.
 OptionInfo EmptyRowsOption(const char* help);

@@ -16,84 +16,31 @@
 namespace attnpool_cli {
 namespace {
 
-// Keys or values stored in a reduced-precision element type (element.h),
-// the file's dtype saying which: '<f2' float16, '|i1' int8 (with a float32
-// scales file, one per row), '<u2' bfloat16 bit patterns (said with
-// --keys-dtype / --values-dtype bfloat16); '<f4' float32 beside a narrow
-// other.
+// Keys or values stored in a reduced-precision element type (arrays.h's
+// StoredElements), as the library's rows.
 struct StoredRows {
-  attnpool::ElementType type = attnpool::ElementType::float32;
-  NpyArray scales;
+  StoredElements elements;
 
   attnpool::ElementRows Rows(const InputMatrix& matrix) const {
     attnpool::ElementRows rows;
-    rows.type = type;
+    rows.type = elements.type;
     rows.data = matrix.array.storage.get();
     rows.rows = matrix.rows;
     rows.cols = matrix.cols;
     rows.stride = matrix.cols;
-    if (type == attnpool::ElementType::int8) rows.scales = scales.data<float>();
+    if (rows.type == attnpool::ElementType::int8) {
+      rows.scales = elements.scales.data<float>();
+    }
     return rows;
   }
 };
 
-// Whether `matrix` (keys or values) is stored narrow.
-bool IsNarrow(const InputMatrix& matrix) {
-  return matrix.array.type == NpyType::float16 ||
-         matrix.array.type == NpyType::uint16 ||
-         matrix.array.type == NpyType::int8;
-}
-
 StoredRows StoredRowsOf(const Arguments& arguments, const InputMatrix& matrix,
                         const std::string& dtype_option,
                         const std::string& scales_option) {
-  StoredRows stored;
-  const auto dtype = arguments.Get(dtype_option);
-  switch (matrix.array.type) {
-    case NpyType::float32:
-      break;
-    case NpyType::float16:
-      stored.type = attnpool::ElementType::float16;
-      break;
-    case NpyType::int8:
-      stored.type = attnpool::ElementType::int8;
-      break;
-    case NpyType::uint16:
-      if (!dtype || *dtype != "bfloat16") {
-        throw CliError{matrix.Label() + " is uint16: give " + dtype_option +
-                       " bfloat16 if it holds bfloat16 bit patterns"};
-      }
-      stored.type = attnpool::ElementType::bfloat16;
-      break;
-    default:
-      throw CliError{matrix.Label() + " is " + NpyTypeName(matrix.array.type) +
-                     ": beside reduced-precision keys or values, use float32 "
-                     "('<f4'), float16 ('<f2'), bfloat16 bits ('<u2') or int8 "
-                     "('|i1')"};
-  }
-  if (dtype &&
-      attnpool::element_type_from_name(dtype->c_str()) != stored.type) {
-    throw CliError{dtype_option + " " + *dtype + " but " + matrix.Label() +
-                   " is " + NpyTypeName(matrix.array.type)};
-  }
-  const auto scales_path = arguments.Get(scales_option);
-  if (stored.type == attnpool::ElementType::int8) {
-    if (!scales_path) {
-      throw CliError{matrix.Label() + " is int8: give its row scales with " +
-                     scales_option + " S.npy (float32, one per row)"};
-    }
-    stored.scales = Load(scales_option, *scales_path);
-    if (stored.scales.type != NpyType::float32) {
-      throw CliError{scales_option + " " + *scales_path + " is " +
-                     NpyTypeName(stored.scales.type) + ", not float32"};
-    }
-    RequireArrayShape(scales_option + " " + *scales_path, stored.scales,
-                      {matrix.rows}, "one scale per row of " + matrix.Label());
-  } else if (scales_path) {
-    throw CliError{scales_option + " applies to int8 " + matrix.option +
-                   " only"};
-  }
-  return stored;
+  return {ReadStoredElements(arguments, matrix.Label(), matrix.option,
+                             matrix.array, {matrix.rows}, dtype_option,
+                             scales_option)};
 }
 
 struct PoolInputs {
@@ -222,7 +169,7 @@ int Pool(const Arguments& arguments) {
   inputs.queries = LoadMatrix(arguments, "--queries");
   inputs.keys = LoadAnyMatrix("--keys", arguments.Required("--keys"));
   inputs.values = LoadAnyMatrix("--values", arguments.Required("--values"));
-  if (IsNarrow(inputs.keys) || IsNarrow(inputs.values)) {
+  if (IsNarrow(inputs.keys.array) || IsNarrow(inputs.values.array)) {
     if (inputs.queries.array.type != NpyType::float32) {
       throw CliError{inputs.queries.Label() +
                      " must be float32 beside reduced-precision keys or "
@@ -310,14 +257,7 @@ Command PoolCommand() {
        MaskOptions({"integers, n entries: query i sees keys j < L[i]",
                     "n x m, added to the scores before a softmax",
                     "n x m, bool or uint8: 0 hides key j from query i"}),
-       {{"--keys-dtype", "NAME",
-         "bfloat16: the keys file ('<u2') holds bfloat16 bit patterns "
-         "(float16 '<f2' and int8 '|i1' keys need no option)"},
-        {"--values-dtype", "NAME", "bfloat16: the same for the values"},
-        {"--key-scales", "S.npy",
-         "int8 keys' row scales (float32, m entries): key j is S[j] * K[j]"},
-        {"--value-scales", "S.npy", "int8 values' row scales (m entries)"},
-        {"--alibi-slope",
+       {{"--alibi-slope",
          "S",
          "ALiBi: S * (j - i - causal offset) added to each score",
          {"mask.alibi_slope"}},
@@ -326,6 +266,7 @@ Command PoolCommand() {
          "attention sink: a logit S in the softmax's denominator, with no "
          "value",
          {"mask.sink"}}},
+       kReducedPrecisionOptions,
        kRunOptions},
       Pool);
 }
