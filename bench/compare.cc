@@ -29,6 +29,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "arch/math.h"
@@ -241,6 +242,55 @@ void W1(int threads) {
 
 // ------------------------------------------------- W2, W4: unfused SDPA
 
+#if ATTNPOOL_BENCH_ONEDNN
+// oneDNN's unfused attention of one head: q (n×d) · kᵀ (scaled by 1/√d)
+// into f32 scores, a softmax, then · v (m×d) into out (f32). With `bf16`,
+// q, k and v are bf16 and the probabilities are reordered to bf16 for the
+// second matmul (as a bf16 pipeline runs it). On `threads` OpenMP threads.
+Timing OnednnUnfusedSdpa(bool bf16, const void* q, const void* k, const void* v,
+                         float* out, size_t n, size_t m, size_t d,
+                         int threads) {
+  SetBlasThreads(threads);
+  using namespace dnnl;
+  using tag = memory::format_tag;
+  using dt = memory::data_type;
+  const dt input = bf16 ? dt::bf16 : dt::f32;
+  engine eng(engine::kind::cpu, 0);
+  stream strm(eng);
+  std::vector<float> scores(n * m);
+  std::vector<uint16_t> probabilities(bf16 ? n * m : 0);
+  const memory::dim N = n, M = m, D = d;
+  memory::desc q_md({N, D}, input, tag::ab), kt_md({D, M}, input, tag::ba),
+      s_md({N, M}, dt::f32, tag::ab), p_md({N, M}, input, tag::ab),
+      v_md({M, D}, input, tag::ab), o_md({N, D}, dt::f32, tag::ab);
+  memory qm(q_md, eng, const_cast<void*>(q)),
+      ktm(kt_md, eng, const_cast<void*>(k)), sm(s_md, eng, scores.data()),
+      pm(p_md, eng,
+         bf16 ? static_cast<void*>(probabilities.data())
+              : static_cast<void*>(scores.data())),
+      vm(v_md, eng, const_cast<void*>(v)), om(o_md, eng, out);
+  primitive_attr attr;
+  attr.set_output_scales(0, {1 / std::sqrt(float(d))});
+  matmul first(
+      matmul::primitive_desc(matmul::desc(q_md, kt_md, s_md), attr, eng));
+  softmax_forward softmax(softmax_forward::primitive_desc(
+      softmax_forward::desc(prop_kind::forward_inference, s_md, 1), eng));
+  matmul second(matmul::primitive_desc(matmul::desc(p_md, v_md, o_md), eng));
+  std::optional<reorder> to_bf16;
+  if (bf16) to_bf16.emplace(sm, pm);
+  return Time([&] {
+    first.execute(
+        strm,
+        {{DNNL_ARG_SRC, qm}, {DNNL_ARG_WEIGHTS, ktm}, {DNNL_ARG_DST, sm}});
+    softmax.execute(strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, sm}});
+    if (to_bf16) to_bf16->execute(strm, sm, pm);
+    second.execute(
+        strm, {{DNNL_ARG_SRC, pm}, {DNNL_ARG_WEIGHTS, vm}, {DNNL_ARG_DST, om}});
+    strm.wait();
+  });
+}
+#endif
+
 void W2(int threads) {
   const size_t n = 4096, m = 4096, d = 64;
   const auto q = Normal(n * d, 1, 1), k = Normal(m * d, 1, 2),
@@ -268,41 +318,10 @@ void W2(int threads) {
   }
 #endif
 #if ATTNPOOL_BENCH_ONEDNN
-  {
-    using namespace dnnl;
-    using tag = memory::format_tag;
-    using dt = memory::data_type;
-    engine eng(engine::kind::cpu, 0);
-    stream strm(eng);
-    std::vector<float> scores(n * m);
-    const memory::dim N = n, M = m, D = d;
-    memory::desc q_md({N, D}, dt::f32, tag::ab),
-        kt_md({D, M}, dt::f32, tag::ba), s_md({N, M}, dt::f32, tag::ab),
-        v_md({M, D}, dt::f32, tag::ab), o_md({N, D}, dt::f32, tag::ab);
-    memory qm(q_md, eng, const_cast<float*>(q.data())),
-        ktm(kt_md, eng, const_cast<float*>(k.data())),
-        sm(s_md, eng, scores.data()),
-        vm(v_md, eng, const_cast<float*>(v.data())), om(o_md, eng, out.data());
-    primitive_attr attr;
-    attr.set_output_scales(0, {1 / std::sqrt(float(d))});
-    matmul first(
-        matmul::primitive_desc(matmul::desc(q_md, kt_md, s_md), attr, eng));
-    softmax_forward softmax(softmax_forward::primitive_desc(
-        softmax_forward::desc(prop_kind::forward_inference, s_md, 1), eng));
-    matmul second(matmul::primitive_desc(matmul::desc(s_md, v_md, o_md), eng));
-    const Timing dnnl = Time([&] {
-      first.execute(
-          strm,
-          {{DNNL_ARG_SRC, qm}, {DNNL_ARG_WEIGHTS, ktm}, {DNNL_ARG_DST, sm}});
-      softmax.execute(strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, sm}});
-      second.execute(
-          strm,
-          {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, vm}, {DNNL_ARG_DST, om}});
-      strm.wait();
-    });
-    Report("W2", "onednn_unfused_sdpa", threads, "GFLOP/s", gflop, dnnl,
-           "matmul + softmax + matmul");
-  }
+  Report("W2", "onednn_unfused_sdpa", threads, "GFLOP/s", gflop,
+         OnednnUnfusedSdpa(false, q.data(), k.data(), v.data(), out.data(), n,
+                           m, d, threads),
+         "matmul + softmax + matmul");
 #endif
   // Three nested loops, on a sample of the queries.
   const size_t sample = g_quick ? 16 : 128;
@@ -564,41 +583,9 @@ void W2n(int threads) {
   }
 #if ATTNPOOL_BENCH_ONEDNN
   try {
-    using namespace dnnl;
-    using tag = memory::format_tag;
-    using dt = memory::data_type;
-    engine eng(engine::kind::cpu, 0);
-    stream strm(eng);
-    std::vector<float> scores(n * m);
-    std::vector<attnpool::bf16> probabilities(n * m);
-    const memory::dim N = n, M = m, D = d;
-    memory::desc q_md({N, D}, dt::bf16, tag::ab),
-        kt_md({D, M}, dt::bf16, tag::ba), s_md({N, M}, dt::f32, tag::ab),
-        p_md({N, M}, dt::bf16, tag::ab), v_md({M, D}, dt::bf16, tag::ab),
-        o_md({N, D}, dt::f32, tag::ab);
-    memory qm(q_md, eng, qb.data()), ktm(kt_md, eng, kb.data()),
-        sm(s_md, eng, scores.data()), pm(p_md, eng, probabilities.data()),
-        vm(v_md, eng, vb.data()), om(o_md, eng, out.data());
-    primitive_attr attr;
-    attr.set_output_scales(0, {1 / std::sqrt(float(d))});
-    matmul first(
-        matmul::primitive_desc(matmul::desc(q_md, kt_md, s_md), attr, eng));
-    softmax_forward softmax(softmax_forward::primitive_desc(
-        softmax_forward::desc(prop_kind::forward_inference, s_md, 1), eng));
-    reorder to_bf16(sm, pm);
-    matmul second(matmul::primitive_desc(matmul::desc(p_md, v_md, o_md), eng));
-    const Timing dnnl = Time([&] {
-      first.execute(
-          strm,
-          {{DNNL_ARG_SRC, qm}, {DNNL_ARG_WEIGHTS, ktm}, {DNNL_ARG_DST, sm}});
-      softmax.execute(strm, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, sm}});
-      to_bf16.execute(strm, sm, pm);
-      second.execute(
-          strm,
-          {{DNNL_ARG_SRC, pm}, {DNNL_ARG_WEIGHTS, vm}, {DNNL_ARG_DST, om}});
-      strm.wait();
-    });
-    Report("W2n", "onednn_unfused_sdpa_bf16", threads, "GFLOP/s", gflop, dnnl,
+    Report("W2n", "onednn_unfused_sdpa_bf16", threads, "GFLOP/s", gflop,
+           OnednnUnfusedSdpa(true, qb.data(), kb.data(), vb.data(), out.data(),
+                             n, m, d, threads),
            "bf16 matmul + f32 softmax + bf16 matmul");
   } catch (const std::exception& error) {
     std::printf("# W2n: oneDNN bf16 unavailable here: %s\n", error.what());
