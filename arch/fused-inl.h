@@ -108,7 +108,12 @@ HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
     return false;
   }
   const T block_max = hn::GetLane(hn::MaxOfLanes(d, maximum)) * scale;
-  if (!(std::abs(block_max) < infinity)) return false;  // ±inf or NaN
+  // scale·s − max in one fused multiply-add keeps scale·s exact: for the max
+  // key, up to half a place of the rounded max logit from 0. From 2^digits
+  // on that is more than ±1/2, and near 2³¹ its exp overflows or flushes to
+  // 0 (a row of weight 0): the general path rounds the logits first.
+  constexpr T kLargeLogit = T(uint64_t{1} << std::numeric_limits<T>::digits);
+  if (!(std::abs(block_max) < kLargeLogit)) return false;  // and ±inf, NaN
   const T old_max = state.max;
   if (old_max == infinity) return false;  // earlier +inf scores take all
   const T new_max = std::max(old_max, block_max);
