@@ -229,8 +229,7 @@ HWY_INLINE void WidenRow(const detail::RowList<float>& list, size_t j,
                          float* HWY_RESTRICT out) {
   VisitNarrow(list.element, [&](auto tag) {
     using E = decltype(tag);
-    const float scale =
-        std::is_same<E, int8_t>::value ? list.scale(j) : 1.0f;
+    const float scale = std::is_same<E, int8_t>::value ? list.scale(j) : 1.0f;
     WidenScaled(list.narrow_row<E>(j), list.cols, scale, out);
   });
 }

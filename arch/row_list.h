@@ -145,10 +145,9 @@ struct RowList {
         std::memcpy(&half, static_cast<const uint16_t*>(narrow) + at, 2);
         const int exponent = (half >> 10) & 31, fraction = half & 1023;
         const float magnitude =
-            exponent == 31 ? (fraction ? NAN : HUGE_VALF)
-            : exponent == 0
-                ? std::ldexp(float(fraction), -24)
-                : std::ldexp(float(1024 + fraction), exponent - 25);
+            exponent == 31  ? (fraction ? NAN : HUGE_VALF)
+            : exponent == 0 ? std::ldexp(float(fraction), -24)
+                            : std::ldexp(float(1024 + fraction), exponent - 25);
         return half & 0x8000 ? -magnitude : magnitude;
       }
       case ElementType::int8:

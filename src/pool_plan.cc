@@ -35,11 +35,12 @@ PoolPlans<T> CheckPoolShapes(const PoolSpec& spec, ConstMatrixView<T> queries,
     CheckSize("weights.cols", weights->cols, key_count, "keys.rows");
     CheckNoOverlap(out_name, out_bytes, "weights", weight_bytes);
   }
-  for (const auto& input : {std::make_pair("queries", query_bytes),
-                            std::make_pair("keys", keys.bytes),
-                            std::make_pair("keys.scales", keys.scale_bytes),
-                            std::make_pair("values", values.bytes),
-                            std::make_pair("values.scales", values.scale_bytes)}) {
+  for (const auto& input :
+       {std::make_pair("queries", query_bytes),
+        std::make_pair("keys", keys.bytes),
+        std::make_pair("keys.scales", keys.scale_bytes),
+        std::make_pair("values", values.bytes),
+        std::make_pair("values.scales", values.scale_bytes)}) {
     CheckNoOverlap(out_name, out_bytes, input.first, input.second);
     if (weights != nullptr) {
       CheckNoOverlap("weights", weight_bytes, input.first, input.second);

@@ -44,12 +44,11 @@ inline ByteRange CheckViewBytes(const std::string& name, const void* data,
   }
   size_t elements = 0, extent = 0, bytes = 0;
   if (__builtin_mul_overflow(rows, cols, &elements) ||
-      (rows > 0 &&
-       (__builtin_mul_overflow(rows - 1, stride, &extent) ||
-        __builtin_add_overflow(extent, cols, &extent) ||
-        __builtin_mul_overflow(extent, element_bytes, &bytes) ||
-        reinterpret_cast<uintptr_t>(data) + bytes <
-            reinterpret_cast<uintptr_t>(data)))) {
+      (rows > 0 && (__builtin_mul_overflow(rows - 1, stride, &extent) ||
+                    __builtin_add_overflow(extent, cols, &extent) ||
+                    __builtin_mul_overflow(extent, element_bytes, &bytes) ||
+                    reinterpret_cast<uintptr_t>(data) + bytes <
+                        reinterpret_cast<uintptr_t>(data)))) {
     throw Error(name, "rows " + std::to_string(rows) + " × stride " +
                           std::to_string(stride) +
                           " overflows the address space");
@@ -186,20 +185,22 @@ inline ByteRange CheckTensor(const std::string& name,
                              const ElementTensor& tensor,
                              ByteRange* scale_bytes = nullptr) {
   if (!in_table(kElementTypes, tensor.type)) {
-    throw Error(name + ".type", "invalid value " +
-                                    std::to_string(static_cast<int>(tensor.type)));
+    throw Error(
+        name + ".type",
+        "invalid value " + std::to_string(static_cast<int>(tensor.type)));
   }
   const TensorView<const void> shape{
-      tensor.data,         tensor.batch,       tensor.heads,
-      tensor.rows,         tensor.cols,        tensor.batch_stride,
-      tensor.head_stride,  tensor.row_stride};
+      tensor.data, tensor.batch,        tensor.heads,       tensor.rows,
+      tensor.cols, tensor.batch_stride, tensor.head_stride, tensor.row_stride};
   const auto bytes = CheckTensorBytes(
       name, shape, kElementTypes[static_cast<int>(tensor.type)].bytes, false);
   if (tensor.type == ElementType::int8) {
     const auto& scales = tensor.scales;
     const std::string scales_name = name + ".scales";
-    CheckSize(scales_name + ".batch", scales.batch, tensor.batch, name + ".batch");
-    CheckSize(scales_name + ".heads", scales.heads, tensor.heads, name + ".heads");
+    CheckSize(scales_name + ".batch", scales.batch, tensor.batch,
+              name + ".batch");
+    CheckSize(scales_name + ".heads", scales.heads, tensor.heads,
+              name + ".heads");
     CheckSize(scales_name + ".rows", scales.rows, tensor.rows, name + ".rows");
     CheckSize(scales_name + ".cols", scales.cols, 1, "1");
     const auto range = CheckTensor(scales_name, scales);

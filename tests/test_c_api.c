@@ -1140,7 +1140,8 @@ static void test_elements(void) {
   CHECK(attnpool_bfloat16_to_float(keys16, M * D, held_keys) == ATTNPOOL_OK);
   {
     const attnpool_const_matrix in = {values, M, DV, 0};
-    const attnpool_matrix q8 = {values8, M, DV, 0}, back = {held_values, M, DV, 0};
+    const attnpool_matrix q8 = {values8, M, DV, 0},
+                          back = {held_values, M, DV, 0};
     const attnpool_const_matrix q8_in = {values8, M, DV, 0};
     CHECK(attnpool_quantize_rows(&in, &q8, value_scales) == ATTNPOOL_OK);
     CHECK(attnpool_dequantize_rows(&q8_in, value_scales, &back) == ATTNPOOL_OK);
@@ -1149,8 +1150,7 @@ static void test_elements(void) {
   spec.distance = ATTNPOOL_DOT;
   spec.kernel.kernel = ATTNPOOL_KERNEL_EXP;
   spec.normalization = ATTNPOOL_NORMALIZE_SOFTMAX;
-  const attnpool_const_matrix q = {queries, N, D, 0},
-                              hk = {held_keys, M, D, 0},
+  const attnpool_const_matrix q = {queries, N, D, 0}, hk = {held_keys, M, D, 0},
                               hv = {held_values, M, DV, 0};
   const attnpool_matrix o = {out, N, DV, 0}, e = {expected, N, DV, 0};
   attnpool_element_tensor k, v;
@@ -1161,25 +1161,28 @@ static void test_elements(void) {
   v.element = ATTNPOOL_ELEMENT_INT8;
   v.data = (attnpool_const_tensor){values8, 1, 1, M, DV, 0, 0, 0};
   v.scales = (attnpool_const_tensor){value_scales, 1, 1, M, 1, 0, 0, 0};
-  CHECK(attnpool_pool_elements(&spec, &q, &k, &v, &o, NULL, NULL) == ATTNPOOL_OK);
+  CHECK(attnpool_pool_elements(&spec, &q, &k, &v, &o, NULL, NULL) ==
+        ATTNPOOL_OK);
   CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &q, &hk, &hv, &e, NULL, NULL) ==
         ATTNPOOL_OK);
   CHECK(memcmp(out, expected, sizeof(out)) == 0);
   /* The shard API and the distances over the same narrow rows. */
   {
-    float acc[N * DV], maxes[N], sums[N], distances[N * M], held_distances[N * M];
+    float acc[N * DV], maxes[N], sums[N], distances[N * M],
+        held_distances[N * M];
     size_t best[N];
     attnpool_partial_state state = {{acc, N, DV, 0}, maxes, sums, best};
     CHECK(attnpool_pool_partial_elements(&spec, &q, &k, &v, 0, &state, NULL,
                                          NULL) == ATTNPOOL_OK);
-    CHECK(attnpool_pool_finish(ATTNPOOL_FLOAT32, &spec, &state, &state.accumulator) ==
-          ATTNPOOL_OK);
+    CHECK(attnpool_pool_finish(ATTNPOOL_FLOAT32, &spec, &state,
+                               &state.accumulator) == ATTNPOOL_OK);
     CHECK(memcmp(acc, expected, sizeof(acc)) == 0);
-    const attnpool_matrix dm = {distances, N, M, 0}, hdm = {held_distances, N, M, 0};
-    CHECK(attnpool_pairwise_distances_elements(ATTNPOOL_SQEUCLIDEAN, &q, &k, &dm,
-                                               NULL) == ATTNPOOL_OK);
-    CHECK(attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN, &q,
-                                      &hk, &hdm, NULL) == ATTNPOOL_OK);
+    const attnpool_matrix dm = {distances, N, M, 0},
+                          hdm = {held_distances, N, M, 0};
+    CHECK(attnpool_pairwise_distances_elements(ATTNPOOL_SQEUCLIDEAN, &q, &k,
+                                               &dm, NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN,
+                                      &q, &hk, &hdm, NULL) == ATTNPOOL_OK);
     CHECK(memcmp(distances, held_distances, sizeof(distances)) == 0);
   }
   /* SDPA over binary16 keys and values, two heads sharing them. */
@@ -1189,7 +1192,8 @@ static void test_elements(void) {
     float half_keys_held[M * D], half_values_held[M * DV];
     CHECK(attnpool_to_float16(keys, M * D, keys16) == ATTNPOOL_OK);
     CHECK(attnpool_to_float16(values, M * DV, half_values) == ATTNPOOL_OK);
-    CHECK(attnpool_float16_to_float(keys16, M * D, half_keys_held) == ATTNPOOL_OK);
+    CHECK(attnpool_float16_to_float(keys16, M * D, half_keys_held) ==
+          ATTNPOOL_OK);
     CHECK(attnpool_float16_to_float(half_values, M * DV, half_values_held) ==
           ATTNPOOL_OK);
     const attnpool_const_tensor tq = {queries, 1, 2, 3, D, 0, 0, 0},

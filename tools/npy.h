@@ -5,12 +5,12 @@
 // literal {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } padded
 // with spaces and ended by '\n', then the raw C-order data. Read: versions
 // 1.0, 2.0 and 3.0, little-endian float32/float64/int32/int64/uint32/uint64,
-// float16/uint16/int8 (reduced-precision keys and values), bool and uint8, C order, any number of dimensions. Everything else (other
-// dtypes, big-endian, Fortran order, object arrays, truncated or malformed
-// headers, data shorter or longer than the shape says) is rejected with an
-// NpyError whose message says what is wrong and how to fix it.
-// Written: version 1.0 (2.0 when the header needs it), C order, header
-// padded to a multiple of 64 bytes as numpy does.
+// float16/uint16/int8 (reduced-precision keys and values), bool and uint8, C
+// order, any number of dimensions. Everything else (other dtypes, big-endian,
+// Fortran order, object arrays, truncated or malformed headers, data shorter or
+// longer than the shape says) is rejected with an NpyError whose message says
+// what is wrong and how to fix it. Written: version 1.0 (2.0 when the header
+// needs it), C order, header padded to a multiple of 64 bytes as numpy does.
 #pragma once
 
 #include <cstddef>

@@ -88,8 +88,8 @@ struct ElementTensor {
     rows_of.cols = cols;
     rows_of.stride = row_stride;
     if (type == ElementType::int8) {
-      rows_of.scales = scales.data + b * scales.batch_stride +
-                       h * scales.head_stride;
+      rows_of.scales =
+          scales.data + b * scales.batch_stride + h * scales.head_stride;
       rows_of.scale_stride = scales.row_stride;
     }
     return rows_of;

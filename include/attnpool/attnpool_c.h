@@ -612,11 +612,13 @@ typedef struct attnpool_element_tensor {
 
 /* attnpool_pool in float over keys (m x d) and values (m x dv) of any
  * element type (batch = heads = 1); queries and out are float. */
-attnpool_status attnpool_pool_elements(
-    const attnpool_pool_spec* spec, const attnpool_const_matrix* queries,
-    const attnpool_element_tensor* keys, const attnpool_element_tensor* values,
-    const attnpool_matrix* out, const attnpool_mask* mask,
-    const attnpool_execution* execution);
+attnpool_status attnpool_pool_elements(const attnpool_pool_spec* spec,
+                                       const attnpool_const_matrix* queries,
+                                       const attnpool_element_tensor* keys,
+                                       const attnpool_element_tensor* values,
+                                       const attnpool_matrix* out,
+                                       const attnpool_mask* mask,
+                                       const attnpool_execution* execution);
 
 /* attnpool_pool_partial over a shard of keys and values of any element
  * type (float queries and state; merge and finish as for float). */
@@ -653,7 +655,8 @@ attnpool_status attnpool_float16_to_float(const uint16_t* in, size_t count,
                                           float* out);
 
 /* Quantizes each row of `in` (float) to int8 `out` (same shape):
- * scales[r] = max |in(r, :)| / 127. Dequantizing gives scales[r] * out(r, c). */
+ * scales[r] = max |in(r, :)| / 127. Dequantizing gives scales[r] * out(r, c).
+ */
 attnpool_status attnpool_quantize_rows(const attnpool_const_matrix* in,
                                        const attnpool_matrix* out,
                                        float* scales);
