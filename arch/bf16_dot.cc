@@ -41,10 +41,13 @@ void PackBf16Panels(const uint16_t* keys, size_t stride, size_t count,
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 bool Bf16DotSupported() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512bf16");
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512bf16");
+  }();
+  return supported;
 }
 
 namespace {

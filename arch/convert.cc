@@ -130,7 +130,7 @@ int64_t DequantizeRowsF32(ConstMatrixView<int8_t> in,
 }
 
 int64_t WidenElementRows(const ElementRows& in, MatrixView<float> out) {
-  const auto rows = detail::RowList<float>::Stored(in);
+  const detail::RowList<float> rows(in);
   for (size_t r = 0; r < in.rows; ++r) {
     if (rows.is_narrow()) {
       WidenRow(rows, r, out.row(r));

@@ -55,22 +55,20 @@ struct RowList {
     return list;
   }
 
-  // Any stored rows; narrow ones as strided narrow lists.
-  static RowList Stored(const ElementRows& rows) {
-    static_assert(std::is_same<T, float>::value, "narrow rows are float's");
-    if (rows.type == ElementType::float32) {
-      return ConstMatrixView<float>(static_cast<const float*>(rows.data),
-                                    rows.rows, rows.cols, rows.stride);
+  // Rows of any element type (float lists only): narrow ones as strided
+  // narrow lists.
+  template <typename U = T,
+            typename = std::enable_if_t<std::is_same<U, float>::value>>
+  RowList(const ElementRows& stored)  // NOLINT(google-explicit-constructor)
+      : rows(stored.rows), cols(stored.cols), stride(stored.stride) {
+    if (stored.type == ElementType::float32) {
+      data = static_cast<const float*>(stored.data);
+      return;
     }
-    RowList list;
-    list.rows = rows.rows;
-    list.cols = rows.cols;
-    list.stride = rows.stride;
-    list.element = rows.type;
-    list.narrow = rows.data;
-    list.scales = rows.scales;
-    list.scale_stride = rows.scale_stride;
-    return list;
+    element = stored.type;
+    narrow = stored.data;
+    scales = stored.scales;
+    scale_stride = stored.scale_stride;
   }
 
   bool strided() const { return pages == nullptr; }

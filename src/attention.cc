@@ -45,15 +45,6 @@ MatrixView<U> RowRange(MatrixView<U> view, size_t begin, size_t end) {
   return {view.data + begin * view.stride, end - begin, view.cols, view.stride};
 }
 
-// The rows the kernel reads a head's keys or values from.
-template <typename T>
-detail::RowList<T> RowsOf(ConstMatrixView<T> view) {
-  return view;
-}
-inline detail::RowList<float> RowsOf(const ElementRows& rows) {
-  return detail::RowList<float>::Stored(rows);
-}
-
 // The heads of a checked call, one fused pooling each; KV: a tensor of T,
 // or ElementTensor (T = float).
 template <typename T, typename KV>
@@ -70,13 +61,14 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
   calls.reserve(shape.batch * shape.heads);
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {
-      calls.push_back({queries.matrix(b, h), RowsOf(keys.matrix(b, h / group)),
-                       RowsOf(values.matrix(b, h / group)), out.matrix(b, h),
-                       detail::HeadMask(mask, b, h, shape.n, lengths[b])});
+      calls.push_back(
+          {queries.matrix(b, h), detail::RowList<T>(keys.matrix(b, h / group)),
+           detail::RowList<T>(values.matrix(b, h / group)), out.matrix(b, h),
+           detail::HeadMask(mask, b, h, shape.n, lengths[b])});
       if (bf16_queries != nullptr) {
-        calls.back().bf16_queries =
-            static_cast<const uint16_t*>(bf16_queries->matrix(b, h).data);
-        calls.back().bf16_query_stride = bf16_queries->row_stride;
+        calls.back().bf16_queries = {
+            static_cast<const uint16_t*>(bf16_queries->matrix(b, h).data),
+            bf16_queries->row_stride};
       }
     }
   }

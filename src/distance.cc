@@ -23,16 +23,6 @@ constexpr size_t kQueryBlock = 96;
 // Key panels packed per dispatched call.
 constexpr size_t kPackBlock = 16;
 
-// Keys of T, or (T = float) of any element type, widened as they are
-// packed.
-template <typename T>
-detail::RowList<T> KeyRows(ConstMatrixView<T> keys) {
-  return keys;
-}
-inline detail::RowList<float> KeyRows(const ElementRows& keys) {
-  return detail::RowList<float>::Stored(keys);
-}
-
 template <typename T, typename Keys>
 void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
                        const Keys& keys, MatrixView<T> out,
@@ -61,7 +51,8 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
   if (rows == 0 || key_count == 0) return;
 
   const int threads = detail::ThreadCount(execution);
-  const detail::RowList<T> key_rows = KeyRows(keys);
+  // (Narrow keys, T = float, are widened as they are packed.)
+  const detail::RowList<T> key_rows(keys);
   const auto packed = detail::PackKeys(distance, key_rows, threads);
   detail::ForEachRowBlock(
       rows, kQueryBlock, threads, [&](size_t begin, size_t end) {

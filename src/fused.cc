@@ -236,13 +236,6 @@ detail::FusedPath ChooseFusedPath(const PoolSpec& spec,
   return detail::FusedPath::small_depth;
 }
 
-// The queries as bfloat16, when they came so (for the bf16 tile): row i
-// at data + i·stride; data null otherwise.
-struct Bf16Queries {
-  const uint16_t* data = nullptr;
-  size_t stride = 0;
-};
-
 // One fused pooling of all queries over all `keys` (a sequence, or a shard
 // starting at key_offset) into `state`, prepared to run: keys packed (or
 // not: decode), the plan, and the keys split into chunks when there are few
@@ -256,7 +249,7 @@ class FusedJob {
            ConstMatrixView<T> queries, detail::RowList<T> keys,
            detail::RowList<T> values, size_t key_offset,
            const detail::FusedState<T>& state, int threads,
-           const Bf16Queries& bf16_queries = {})
+           const detail::Bf16Queries& bf16_queries = {})
       : state_(state) {
     const size_t rows = queries.rows;
     const auto& mask = plans.normalize.mask;
@@ -420,7 +413,7 @@ void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                    ConstMatrixView<T> queries, const detail::RowList<T>& keys,
                    const detail::RowList<T>& values, size_t key_offset,
                    const detail::FusedState<T>& state, int threads,
-                   const Bf16Queries& bf16_queries = {}) {
+                   const detail::Bf16Queries& bf16_queries = {}) {
   FusedJob<T> job(spec, plans, queries, keys, values, key_offset, state,
                   threads, bf16_queries);
   detail::ForEachRowBlock(job.items(), 1, threads,
@@ -455,16 +448,6 @@ void WriteNormalizer(detail::FusedRowMode mode,
   }
 }
 
-// The rows the kernel reads keys or values from: a view of T, or narrow
-// rows (float only).
-template <typename T>
-detail::RowList<T> RowsOf(ConstMatrixView<T> view) {
-  return view;
-}
-inline detail::RowList<float> RowsOf(const ElementRows& rows) {
-  return detail::RowList<float>::Stored(rows);
-}
-
 // attention_pool, and with `with_normalizer` attention_pool_with_normalizer;
 // Rows: ConstMatrixView<T>, or ElementRows for T = float.
 template <typename T, typename Rows>
@@ -472,7 +455,7 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                    const Rows& keys, const Rows& values, MatrixView<T> out,
                    bool with_normalizer, T* normalizer, const Mask<T>& mask,
                    const Execution& execution,
-                   const Bf16Queries& bf16_queries = {}) {
+                   const detail::Bf16Queries& bf16_queries = {}) {
   detail::EnsureDispatchReady();
   const auto plans = detail::CheckPool<T>(spec, queries, keys, values, out,
                                           nullptr, mask, execution);
@@ -518,8 +501,9 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   }
   // The state accumulates in `out`, then finishes in place.
   StateStorage<T> state(rows, out);
-  AccumulateAll<T>(spec, plans, queries, RowsOf(keys), RowsOf(values), 0,
-                   state.view, detail::ThreadCount(execution), bf16_queries);
+  AccumulateAll<T>(spec, plans, queries, detail::RowList<T>(keys),
+                   detail::RowList<T>(values), 0, state.view,
+                   detail::ThreadCount(execution), bf16_queries);
   if (normalizer != nullptr)
     WriteNormalizer(mode, state.view, rows, normalizer);
   FinishState(mode, spec.normalization, spec.empty_rows, state.view, out);
@@ -575,8 +559,7 @@ void RunPoolBatch(const PoolSpec& spec,
           std::make_unique<StateStorage<T>>(call.queries.rows, call.out));
       jobs.push_back(std::make_unique<FusedJob<T>>(
           spec, plans[end], call.queries, call.keys, call.values, 0,
-          states.back()->view, threads,
-          Bf16Queries{call.bf16_queries, call.bf16_query_stride}));
+          states.back()->view, threads, call.bf16_queries));
       owner.push_back(end);
       offsets.push_back(offsets.back() + jobs.back()->items());
       packed += jobs.back()->packed_bytes();
@@ -634,8 +617,9 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   detail::RecordRunTarget(0);
   last_path = -1;
   if (queries.rows == 0) return;
-  AccumulateAll<T>(spec, plans, queries, RowsOf(keys), RowsOf(values),
-                   key_offset, state, detail::ThreadCount(execution));
+  AccumulateAll<T>(spec, plans, queries, detail::RowList<T>(keys),
+                   detail::RowList<T>(values), key_offset, state,
+                   detail::ThreadCount(execution));
 }
 
 template <typename T>
@@ -747,7 +731,7 @@ void attention_pool(const PoolSpec& spec, const ElementRows& queries,
       detail::AllocateBuffer<float>(std::max<size_t>(1, rows * cols));
   const MatrixView<float> wide(widened.get(), rows, cols);
   detail::WidenRows(queries, wide);
-  Bf16Queries bf16;
+  detail::Bf16Queries bf16;
   if (queries.type == ElementType::bfloat16) {
     bf16 = {static_cast<const uint16_t*>(queries.data), queries.stride};
   }

@@ -19,16 +19,20 @@ namespace detail {
 // The arguments of one attention_pool call. Keys and values are strided,
 // or a paged cache's rows (arch/row_list.h), which the caller has checked:
 // attention_pool's checks see their shape only.
+// The queries as bfloat16, when they came so (for the bf16 dot-product
+// tile): row i at data + i·stride; data null otherwise.
+struct Bf16Queries {
+  const uint16_t* data = nullptr;
+  size_t stride = 0;
+};
+
 template <typename T>
 struct PoolCall {
   ConstMatrixView<T> queries;
   RowList<T> keys, values;
   MatrixView<T> out;
   Mask<T> mask;
-  // The queries as bfloat16 when they came so (row i at bf16_queries +
-  // i·bf16_query_stride), for the bf16 dot-product tile; null otherwise.
-  const uint16_t* bf16_queries = nullptr;
-  size_t bf16_query_stride = 0;
+  Bf16Queries bf16_queries;
 };
 
 // attention_pool(spec, call…, execution) for every call, their work items

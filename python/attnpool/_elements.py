@@ -82,9 +82,3 @@ def float32_queries(queries) -> np.ndarray:
         raise TypeError(f"queries: dtype {queries.dtype}; reduced-precision keys "
                         "or values take float32 queries")
     return queries
-
-
-def shape(array) -> tuple:
-    return array.data.shape if isinstance(array, Int8Rows) else np.shape(array)
-
-

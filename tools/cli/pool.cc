@@ -18,35 +18,33 @@ namespace {
 
 // Keys or values stored in a reduced-precision element type (arrays.h's
 // StoredElements), as the library's rows.
-struct StoredRows {
-  StoredElements elements;
-
-  attnpool::ElementRows Rows(const InputMatrix& matrix) const {
-    attnpool::ElementRows rows;
-    rows.type = elements.type;
-    rows.data = matrix.array.storage.get();
-    rows.rows = matrix.rows;
-    rows.cols = matrix.cols;
-    rows.stride = matrix.cols;
-    if (rows.type == attnpool::ElementType::int8) {
-      rows.scales = elements.scales.data<float>();
-    }
-    return rows;
+attnpool::ElementRows ElementRowsOf(const InputMatrix& matrix,
+                                    const StoredElements& elements) {
+  attnpool::ElementRows rows;
+  rows.type = elements.type;
+  rows.data = matrix.array.storage.get();
+  rows.rows = matrix.rows;
+  rows.cols = matrix.cols;
+  rows.stride = matrix.cols;
+  if (rows.type == attnpool::ElementType::int8) {
+    rows.scales = elements.scales.data<float>();
   }
-};
+  return rows;
+}
 
-StoredRows StoredRowsOf(const Arguments& arguments, const InputMatrix& matrix,
-                        const std::string& dtype_option,
-                        const std::string& scales_option) {
-  return {ReadStoredElements(arguments, matrix.Label(), matrix.option,
-                             matrix.array, {matrix.rows}, dtype_option,
-                             scales_option)};
+StoredElements StoredElementsOf(const Arguments& arguments,
+                                const InputMatrix& matrix,
+                                const std::string& dtype_option,
+                                const std::string& scales_option) {
+  return ReadStoredElements(arguments, matrix.Label(), matrix.option,
+                            matrix.array, {matrix.rows}, dtype_option,
+                            scales_option);
 }
 
 struct PoolInputs {
   InputMatrix queries, keys, values;
   // Set when keys or values are narrow (the queries then float32).
-  std::optional<StoredRows> stored_keys, stored_values;
+  std::optional<StoredElements> stored_keys, stored_values;
   std::optional<InputMatrix> bias;
   std::optional<NpyArray> visible;
   std::vector<size_t> valid_lengths;
@@ -129,8 +127,8 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   std::chrono::steady_clock::duration compute_time{};
   if constexpr (std::is_same<T, float>::value) {
     if (inputs.stored_keys) {
-      compute_time = pool(inputs.stored_keys->Rows(inputs.keys),
-                          inputs.stored_values->Rows(inputs.values));
+      compute_time = pool(ElementRowsOf(inputs.keys, *inputs.stored_keys),
+                          ElementRowsOf(inputs.values, *inputs.stored_values));
     }
   }
   if (!inputs.stored_keys) {
@@ -178,10 +176,10 @@ int Pool(const Arguments& arguments) {
     if (arguments.Get("--weights")) {
       throw CliError{"--weights: not with reduced-precision keys or values"};
     }
-    inputs.stored_keys =
-        StoredRowsOf(arguments, inputs.keys, "--keys-dtype", "--key-scales");
-    inputs.stored_values = StoredRowsOf(arguments, inputs.values,
-                                        "--values-dtype", "--value-scales");
+    inputs.stored_keys = StoredElementsOf(arguments, inputs.keys,
+                                          "--keys-dtype", "--key-scales");
+    inputs.stored_values = StoredElementsOf(arguments, inputs.values,
+                                            "--values-dtype", "--value-scales");
   } else {
     for (const char* option :
          {"--keys-dtype", "--values-dtype", "--key-scales", "--value-scales"}) {
