@@ -98,25 +98,9 @@ void NadarayaWatson<T>::predict(ConstMatrixView<T> queries, MatrixView<T> out,
     detail::CheckNoOverlap("weights", weight_bytes, "out", out_bytes);
   }
 
-  const bool per_dimension = per_dimension_;
-  PoolSpec spec;
-  spec.distance = Distance::sqeuclidean;
-  spec.kernel.kernel = kernel_;
-  spec.kernel.bandwidth = per_dimension ? 1.0 : bandwidth_[0];
-  spec.normalization = Normalization::sum;
-  spec.empty_rows = empty_rows_;
-  // Per-dimension bandwidths: the queries scaled like the stored x.
+  const PoolSpec spec = pool_spec();
   std::vector<T> scaled;
-  if (per_dimension && depth_ != 0) {
-    scaled.resize(queries.rows * depth_);
-    for (size_t i = 0; i < queries.rows; ++i) {
-      for (size_t k = 0; k < depth_; ++k) {
-        scaled[i * depth_ + k] =
-            static_cast<T>(double(queries(i, k)) / bandwidth_[k]);
-      }
-    }
-    queries = ConstMatrixView<T>(scaled.data(), queries.rows, depth_);
-  }
+  queries = ScaledQueries(queries, scaled);
   const ConstMatrixView<T> keys(x_.data(), size_, depth_);
   const ConstMatrixView<T> values(y_.data(), size_, outputs_);
   if (with_weights) {
@@ -125,6 +109,42 @@ void NadarayaWatson<T>::predict(ConstMatrixView<T> queries, MatrixView<T> out,
   } else {
     attention_pool(spec, queries, keys, values, out, {}, execution);
   }
+}
+
+template <typename T>
+PoolSpec NadarayaWatson<T>::pool_spec() const {
+  return detail::NadarayaWatsonSpec(
+      kernel_, per_dimension_ ? 1.0 : bandwidth_[0], empty_rows_);
+}
+
+template <typename T>
+ConstMatrixView<T> NadarayaWatson<T>::ScaledQueries(
+    ConstMatrixView<T> queries, std::vector<T>& scaled) const {
+  if (!per_dimension_ || depth_ == 0) return queries;
+  scaled.resize(queries.rows * depth_);
+  for (size_t i = 0; i < queries.rows; ++i) {
+    for (size_t k = 0; k < depth_; ++k) {
+      scaled[i * depth_ + k] =
+          static_cast<T>(double(queries(i, k)) / bandwidth_[k]);
+    }
+  }
+  return ConstMatrixView<T>(scaled.data(), queries.rows, depth_);
+}
+
+template <typename T>
+void NadarayaWatson<T>::predict_partial(ConstMatrixView<T> queries,
+                                        size_t key_offset,
+                                        const PoolPartial<T>& partial,
+                                        const Execution& execution) const {
+  // attention_pool_partial checks the rest, naming "queries" and "partial".
+  detail::CheckView("queries", queries);
+  detail::CheckSize("queries.cols", queries.cols, depth_,
+                    "the depth of the training points");
+  std::vector<T> scaled;
+  attention_pool_partial(pool_spec(), ScaledQueries(queries, scaled),
+                         ConstMatrixView<T>(x_.data(), size_, depth_),
+                         ConstMatrixView<T>(y_.data(), size_, outputs_),
+                         key_offset, partial, {}, execution);
 }
 
 template class NadarayaWatson<float>;

@@ -6,6 +6,7 @@
 #include <attnpool/error.h>
 #include <attnpool/kernel.h>
 #include <attnpool/matrix.h>
+#include <attnpool/pool.h>
 
 #include <cmath>
 #include <cstddef>
@@ -17,6 +18,19 @@
 
 namespace attnpool {
 namespace detail {
+
+// The pooling of a Nadaraya–Watson prediction with bandwidth h (1 for
+// per-dimension bandwidths, which scale the coordinates instead).
+inline PoolSpec NadarayaWatsonSpec(Kernel kernel, double bandwidth,
+                                   EmptyRows empty_rows) {
+  PoolSpec spec;
+  spec.distance = Distance::sqeuclidean;
+  spec.kernel.kernel = kernel;
+  spec.kernel.bandwidth = bandwidth;
+  spec.normalization = Normalization::sum;
+  spec.empty_rows = empty_rows;
+  return spec;
+}
 
 // Regression's kernels weigh distances (kernel.h, needs_distance).
 inline void CheckKernel(Kernel kernel) {

@@ -12,7 +12,8 @@
 #                                 clang 14 with its sanitizer and libFuzzer
 #                                 runtimes and OpenMP (tools/test-sanitize.sh),
 #                                 and venv and headers for Debian's python3
-#                                 (tools/test-python.sh, where python3 is it)
+#                                 (tools/test-python.sh, where python3 is it),
+#                                 and Open MPI (attnpool::mpi and its tests)
 set -euo pipefail
 profile=${1:-build}
 packages=(cmake ninja-build g++ pkg-config python3 libhwy-dev libbenchmark-dev
@@ -20,7 +21,8 @@ packages=(cmake ninja-build g++ pkg-config python3 libhwy-dev libbenchmark-dev
           python3-matplotlib python3-statsmodels)
 if [[ $profile == test ]]; then
   packages+=(catch2 g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgomp1:arm64
-             clang-14 libclang-rt-14-dev libomp-14-dev python3-venv python3-dev)
+             clang-14 libclang-rt-14-dev libomp-14-dev python3-venv python3-dev
+             libopenmpi-dev openmpi-bin)
 elif [[ $profile != build ]]; then
   echo "usage: $0 build|test" >&2; exit 2
 fi

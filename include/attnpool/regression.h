@@ -14,6 +14,7 @@
 #include <attnpool/kernel.h>
 #include <attnpool/matrix.h>
 #include <attnpool/normalize.h>
+#include <attnpool/pool.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -66,6 +67,19 @@ class NadarayaWatson {
   void predict(ConstMatrixView<T> queries, MatrixView<T> out,
                MatrixView<T> weights, const Execution& execution = {}) const;
 
+  // The state of predict for this fit's points taken as keys
+  // [key_offset, key_offset + size()) of a larger training set (pool.h,
+  // PoolPartial, with the queries' rows): merged in order with the states
+  // of the other parts and finished with pool_spec(), it is the prediction
+  // over all of them (attnpool/mpi.h splits a training set so). Errors as
+  // predict's, and attention_pool_partial's for `partial`.
+  void predict_partial(ConstMatrixView<T> queries, size_t key_offset,
+                       const PoolPartial<T>& partial,
+                       const Execution& execution = {}) const;
+  // The pooling predict runs: {sqeuclidean, {kernel, h}, sum, empty_rows}
+  // (h = 1 with per-dimension bandwidths, which scale the coordinates).
+  PoolSpec pool_spec() const;
+
   Kernel kernel() const { return kernel_; }
   // One entry (a scalar bandwidth) or d entries (per dimension).
   const std::vector<double>& bandwidth() const { return bandwidth_; }
@@ -78,6 +92,11 @@ class NadarayaWatson {
   void set_empty_rows(EmptyRows policy) { empty_rows_ = policy; }
 
  private:
+  // queries, or their coordinates divided by the per-dimension bandwidths
+  // (kept in `scaled`).
+  ConstMatrixView<T> ScaledQueries(ConstMatrixView<T> queries,
+                                   std::vector<T>& scaled) const;
+
   Kernel kernel_;
   std::vector<double> bandwidth_;
   bool per_dimension_ = false;

@@ -15,6 +15,9 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/cmake
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake)
 run(${WORK_DIR}/cmake/consumer)
+if(EXISTS ${WORK_DIR}/cmake/mpi_consumer)
+  run(${MPIEXEC} -n 2 ${WORK_DIR}/cmake/mpi_consumer)
+endif()
 
 file(GLOB pc_dir ${prefix}/lib*/pkgconfig ${prefix}/lib/*/pkgconfig)
 run(sh -c "PKG_CONFIG_PATH=${pc_dir} c++ -std=c++17 ${SOURCE_DIR}/tests/consumer/main.cc \

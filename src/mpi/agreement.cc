@@ -1,0 +1,106 @@
+#include "src/mpi/agreement.h"
+
+#include <attnpool/error.h>
+
+#include <algorithm>
+#include <exception>
+#include <string>
+
+namespace attnpool {
+namespace mpi {
+namespace detail {
+
+int Rank(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int Size(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+void SameEverywhere::Check(MPI_Comm comm) const {
+  // Per argument: (value, rank) pairs of the least and the greatest value.
+  const int count = static_cast<int>(arguments_.size());
+  std::vector<int64_t> least(count), greatest(count);
+  for (int a = 0; a < count; ++a) {
+    least[a] = greatest[a] = arguments_[a].second;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, least.data(), count, MPI_INT64_T, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, greatest.data(), count, MPI_INT64_T, MPI_MAX,
+                comm);
+  for (int a = 0; a < count; ++a) {
+    if (least[a] == greatest[a]) continue;
+    // The lowest ranks holding the least and the greatest value.
+    const int rank = Rank(comm), nobody = Size(comm);
+    int ranks[2] = {arguments_[a].second == least[a] ? rank : nobody,
+                    arguments_[a].second == greatest[a] ? rank : nobody};
+    MPI_Allreduce(MPI_IN_PLACE, ranks, 2, MPI_INT, MPI_MIN, comm);
+    throw Error(arguments_[a].first,
+                "differs across ranks: " + std::to_string(least[a]) +
+                    " on rank " + std::to_string(ranks[0]) + ", " +
+                    std::to_string(greatest[a]) + " on rank " +
+                    std::to_string(ranks[1]));
+  }
+}
+
+namespace {
+
+// The argument and message of an attnpool::Error ("attnpool: argument:
+// message"), or ("", what()) of another exception.
+std::pair<std::string, std::string> Describe(std::exception_ptr failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const Error& error) {
+    const std::string prefix = "attnpool: " + error.argument() + ": ";
+    std::string message = error.what();
+    if (message.compare(0, prefix.size(), prefix) == 0) {
+      message.erase(0, prefix.size());
+    }
+    return {error.argument(), message};
+  } catch (const std::exception& error) {
+    return {"", error.what()};
+  } catch (...) {
+    return {"", "an unknown exception"};
+  }
+}
+
+}  // namespace
+
+void ShareFailure(MPI_Comm comm, std::exception_ptr failure) {
+  const int rank = Rank(comm), size = Size(comm);
+  int first = failure ? rank : size;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return;
+  // The first failing rank tells the others what it was.
+  std::string text[2];
+  if (rank == first) {
+    const auto described = Describe(failure);
+    text[0] = described.first, text[1] = described.second;
+  }
+  for (std::string& part : text) {
+    int length = static_cast<int>(part.size());
+    MPI_Bcast(&length, 1, MPI_INT, first, comm);
+    part.resize(length);
+    MPI_Bcast(&part[0], length, MPI_CHAR, first, comm);
+  }
+  if (failure) std::rethrow_exception(failure);
+  const std::string argument =
+      text[0].empty() ? "rank " + std::to_string(first) : text[0];
+  throw Error(argument, "on rank " + std::to_string(first) + ": " + text[1]);
+}
+
+std::pair<uint64_t, uint64_t> OffsetAndTotal(MPI_Comm comm, uint64_t value) {
+  uint64_t offset = 0, total = 0;
+  MPI_Exscan(&value, &offset, 1, MPI_UINT64_T, MPI_SUM, comm);
+  if (Rank(comm) == 0) offset = 0;  // MPI_Exscan leaves rank 0's undefined
+  MPI_Allreduce(&value, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
+  return {offset, total};
+}
+
+}  // namespace detail
+}  // namespace mpi
+}  // namespace attnpool

@@ -1,0 +1,65 @@
+// How the ranks of a collective call agree before they communicate
+// (include/attnpool/mpi.h): on the arguments that must be the same
+// everywhere, and on whether every rank's own part succeeded. Each is one
+// collective that every rank reaches, so an error on one rank becomes an
+// error on every rank instead of a hang in the next collective.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnpool {
+namespace mpi {
+namespace detail {
+
+// Arguments that must be equal on every rank, as (name, value) pairs in
+// the same order on every rank.
+class SameEverywhere {
+ public:
+  SameEverywhere& add(const char* argument, int64_t value) {
+    arguments_.push_back({argument, value});
+    return *this;
+  }
+  // Throws attnpool::Error(argument, "differs across ranks: …") on every
+  // rank, for the first argument whose values differ, naming two ranks and
+  // their values.
+  void Check(MPI_Comm comm) const;
+
+ private:
+  std::vector<std::pair<const char*, int64_t>> arguments_;
+};
+
+// Agrees on whether any rank failed (`failure` set): when one did, every
+// rank throws, as Collectively says.
+void ShareFailure(MPI_Comm comm, std::exception_ptr failure);
+
+// Runs `local` (the rank's own checks or work, which may throw) and then
+// agrees: when any rank threw, every rank throws — the lowest failing rank
+// its message as an attnpool::Error with the same argument() on the others
+// ("on rank r: …"), and a failing rank its own exception.
+template <typename Local>
+void Collectively(MPI_Comm comm, Local&& local) {
+  std::exception_ptr failure;
+  try {
+    local();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  ShareFailure(comm, failure);
+}
+
+// The sum of `value` over the ranks below this one (MPI_Exscan; 0 on rank
+// 0), and the sum over all ranks.
+std::pair<uint64_t, uint64_t> OffsetAndTotal(MPI_Comm comm, uint64_t value);
+
+int Rank(MPI_Comm comm);
+int Size(MPI_Comm comm);
+
+}  // namespace detail
+}  // namespace mpi
+}  // namespace attnpool

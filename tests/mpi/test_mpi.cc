@@ -1,0 +1,501 @@
+// attnpool::mpi under mpirun (tests/CMakeLists.txt runs it on 1 to 4
+// ranks): every rank builds the same whole problem from the seed, holds its
+// shard of it, and checks the collective result against the single-process
+// call on the whole problem. Only CHECKs (no REQUIRE): a rank that stopped
+// a test case early would leave the others waiting in its collectives.
+#define CATCH_CONFIG_RUNNER
+#include <attnpool/element.h>
+#include <attnpool/error.h>
+#include <attnpool/mpi.h>
+#include <attnpool/pool.h>
+#include <attnpool/regression.h>
+#include <catch2/catch.hpp>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using attnpool::ConstMatrixView;
+using attnpool::Mask;
+using attnpool::MatrixView;
+using attnpool::PoolPartial;
+using attnpool::PoolSpec;
+namespace mpi = attnpool::mpi;
+
+constexpr uint64_t kSeed = 20261127;
+
+int Rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+int Ranks() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+template <typename T>
+std::vector<T> Random(size_t count, uint64_t seed, double low = -1,
+                      double high = 1) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> uniform(low, high);
+  std::vector<T> data(count);
+  for (T& x : data) x = static_cast<T>(uniform(engine));
+  return data;
+}
+
+// Uneven shards of `total` rows: rank r gets a share ∝ r + 1, except that
+// rank 1 holds none when there are three ranks or more (an empty shard).
+std::vector<size_t> ShardBegins(size_t total, int ranks) {
+  std::vector<double> weight(ranks);
+  for (int r = 0; r < ranks; ++r)
+    weight[r] = (ranks >= 3 && r == 1) ? 0 : r + 1;
+  double all = 0;
+  for (double w : weight) all += w;
+  std::vector<size_t> begin(ranks + 1, 0);
+  double sum = 0;
+  for (int r = 0; r < ranks; ++r) {
+    sum += weight[r];
+    begin[r + 1] = static_cast<size_t>(std::lround(total * sum / all));
+  }
+  begin[ranks] = total;
+  return begin;
+}
+
+template <typename T>
+ConstMatrixView<T> Rows(const std::vector<T>& data, size_t cols, size_t begin,
+                        size_t end) {
+  return {data.data() + begin * cols, end - begin, cols};
+}
+
+// Bitwise equality, NaN patterns included.
+template <typename T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// Elementwise within `tolerance` relative to the larger magnitude (and 1),
+// NaN where the other has NaN.
+template <typename T>
+size_t Mismatches(const std::vector<T>& got, const std::vector<T>& want,
+                  double tolerance) {
+  size_t bad = got.size() == want.size() ? 0 : 1;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    const double g = got[i], w = want[i];
+    if (std::isnan(g) || std::isnan(w)) {
+      bad += std::isnan(g) != std::isnan(w);
+      continue;
+    }
+    const double scale = std::max({1.0, std::fabs(g), std::fabs(w)});
+    bad += !(std::fabs(g - w) <= tolerance * scale);
+  }
+  return bad;
+}
+
+template <typename T>
+constexpr double kTolerance = sizeof(T) == 4 ? 2e-5 : 1e-12;
+
+// Whether every rank's `data` has the bits of rank 0's.
+template <typename T>
+bool SameOnEveryRank(const std::vector<T>& data) {
+  std::vector<T> first = data;
+  MPI_Bcast(first.data(), static_cast<int>(first.size() * sizeof(T)), MPI_BYTE,
+            0, MPI_COMM_WORLD);
+  int same = SameBits(first, data);
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return same == 1;
+}
+
+struct Case {
+  const char* name;
+  PoolSpec spec;
+  bool causal = false, valid_lengths = false;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  PoolSpec sdpa;
+  sdpa.distance = attnpool::Distance::dot;
+  sdpa.kernel.kernel = attnpool::Kernel::exp;
+  cases.push_back({"scaled dot-product", sdpa});
+  cases.push_back({"scaled dot-product, causal", sdpa, true});
+  cases.push_back({"scaled dot-product, valid lengths", sdpa, false, true});
+  PoolSpec gaussian;
+  gaussian.kernel.bandwidth = 0.4;
+  cases.push_back({"Nadaraya-Watson gaussian", gaussian});
+  PoolSpec boxcar = gaussian;
+  boxcar.kernel.kernel = attnpool::Kernel::epanechnikov;
+  boxcar.kernel.bandwidth = 1.1;
+  cases.push_back({"epanechnikov sum (weights state)", boxcar});
+  PoolSpec argmax = sdpa;
+  argmax.normalization = attnpool::Normalization::argmax;
+  cases.push_back({"argmax", argmax});
+  return cases;
+}
+
+// The whole problem of a split-keys case, and this rank's shard of it.
+template <typename T>
+struct Problem {
+  size_t n, m, d, dv;
+  std::vector<T> queries, keys, values;
+  std::vector<size_t> lengths;
+  std::vector<size_t> begin;  // shard boundaries
+  Problem(size_t n_, size_t m_, size_t d_, size_t dv_, uint64_t seed)
+      : n(n_), m(m_), d(d_), dv(dv_) {
+    queries = Random<T>(n * d, seed);
+    keys = Random<T>(m * d, seed + 1);
+    values = Random<T>(m * dv, seed + 2, -3, 3);
+    for (size_t i = 0; i < n; ++i) lengths.push_back((i * 37 + 5) % (m + 1));
+    begin = ShardBegins(m, Ranks());
+  }
+  Mask<T> MaskOf(const Case& c) const {
+    Mask<T> mask;
+    mask.causal = c.causal;
+    mask.causal_offset = static_cast<std::ptrdiff_t>(m) - n;
+    if (c.valid_lengths) mask.valid_lengths = lengths.data();
+    return mask;
+  }
+  ConstMatrixView<T> Queries() const { return {queries.data(), n, d}; }
+  ConstMatrixView<T> KeysOf(int r) const {
+    return Rows(keys, d, begin[r], begin[r + 1]);
+  }
+  ConstMatrixView<T> ValuesOf(int r) const {
+    return Rows(values, dv, begin[r], begin[r + 1]);
+  }
+  std::vector<T> Whole(const Case& c) const {
+    std::vector<T> out(n * dv);
+    attnpool::attention_pool(c.spec, Queries(), {keys.data(), m, d},
+                             {values.data(), m, dv}, {out.data(), n, dv},
+                             MaskOf(c));
+    return out;
+  }
+  // The shards merged in rank order by one process: what rank_order gives.
+  std::vector<T> LocalFold(const Case& c) const {
+    std::vector<T> acc(n * dv), part(n * dv), max(n), sum(n), part_max(n),
+        part_sum(n);
+    std::vector<size_t> best(n), part_best(n);
+    const PoolPartial<T> into{
+        {acc.data(), n, dv}, max.data(), sum.data(), best.data()};
+    const PoolPartial<T> later{{part.data(), n, dv},
+                               part_max.data(),
+                               part_sum.data(),
+                               part_best.data()};
+    for (int r = 0; r < Ranks(); ++r) {
+      attnpool::attention_pool_partial(c.spec, Queries(), KeysOf(r),
+                                       ValuesOf(r), begin[r],
+                                       r == 0 ? into : later, MaskOf(c));
+      if (r > 0) attnpool::attention_pool_merge(c.spec, into, later);
+    }
+    std::vector<T> out(n * dv);
+    attnpool::attention_pool_finish(c.spec, into, {out.data(), n, dv});
+    return out;
+  }
+};
+
+template <typename T>
+void SplitKeysCases() {
+  const int rank = Rank();
+  for (const Case& c : Cases()) {
+    for (size_t d : {3, 64}) {
+      Problem<T> p(37, 301, d, 5, kSeed + d);
+      INFO(c.name << ", d = " << d << ", seed " << kSeed + d << ", rank "
+                  << rank << " of " << Ranks());
+      const std::vector<T> whole = p.Whole(c);
+      for (auto reduction :
+           {mpi::Reduction::tree, mpi::Reduction::rank_order}) {
+        for (int root : {0, Ranks() - 1}) {
+          INFO("reduction " << int(reduction) << ", root " << root);
+          mpi::Options options;
+          options.reduction = reduction;
+          options.root = root;
+          const T sentinel = T(-1234.5);
+          std::vector<T> out(p.n * p.dv, sentinel);
+          mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
+                              p.KeysOf(rank), p.ValuesOf(rank),
+                              {out.data(), p.n, p.dv}, p.MaskOf(c), options);
+          if (rank == root) {
+            CHECK(Mismatches(out, whole, kTolerance<T>) == 0);
+            if (reduction == mpi::Reduction::rank_order) {
+              CHECK(SameBits(out, p.LocalFold(c)));
+            }
+          } else {
+            CHECK(out == std::vector<T>(p.n * p.dv, sentinel));
+          }
+          // Everywhere: the same bits on every rank.
+          options.everywhere = true;
+          std::vector<T> everywhere(p.n * p.dv);
+          mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
+                              p.KeysOf(rank), p.ValuesOf(rank),
+                              {everywhere.data(), p.n, p.dv}, p.MaskOf(c),
+                              options);
+          CHECK(Mismatches(everywhere, whole, kTolerance<T>) == 0);
+          CHECK(SameOnEveryRank(everywhere));
+          if (reduction == mpi::Reduction::rank_order) {
+            // Run to run: the same bits again.
+            CHECK(SameBits(everywhere, p.LocalFold(c)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("mpi.split_keys.float") { SplitKeysCases<float>(); }
+TEST_CASE("mpi.split_keys.double") { SplitKeysCases<double>(); }
+
+TEST_CASE("mpi.split_keys.bfloat16_keys_int8_values") {
+  const int rank = Rank();
+  Problem<float> p(9, 203, 64, 16, kSeed + 7);
+  // The narrow shards, and the whole problem on the values they hold.
+  std::vector<attnpool::bf16> keys(p.m * p.d);
+  attnpool::to_bfloat16(p.keys.data(), keys.size(), keys.data());
+  std::vector<int8_t> values(p.m * p.dv);
+  std::vector<float> scales(p.m);
+  attnpool::quantize_rows({p.values.data(), p.m, p.dv},
+                          {values.data(), p.m, p.dv}, scales.data());
+  attnpool::to_float(keys.data(), keys.size(), p.keys.data());
+  attnpool::dequantize_rows({{values.data(), p.m, p.dv}, scales.data()},
+                            {p.values.data(), p.m, p.dv});
+  const Case c = Cases()[1];  // causal dot-product attention
+  const size_t b = p.begin[rank], e = p.begin[rank + 1];
+  const ConstMatrixView<attnpool::bf16> shard_keys(keys.data() + b * p.d, e - b,
+                                                   p.d);
+  const attnpool::Int8Rows shard_values{{values.data() + b * p.dv, e - b, p.dv},
+                                        scales.data() + b};
+  for (auto reduction : {mpi::Reduction::tree, mpi::Reduction::rank_order}) {
+    mpi::Options options;
+    options.reduction = reduction;
+    options.everywhere = true;
+    std::vector<float> out(p.n * p.dv);
+    mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(), shard_keys,
+                        shard_values, {out.data(), p.n, p.dv}, p.MaskOf(c),
+                        options);
+    INFO("reduction " << int(reduction) << ", rank " << rank);
+    CHECK(Mismatches(out, p.Whole(c), kTolerance<float>) == 0);
+    // The narrow shards hold exactly the floats LocalFold reads.
+    if (reduction == mpi::Reduction::rank_order) {
+      CHECK(SameBits(out, p.LocalFold(c)));
+    }
+  }
+}
+
+template <typename T>
+void RingCases() {
+  const int rank = Rank(), ranks = Ranks();
+  for (const Case& c : Cases()) {
+    if (c.valid_lengths || c.causal) continue;  // causal: both ways below
+    Problem<T> p(203, 203, 16, 6, kSeed + 11);  // self-attention
+    const std::vector<size_t> query_begin = ShardBegins(p.n, ranks);
+    // Queries sharded the other way round from the keys.
+    std::vector<size_t> qb(ranks + 1, 0);
+    for (int r = 0; r < ranks; ++r) {
+      qb[r + 1] = qb[r] + (query_begin[ranks - r] - query_begin[ranks - r - 1]);
+    }
+    for (bool causal : {false, true}) {
+      Case ring_case = c;
+      ring_case.causal = causal;
+      INFO(c.name << (causal ? ", causal" : "") << ", rank " << rank << " of "
+                  << ranks << ", seed " << kSeed + 11);
+      Mask<T> mask = p.MaskOf(ring_case);  // whole-sequence positions
+      const size_t n_local = qb[rank + 1] - qb[rank];
+      std::vector<T> out(n_local * p.dv);
+      mpi::ring_attention_pool(MPI_COMM_WORLD, ring_case.spec,
+                               Rows(p.queries, p.d, qb[rank], qb[rank + 1]),
+                               p.KeysOf(rank), p.ValuesOf(rank),
+                               {out.data(), n_local, p.dv}, mask);
+      const std::vector<T> whole = p.Whole(ring_case);
+      const std::vector<T> mine(whole.begin() + qb[rank] * p.dv,
+                                whole.begin() + qb[rank + 1] * p.dv);
+      CHECK(Mismatches(out, mine, kTolerance<T>) == 0);
+    }
+  }
+}
+
+TEST_CASE("mpi.ring.float") { RingCases<float>(); }
+TEST_CASE("mpi.ring.double") { RingCases<double>(); }
+
+template <typename T>
+void RegressionCases() {
+  const int rank = Rank();
+  const size_t n = 401, d = 2, dy = 3, queries = 57;
+  const std::vector<T> x = Random<T>(n * d, kSeed + 21, 0, 5);
+  const std::vector<T> y = Random<T>(n * dy, kSeed + 22);
+  const std::vector<T> q = Random<T>(queries * d, kSeed + 23, -0.5, 5.5);
+  const std::vector<size_t> begin = ShardBegins(n, Ranks());
+  const size_t b = begin[rank], e = begin[rank + 1];
+  for (attnpool::Kernel kernel :
+       {attnpool::Kernel::gaussian, attnpool::Kernel::epanechnikov}) {
+    for (bool per_dimension : {false, true}) {
+      INFO("kernel " << int(kernel) << ", per-dimension " << per_dimension
+                     << ", rank " << rank << ", seed " << kSeed + 21);
+      const std::vector<double> widths = {0.3, 0.5};
+      const auto fit = [&](ConstMatrixView<T> xs, ConstMatrixView<T> ys) {
+        return per_dimension
+                   ? attnpool::NadarayaWatson<T>(kernel, widths, xs, ys)
+                   : attnpool::NadarayaWatson<T>(kernel, 0.3, xs, ys);
+      };
+      const auto whole_fit = fit({x.data(), n, d}, {y.data(), n, dy});
+      std::vector<T> want(queries * dy);
+      whole_fit.predict({q.data(), queries, d}, {want.data(), queries, dy});
+      const ConstMatrixView<T> xs = Rows(x, d, b, e), ys = Rows(y, dy, b, e);
+      const auto distributed = per_dimension
+                                   ? mpi::DistributedNadarayaWatson<T>(
+                                         MPI_COMM_WORLD, kernel, widths, xs, ys)
+                                   : mpi::DistributedNadarayaWatson<T>(
+                                         MPI_COMM_WORLD, kernel, 0.3, xs, ys);
+      CHECK(distributed.size() == n);
+      CHECK(distributed.offset() == b);
+      for (auto reduction :
+           {mpi::Reduction::tree, mpi::Reduction::rank_order}) {
+        mpi::Options options;
+        options.reduction = reduction;
+        options.everywhere = true;
+        std::vector<T> got(queries * dy);
+        distributed.predict({q.data(), queries, d}, {got.data(), queries, dy},
+                            options);
+        CHECK(Mismatches(got, want, kTolerance<T>) == 0);
+        if (reduction == mpi::Reduction::tree) continue;
+        // rank_order: the per-shard fits' states merged in order, bitwise.
+        std::vector<T> acc(queries * dy), part(queries * dy), mx(queries),
+            sm(queries), pmx(queries), psm(queries);
+        std::vector<size_t> best(queries), pbest(queries);
+        const PoolPartial<T> into{
+            {acc.data(), queries, dy}, mx.data(), sm.data(), best.data()};
+        const PoolPartial<T> later{
+            {part.data(), queries, dy}, pmx.data(), psm.data(), pbest.data()};
+        bool started = false;
+        for (int r = 0; r < Ranks(); ++r) {
+          if (begin[r] == begin[r + 1]) continue;
+          const auto shard = fit(Rows(x, d, begin[r], begin[r + 1]),
+                                 Rows(y, dy, begin[r], begin[r + 1]));
+          shard.predict_partial({q.data(), queries, d}, begin[r],
+                                started ? later : into);
+          if (started)
+            attnpool::attention_pool_merge(shard.pool_spec(), into, later);
+          started = true;
+        }
+        std::vector<T> fold(queries * dy);
+        attnpool::attention_pool_finish(whole_fit.pool_spec(), into,
+                                        {fold.data(), queries, dy});
+        CHECK(SameBits(got, fold));
+      }
+    }
+  }
+}
+
+TEST_CASE("mpi.nadaraya_watson.float") { RegressionCases<float>(); }
+TEST_CASE("mpi.nadaraya_watson.double") { RegressionCases<double>(); }
+
+// What a rank caught from a collective call.
+struct Caught {
+  std::string argument, message;
+};
+template <typename Call>
+Caught CatchError(Call&& call) {
+  try {
+    call();
+  } catch (const attnpool::Error& error) {
+    return {error.argument(), error.what()};
+  }
+  return {"(nothing thrown)", ""};
+}
+
+TEST_CASE("mpi.errors") {
+  const int rank = Rank(), ranks = Ranks();
+  const int failing = ranks - 1;  // rank 0 alone when there is one
+  Problem<float> p(5, 40, 4, 3, kSeed + 31);
+  const Case c = Cases()[0];
+  std::vector<float> out(p.n * p.dv, 7.0f);
+  const std::vector<float> untouched = out;
+  INFO("rank " << rank << " of " << ranks);
+
+  // One rank's keys have the wrong depth: every rank throws, naming it.
+  const Caught bad_keys = CatchError([&] {
+    ConstMatrixView<float> keys = p.KeysOf(rank);
+    if (rank == failing) keys.cols = keys.stride = p.d - 1;
+    mpi::Options options;
+    options.everywhere = true;
+    mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(), keys,
+                        p.ValuesOf(rank), {out.data(), p.n, p.dv}, {}, options);
+  });
+  CHECK(bad_keys.argument == "keys.cols");
+  if (rank != failing) {
+    CHECK(bad_keys.message.find("on rank " + std::to_string(failing)) !=
+          std::string::npos);
+  }
+  CHECK(out == untouched);
+
+  // Replicated arguments that differ: named, with two ranks' values.
+  if (ranks > 1) {
+    const Caught mismatch = CatchError([&] {
+      PoolSpec spec = c.spec;
+      if (rank == failing) spec.kernel.kernel = attnpool::Kernel::gaussian;
+      mpi::attention_pool(MPI_COMM_WORLD, spec, p.Queries(), p.KeysOf(rank),
+                          p.ValuesOf(rank), {out.data(), p.n, p.dv});
+    });
+    CHECK(mismatch.argument == "spec.kernel.kernel");
+    CHECK(mismatch.message.find("differs across ranks") != std::string::npos);
+    const Caught rows = CatchError([&] {
+      const ConstMatrixView<float> queries{p.queries.data(),
+                                           rank == 0 ? p.n : p.n - 1, p.d};
+      mpi::attention_pool(MPI_COMM_WORLD, c.spec, queries, p.KeysOf(rank),
+                          p.ValuesOf(rank), {out.data(), queries.rows, p.dv});
+    });
+    CHECK(rows.argument == "queries.rows");
+  }
+  // A root outside the communicator; a ring with a bias matrix.
+  const Caught root = CatchError([&] {
+    mpi::Options options;
+    options.root = ranks;
+    mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(), p.KeysOf(rank),
+                        p.ValuesOf(rank), {out.data(), p.n, p.dv}, {}, options);
+  });
+  CHECK(root.argument == "options.root");
+  std::vector<float> bias(p.n * 40);
+  const Caught ring_bias = CatchError([&] {
+    Mask<float> mask;
+    mask.bias = {bias.data(), p.n, p.KeysOf(rank).rows};
+    mpi::ring_attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
+                             p.KeysOf(rank), p.ValuesOf(rank),
+                             {out.data(), p.n, p.dv}, mask);
+  });
+  CHECK(ring_bias.argument == "mask.bias");
+  // A ring rank whose out is too small.
+  const Caught ring_out = CatchError([&] {
+    const size_t rows = rank == failing ? p.n - 1 : p.n;
+    mpi::ring_attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
+                             p.KeysOf(rank), p.ValuesOf(rank),
+                             {out.data(), rows, p.dv});
+  });
+  CHECK(ring_out.argument == "out.rows");
+  CHECK(out == untouched);
+  // Regression: no training point anywhere.
+  const Caught empty = CatchError([&] {
+    mpi::DistributedNadarayaWatson<double>(
+        MPI_COMM_WORLD, attnpool::Kernel::gaussian, 1.0,
+        ConstMatrixView<double>(nullptr, 0, 2),
+        ConstMatrixView<double>(nullptr, 0, 1));
+  });
+  CHECK(empty.argument == "x.rows");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  // Every rank reports its own failures; the exit status is the worst.
+  const int result = Catch::Session().run(argc, argv);
+  int worst = result;
+  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}
