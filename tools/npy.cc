@@ -7,7 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <memory>
 
 namespace attnpool_tools {
 namespace {
@@ -279,16 +285,26 @@ NpyArray MakeNpyArray(NpyType type, const std::vector<size_t>& shape) {
   return array;
 }
 
-NpyArray ReadNpy(const std::string& path) {
+namespace {
+
+struct NpyHeader {
+  NpyType type;
+  std::vector<size_t> shape;
+  size_t data_offset;  // bytes before the data
+};
+
+// Reads and parses the header through `read(buffer, bytes)`, which returns
+// how many of the next `bytes` bytes of the file it read: exactly the
+// header's bytes, no more.
+template <class Read>
+NpyHeader ReadHeader(const Read& read) {
   if (!HostIsLittleEndian()) {
     throw NpyError(
         "this tool reads little-endian arrays on little-endian "
         "machines only");
   }
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw NpyError("cannot open: " + ErrnoText());
   unsigned char prefix[kMagicSize + 2];
-  const size_t got = std::fread(prefix, 1, sizeof(prefix), file.get());
+  const size_t got = read(prefix, sizeof(prefix));
   if (got < kMagicSize || std::memcmp(prefix, kMagic, kMagicSize) != 0) {
     throw NpyError(
         "not a .npy file (it does not start with \\x93NUMPY; "
@@ -306,7 +322,7 @@ NpyArray ReadNpy(const std::string& path) {
                    "." + std::to_string(minor) + " (known: 1.0, 2.0, 3.0)");
   }
   unsigned char length_bytes[4] = {0, 0, 0, 0};
-  if (std::fread(length_bytes, 1, length_size, file.get()) != length_size) {
+  if (read(length_bytes, length_size) != length_size) {
     throw NpyError("truncated header (no header length)");
   }
   size_t header_length = 0;
@@ -318,31 +334,107 @@ NpyArray ReadNpy(const std::string& path) {
                    std::to_string(header_length) + " bytes");
   }
   std::string header(header_length, '\0');
-  if (std::fread(&header[0], 1, header_length, file.get()) != header_length) {
+  if (read(&header[0], header_length) != header_length) {
     throw NpyError("truncated header (the file ends inside the " +
                    std::to_string(header_length) + "-byte header)");
   }
   if (header.empty() || header.back() != '\n') {
     throw NpyError("malformed header: it does not end with a newline");
   }
-  NpyType type;
-  std::vector<size_t> shape;
-  ParseNpyHeader(header, &type, &shape);
+  NpyHeader parsed;
+  ParseNpyHeader(header, &parsed.type, &parsed.shape);
+  parsed.data_offset = sizeof(prefix) + length_size + header_length;
+  return parsed;
+}
 
-  NpyArray array = MakeNpyArray(type, shape);
-  const size_t bytes = array.count * NpyTypeSize(type);
+NpyError TruncatedData(const NpyHeader& header, size_t needed, size_t has) {
+  return NpyError("truncated data: shape " + ShapeText(header.shape) + " of " +
+                  NpyTypeName(header.type) + " needs " +
+                  std::to_string(needed) + " bytes, the file has " +
+                  std::to_string(has));
+}
+
+NpyError TrailingData(const NpyHeader& header, size_t needed) {
+  return NpyError("the file has data after the " + std::to_string(needed) +
+                  " bytes that shape " + ShapeText(header.shape) + " of " +
+                  NpyTypeName(header.type) +
+                  " needs (several arrays in one file are not supported)");
+}
+
+}  // namespace
+
+NpyArray ReadNpy(const std::string& path) {
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) throw NpyError("cannot open: " + ErrnoText());
+  const NpyHeader header = ReadHeader([&](void* buffer, size_t bytes) {
+    return std::fread(buffer, 1, bytes, file.get());
+  });
+  NpyArray array = MakeNpyArray(header.type, header.shape);
+  const size_t bytes = array.count * NpyTypeSize(header.type);
   const size_t read = std::fread(array.storage.get(), 1, bytes, file.get());
-  if (read != bytes) {
-    throw NpyError("truncated data: shape " + ShapeText(shape) + " of " +
-                   NpyTypeName(type) + " needs " + std::to_string(bytes) +
-                   " bytes, the file has " + std::to_string(read));
+  if (read != bytes) throw TruncatedData(header, bytes, read);
+  if (std::fgetc(file.get()) != EOF) throw TrailingData(header, bytes);
+  return array;
+}
+
+NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
+                    NpyRowRange* range) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw NpyError("cannot open: " + ErrnoText());
+  const std::unique_ptr<int, void (*)(int*)> closer(
+      new int(fd), [](int* f) { ::close(*f), delete f; });
+  off_t position = 0;
+  const NpyHeader header = ReadHeader([&](void* buffer, size_t bytes) {
+    const ssize_t got = ::pread(fd, buffer, bytes, position);
+    if (got < 0) throw NpyError("cannot read: " + ErrnoText());
+    position += got;
+    return static_cast<size_t>(got);
+  });
+  if (header.shape.empty()) {
+    throw NpyError("a 0-D array has no rows to split among processes");
   }
-  if (std::fgetc(file.get()) != EOF) {
-    throw NpyError("the file has data after the " + std::to_string(bytes) +
-                   " bytes that shape " + ShapeText(shape) + " of " +
-                   NpyTypeName(type) +
-                   " needs (several arrays in one file are not supported)");
+  size_t bytes = 0;
+  const size_t count = CountOf(header.shape, NpyTypeSize(header.type), &bytes);
+  struct stat status;
+  if (::fstat(fd, &status) != 0) throw NpyError("cannot stat: " + ErrnoText());
+  const size_t file_data = static_cast<size_t>(status.st_size) -
+                           std::min<size_t>(status.st_size, header.data_offset);
+  if (file_data < bytes) throw TruncatedData(header, bytes, file_data);
+  if (file_data > bytes) throw TrailingData(header, bytes);
+
+  const size_t rows = header.shape[0];
+  const size_t row_bytes = rows == 0 ? 0 : bytes / rows;
+  // Part p of P: rows [⌊rows·p/P⌋, ⌊rows·(p+1)/P⌋), in 128-bit arithmetic.
+  const auto boundary = [&](size_t k) {
+    return static_cast<size_t>((unsigned __int128)rows * k / parts);
+  };
+  range->first = boundary(part);
+  range->total = rows;
+  std::vector<size_t> shape = header.shape;
+  shape[0] = boundary(part + 1) - range->first;
+  NpyArray array;
+  array.type = header.type;
+  array.shape = shape;
+  array.count = rows == 0 ? 0 : count / rows * shape[0];
+  const size_t begin = header.data_offset + range->first * row_bytes;
+  const size_t length = shape[0] * row_bytes;
+  if (length == 0) {
+    array.storage = Allocate(0);
+    return array;
   }
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t map_begin = begin / page * page;
+  const size_t map_length = begin + length - map_begin;
+  void* mapped = ::mmap(nullptr, map_length, PROT_READ, MAP_PRIVATE, fd,
+                        static_cast<off_t>(map_begin));
+  if (mapped == MAP_FAILED) throw NpyError("cannot map: " + ErrnoText());
+  // The array's storage points into the mapping and unmaps it when the
+  // last copy goes.
+  const std::shared_ptr<unsigned char> mapping(
+      static_cast<unsigned char*>(mapped),
+      [map_length](unsigned char* p) { ::munmap(p, map_length); });
+  array.storage = std::shared_ptr<unsigned char>(
+      mapping, mapping.get() + (begin - map_begin));
   return array;
 }
 

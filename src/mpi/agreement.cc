@@ -70,27 +70,34 @@ std::pair<std::string, std::string> Describe(std::exception_ptr failure) {
 
 }  // namespace
 
-void ShareFailure(MPI_Comm comm, std::exception_ptr failure) {
+std::optional<Failure> FirstFailure(MPI_Comm comm, bool failed,
+                                    std::vector<std::string> texts) {
   const int rank = Rank(comm), size = Size(comm);
-  int first = failure ? rank : size;
+  int first = failed ? rank : size;
   MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == size) return;
-  // The first failing rank tells the others what it was.
-  std::string text[2];
-  if (rank == first) {
-    const auto described = Describe(failure);
-    text[0] = described.first, text[1] = described.second;
-  }
-  for (std::string& part : text) {
-    int length = static_cast<int>(part.size());
+  if (first == size) return std::nullopt;
+  for (std::string& text : texts) {
+    int length = static_cast<int>(text.size());
     MPI_Bcast(&length, 1, MPI_INT, first, comm);
-    part.resize(length);
-    MPI_Bcast(&part[0], length, MPI_CHAR, first, comm);
+    text.resize(length);
+    MPI_Bcast(&text[0], length, MPI_CHAR, first, comm);
   }
+  return Failure{first, std::move(texts)};
+}
+
+void ShareFailure(MPI_Comm comm, std::exception_ptr failure) {
+  std::vector<std::string> texts(2);
+  if (failure) {
+    const auto described = Describe(failure);
+    texts = {described.first, described.second};
+  }
+  const auto first = FirstFailure(comm, failure != nullptr, std::move(texts));
+  if (!first) return;
   if (failure) std::rethrow_exception(failure);
-  const std::string argument =
-      text[0].empty() ? "rank " + std::to_string(first) : text[0];
-  throw Error(argument, "on rank " + std::to_string(first) + ": " + text[1]);
+  const std::string& argument = first->texts[0];
+  throw Error(
+      argument.empty() ? "rank " + std::to_string(first->rank) : argument,
+      "on rank " + std::to_string(first->rank) + ": " + first->texts[1]);
 }
 
 std::pair<uint64_t, uint64_t> OffsetAndTotal(MPI_Comm comm, uint64_t value) {

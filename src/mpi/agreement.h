@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,18 @@ class SameEverywhere {
  private:
   std::vector<std::pair<const char*, int64_t>> arguments_;
 };
+
+// The first failure of a collective step: the lowest failing rank and the
+// texts that describe its failure.
+struct Failure {
+  int rank;
+  std::vector<std::string> texts;
+};
+// Agrees on whether any rank failed (`failed`; `texts` describe this
+// rank's failure, the same number of them on every rank): the first
+// failure, on every rank, or none.
+std::optional<Failure> FirstFailure(MPI_Comm comm, bool failed,
+                                    std::vector<std::string> texts);
 
 // Agrees on whether any rank failed (`failure` set): when one did, every
 // rank throws, as Collectively says.

@@ -1,5 +1,7 @@
 #include "tools/cli/arrays.h"
 
+#include <utility>
+
 namespace attnpool_cli {
 
 NpyArray Load(const std::string& option, const std::string& path) {
@@ -25,7 +27,23 @@ InputMatrix LoadMatrix(const std::string& option, const std::string& path) {
 }
 
 InputMatrix LoadAnyMatrix(const std::string& option, const std::string& path) {
-  InputMatrix matrix{option, path, Load(option, path)};
+  return MatrixOf(option, path, Load(option, path));
+}
+
+InputMatrix LoadMatrixPart(const std::string& option, const std::string& path,
+                           size_t part, size_t parts,
+                           attnpool_tools::NpyRowRange* range) {
+  try {
+    return MatrixOf(option, path,
+                    attnpool_tools::MapNpyRows(path, part, parts, range));
+  } catch (const NpyError& error) {
+    throw CliError{option + " " + path + ": " + error.what()};
+  }
+}
+
+InputMatrix MatrixOf(const std::string& option, const std::string& path,
+                     NpyArray array) {
+  InputMatrix matrix{option, path, std::move(array)};
   const auto& shape = matrix.array.shape;
   if (shape.size() == 2) {
     matrix.rows = shape[0];

@@ -42,6 +42,14 @@ void RequireFloat(const std::string& label, const NpyArray& array);
 InputMatrix LoadMatrix(const std::string& option, const std::string& path);
 // The same for an array of any dtype (keys and values may be narrow).
 InputMatrix LoadAnyMatrix(const std::string& option, const std::string& path);
+// Part `part` of `parts` of the rows of the array in `path`, memory-mapped
+// (npy.h, MapNpyRows; `range` says which rows of how many), any dtype.
+InputMatrix LoadMatrixPart(const std::string& option, const std::string& path,
+                           size_t part, size_t parts,
+                           attnpool_tools::NpyRowRange* range);
+// `array` (1-D or 2-D) seen as a matrix.
+InputMatrix MatrixOf(const std::string& option, const std::string& path,
+                     NpyArray array);
 
 // The matrix of the required option `option` (RequireOptions has checked it
 // is given).

@@ -11,6 +11,7 @@
 
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
+#include "tools/cli/ranks.h"
 #include "tools/cli/run.h"
 
 namespace attnpool_cli {
@@ -67,8 +68,18 @@ int RunCommand(const Command& command, int argc, char** argv) {
 
 // The command line's main.
 int Main(int argc, char** argv) {
+  const MpiSession mpi(&argc, &argv);
   const std::string command = argc > 1 ? argv[1] : "";
   try {
+    if (CurrentRanks().size > 1 && command != "pool") {
+      CliError error{
+          "under mpirun only 'pool' runs (each rank on its part "
+          "of the keys); run '" +
+              command + "' as one process",
+          kExitUsage};
+      error.agreed = true;  // every rank finds it
+      throw error;
+    }
     if (command.empty() || command == "-h" || command == "--help" ||
         command == "help") {
       std::fputs(kUsage, command.empty() ? stderr : stdout);
@@ -89,7 +100,10 @@ int Main(int argc, char** argv) {
                "' (commands: pool, distances, regress, sdpa, additive, mha, "
                "targets; see attnpool --help)");
   } catch (const CliError& error) {
-    std::fprintf(stderr, "attnpool: error: %s\n", error.message.c_str());
+    // An error every rank has is reported once, by rank 0.
+    if (!error.agreed || CurrentRanks().rank == 0) {
+      std::fprintf(stderr, "attnpool: error: %s\n", error.message.c_str());
+    }
     return error.exit_code;
   } catch (const attnpool::Error& error) {
     // Outside a command's run (e.g. ATTNPOOL_ISA for 'attnpool targets'):

@@ -22,6 +22,9 @@ constexpr int kExitInput = 1;  // a file or the computation is wrong
 struct CliError {
   std::string message;
   int exit_code = kExitInput;
+  // Under mpirun: every rank has this error (ranks.h), so rank 0 alone
+  // reports it.
+  bool agreed = false;
 };
 
 [[noreturn]] void UsageError(const std::string& message);

@@ -11,6 +11,7 @@
 #include "tools/cli/arrays.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
+#include "tools/cli/ranks.h"
 #include "tools/cli/run.h"
 
 namespace attnpool_cli {
@@ -52,6 +53,10 @@ struct PoolInputs {
   attnpool::PoolSpec spec;
   KeyPositions positions;
   std::optional<double> softcap, alibi_slope, sink;
+  // Under mpirun (ranks.h): this rank's part of the keys and values, the
+  // number of keys in all, and how the ranks' states merge.
+  size_t key_total = 0;
+  std::string reduction = "tree";
 };
 
 // The one place that runs the pooling, on a block of query rows: the fused
@@ -103,6 +108,10 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
   Results results = PoolResults(out_path, weights_path, rows, inputs.values,
                                 key_count, inputs.queries.array.type);
+  const std::string shape = "n=" + std::to_string(rows) +
+                            " m=" + std::to_string(inputs.key_total) +
+                            " d=" + std::to_string(inputs.queries.cols) +
+                            " dv=" + std::to_string(inputs.values.cols);
   attnpool::Mask<T> mask;
   if (inputs.has_valid_lengths)
     mask.valid_lengths = inputs.valid_lengths.data();
@@ -115,6 +124,14 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
     mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
   }
   const auto queries = View<T>(inputs.queries);
+  if (CurrentRanks().launched) {  // the result on rank 0, which writes it
+    const auto start = Clock::now();
+    PoolAcrossRanks(inputs.spec, queries, View<T>(inputs.keys),
+                    View<T>(inputs.values), MatrixRows<T>(results.out, 0, rows),
+                    mask, inputs.reduction, run.settings.execution);
+    if (CurrentRanks().rank != 0) return 0;
+    return Finish(run, results, Clock::now() - start, shape);
+  }
   const auto pool = [&](const auto& keys, const auto& values) {
     return ComputeInChunks(
         run, rows, key_count, [&](size_t begin, size_t count) {
@@ -134,18 +151,43 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   if (!inputs.stored_keys) {
     compute_time = pool(View<T>(inputs.keys), View<T>(inputs.values));
   }
-  return Finish(run, results, compute_time,
-                "n=" + std::to_string(rows) +
-                    " m=" + std::to_string(key_count) +
-                    " d=" + std::to_string(inputs.queries.cols) +
-                    " dv=" + std::to_string(inputs.values.cols));
+  return Finish(run, results, compute_time, shape);
 }
 
-int Pool(const Arguments& arguments) {
+// Keys or values: under mpirun this rank's part of the rows, else all.
+InputMatrix LoadKeyRows(const std::string& option, const std::string& path,
+                        size_t* total) {
+  if (!CurrentRanks().launched) {
+    InputMatrix matrix = LoadAnyMatrix(option, path);
+    *total = matrix.rows;
+    return matrix;
+  }
+  attnpool_tools::NpyRowRange range;
+  InputMatrix matrix = LoadMatrixPart(option, path, CurrentRanks().rank,
+                                      CurrentRanks().size, &range);
+  *total = range.total;
+  return matrix;
+}
+
+// What mpirun cannot split by rows of the keys, or splits only for float.
+void RequireSplittable(const Arguments& arguments, const PoolInputs& inputs) {
+  for (const char* option : {"--weights", "--bias", "--visible"}) {
+    if (arguments.Get(option)) {
+      throw CliError{std::string(option) +
+                     ": not under mpirun (an n x m array; each rank holds "
+                     "only its keys)"};
+    }
+  }
+  if (IsNarrow(inputs.keys.array) || IsNarrow(inputs.values.array)) {
+    throw CliError{"under mpirun, keys and values are float32 or float64"};
+  }
+}
+
+// Reads and checks the inputs of `pool` into `inputs`, timed by `reading`.
+void PreparePool(const Arguments& arguments, PoolInputs& inputs,
+                 std::optional<InputReading>& reading) {
   RequireOptions(arguments, {"--queries", "--keys", "--values", "-o"});
   const RunSettings settings = ReadSettings(arguments);
-
-  PoolInputs inputs{};
   auto& spec = inputs.spec;
   spec.distance = NameOption(arguments, "--distance", "sqeuclidean",
                              &attnpool::distance_from_name);
@@ -162,11 +204,22 @@ int Pool(const Arguments& arguments) {
   inputs.softcap = ParseSoftcap(arguments);
   inputs.alibi_slope = NumberOption(arguments, "--alibi-slope");
   inputs.sink = NumberOption(arguments, "--sink");
+  if (const auto reduction = arguments.Get("--reduction")) {
+    if (*reduction != "tree" && *reduction != "rank_order") {
+      UsageError("--reduction: '" + *reduction +
+                 "' is not one of: tree, rank_order");
+    }
+    inputs.reduction = *reduction;
+  }
 
-  const InputReading reading(arguments, settings);
+  reading.emplace(arguments, settings);
   inputs.queries = LoadMatrix(arguments, "--queries");
-  inputs.keys = LoadAnyMatrix("--keys", arguments.Required("--keys"));
-  inputs.values = LoadAnyMatrix("--values", arguments.Required("--values"));
+  size_t value_total = 0;
+  inputs.keys =
+      LoadKeyRows("--keys", arguments.Required("--keys"), &inputs.key_total);
+  inputs.values =
+      LoadKeyRows("--values", arguments.Required("--values"), &value_total);
+  if (CurrentRanks().launched) RequireSplittable(arguments, inputs);
   if (IsNarrow(inputs.keys.array) || IsNarrow(inputs.values.array)) {
     if (inputs.queries.array.type != NpyType::float32) {
       throw CliError{inputs.queries.Label() +
@@ -193,8 +246,10 @@ int Pool(const Arguments& arguments) {
     RequireSameType(inputs.queries, inputs.keys);
     RequireSameType(inputs.queries, inputs.values);
   }
-  const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
+  const size_t rows = inputs.queries.rows, key_count = inputs.key_total;
   RequireSameColumns(inputs.queries, inputs.keys);
+  RequireExtent(inputs.values, "rows in all", value_total, key_count,
+                "(one per key: the rows of " + inputs.keys.Label() + ")");
   RequireRowPerKey(inputs.keys, inputs.values);
   if (const auto path = arguments.Get("--valid-lengths")) {
     inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
@@ -210,7 +265,19 @@ int Pool(const Arguments& arguments) {
     RequireArrayShape("--visible " + *path, *inputs.visible, {rows, key_count},
                       "queries x keys");
   }
-  return reading.Compute(
+}
+
+int Pool(const Arguments& arguments) {
+  PoolInputs inputs{};
+  std::optional<InputReading> reading;
+  const unsigned long long bytes_read = BytesRead();
+  // Under mpirun every rank prepares its inputs; one rank's error stops all.
+  OnEveryRank([&] { PreparePool(arguments, inputs, reading); });
+  if (CurrentRanks().launched) {
+    ReportInputReading({inputs.keys.path, inputs.values.path},
+                       BytesRead() - bytes_read);
+  }
+  return reading->Compute(
       inputs.queries.array.type, [&](auto zero, const Run& run) {
         return RunPool<decltype(zero)>(inputs, arguments.Required("-o"),
                                        arguments.Get("--weights"), run);
@@ -255,7 +322,12 @@ Command PoolCommand() {
        MaskOptions({"integers, n entries: query i sees keys j < L[i]",
                     "n x m, added to the scores before a softmax",
                     "n x m, bool or uint8: 0 hides key j from query i"}),
-       {{"--alibi-slope",
+       {{"--reduction", "NAME",
+         "under mpirun (each rank maps its part of the keys and values, "
+         "rank 0 writes OUT): how the ranks' states merge: tree (default, "
+         "log P steps) or rank_order (in rank order on rank 0: the same "
+         "bits from run to run)"},
+        {"--alibi-slope",
          "S",
          "ALiBi: S * (j - i - causal offset) added to each score",
          {"mask.alibi_slope"}},

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""'attnpool pool' under mpiexec: each rank maps only its part of the keys
+and values (checked from the kernel's view: /proc/self/maps and the bytes
+read), rank 0 writes the result of the whole sequence, and one rank's error
+stops every rank with one message instead of a hang.
+
+usage: test_cli_mpi.py path/to/attnpool path/to/mpiexec
+(the environment of tests/CMakeLists.txt's ATTNPOOL_MPI_ENVIRONMENT)
+"""
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+CLI = MPIEXEC = None
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TIMEOUT = 120  # a hang fails the test
+
+
+def data_offset(path):
+    """Bytes before the data of a version 1.0 .npy file."""
+    with open(path, "rb") as f:
+        prefix = f.read(10)
+    return 10 + int.from_bytes(prefix[8:10], "little")
+
+
+class CliMpiTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(20261127)
+        self.n, self.m, self.d, self.dv = 40, 30011, 16, 4
+        self.arrays = {
+            "q": rng.standard_normal((self.n, self.d)).astype(np.float32),
+            "k": rng.standard_normal((self.m, self.d)).astype(np.float32),
+            "v": rng.standard_normal((self.m, self.dv)).astype(np.float32),
+            "lengths": (np.arange(self.n) * 997) % (self.m + 1),
+        }
+        for name, array in self.arrays.items():
+            np.save(self.path(name + ".npy"), array)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def pool_args(self, out, *extra):
+        return ["pool", "--queries", self.path("q.npy"), "--keys", self.path("k.npy"),
+                "--values", self.path("v.npy"), "-o", self.path(out), "--distance", "dot",
+                "--kernel", "exp", "--causal", "--causal-offset", str(self.m - self.n),
+                "--valid-lengths", self.path("lengths.npy"), *extra]
+
+    def run_ranks(self, ranks, args, expect=0, env=None):
+        result = subprocess.run([MPIEXEC, "-n", str(ranks), CLI, *args], capture_output=True,
+                                text=True, timeout=TIMEOUT, env=env)
+        if (result.returncode == 0) != (expect == 0):
+            self.fail("mpiexec -n %d attnpool %s: exit %d\n%s" % (
+                ranks, " ".join(args), result.returncode, result.stderr))
+        return result
+
+    def test_split_keys_equals_one_process(self):
+        subprocess.run([CLI, *self.pool_args("one.npy")], check=True, timeout=TIMEOUT)
+        whole = np.load(self.path("one.npy"))
+        for ranks in (1, 2, 3, 4):
+            for reduction in ("tree", "rank_order"):
+                with self.subTest(ranks=ranks, reduction=reduction):
+                    self.run_ranks(ranks, self.pool_args("split.npy", "--reduction", reduction))
+                    split = np.load(self.path("split.npy"))
+                    self.assertEqual(split.dtype, np.float32)
+                    np.testing.assert_array_equal(np.isnan(split), np.isnan(whole))
+                    np.testing.assert_allclose(split, whole, rtol=2e-5, atol=2e-6)
+                    if reduction == "rank_order":  # the same bits again
+                        self.run_ranks(ranks, self.pool_args("again.npy", "--reduction",
+                                                             reduction))
+                        self.assertEqual(pathlib.Path(self.path("again.npy")).read_bytes(),
+                                         pathlib.Path(self.path("split.npy")).read_bytes())
+
+    def test_no_rank_reads_beyond_its_part(self):
+        report = self.path("io")
+        os.mkdir(report)
+        env = dict(os.environ, ATTNPOOL_IO_REPORT=report)
+        ranks = 3
+        self.run_ranks(ranks, self.pool_args("out.npy"), env=env)
+        small_files = sum(os.path.getsize(self.path(name))
+                          for name in ("q.npy", "lengths.npy"))
+        for name, columns in (("k.npy", self.d), ("v.npy", self.dv)):
+            file = os.path.realpath(self.path(name))
+            offset, row_bytes = data_offset(file), 4 * columns
+            covered = []
+            for rank in range(ranks):
+                first, end = self.m * rank // ranks, self.m * (rank + 1) // ranks
+                low = (offset + first * row_bytes) // PAGE * PAGE
+                high = -(-(offset + end * row_bytes) // PAGE) * PAGE
+                lines = pathlib.Path(report, "rank%d.txt" % rank).read_text().split("\n")
+                # Read: the small files whole and the headers of k and v,
+                # never a part of the keys' or values' data.
+                read = int(lines[0].split()[1])
+                self.assertLess(read, small_files + 2 * PAGE, "rank %d" % rank)
+                maps = [line.split() for line in lines[1:] if line.startswith("map ")]
+                mine = [(int(start), int(length)) for _, path, start, length in maps
+                        if path == file]
+                self.assertTrue(mine, "rank %d mapped no part of %s" % (rank, name))
+                for start, length in mine:
+                    with self.subTest(rank=rank, file=name):
+                        self.assertGreaterEqual(start, low)
+                        self.assertLessEqual(start + length, high)
+                covered.append(sum(length for _, length in mine))
+            # Together the parts cover the data (a part may round out to pages).
+            self.assertGreaterEqual(sum(covered), self.m * row_bytes)
+            self.assertLess(max(covered), self.m * row_bytes // 2)
+
+    def test_failing_rank_stops_every_rank(self):
+        # Rank 1 alone names a file that does not exist (MPMD launch).
+        good = self.pool_args("out.npy")
+        bad = [self.path("missing.npy") if a == self.path("k.npy") else a for a in good]
+        result = subprocess.run([MPIEXEC, "-n", "1", CLI, *good, ":", "-n", "1", CLI, *bad,
+                                 ":", "-n", "1", CLI, *good],
+                                capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        errors = [line for line in result.stderr.splitlines()
+                  if line.startswith("attnpool: error:")]
+        self.assertEqual(len(errors), 1, result.stderr)
+        self.assertIn("rank 1: --keys %s: cannot open" % self.path("missing.npy"), errors[0])
+        self.assertFalse(os.path.exists(self.path("out.npy")))
+
+    def test_mismatched_arguments_are_named(self):
+        good = self.pool_args("out.npy")
+        other = [("gaussian" if a == "exp" else a) for a in good]
+        other = [a for a in other if a != "dot"]
+        other = [a for a in other if a != "--distance"]
+        result = subprocess.run([MPIEXEC, "-n", "1", CLI, *good, ":", "-n", "1", CLI, *other],
+                                capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("differs across ranks", result.stderr)
+        self.assertIn("spec.distance", result.stderr)
+        self.assertFalse(os.path.exists(self.path("out.npy")))
+
+    def test_refusals(self):
+        for extra, message in ((["--weights", self.path("w.npy")], "--weights: not under mpirun"),
+                               (["--reduction", "sideways"], "--reduction: 'sideways'")):
+            with self.subTest(message=message):
+                result = self.run_ranks(2, self.pool_args("out.npy", *extra), expect=1)
+                self.assertEqual(result.stderr.count("attnpool: error:"), 1, result.stderr)
+                self.assertIn(message, result.stderr)
+        result = self.run_ranks(2, ["targets"], expect=2)
+        self.assertIn("under mpirun only 'pool' runs", result.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    MPIEXEC = sys.argv.pop(2)
+    CLI = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

@@ -1,0 +1,198 @@
+#include "tools/cli/ranks.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <sstream>
+
+#include "tools/cli/run.h"
+#include "tools/npy.h"
+
+#if ATTNPOOL_CLI_MPI
+#include <attnpool/mpi.h>
+#include <mpi.h>
+
+#include "src/mpi/agreement.h"
+#endif
+
+namespace attnpool_cli {
+namespace {
+
+// The world size an MPI launcher gave this process (Open MPI, or the PMI
+// of MPICH and Slurm), or 0 when none launched it.
+int LaunchedSize() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
+
+Ranks ranks;
+
+}  // namespace
+
+const Ranks& CurrentRanks() { return ranks; }
+
+#if ATTNPOOL_CLI_MPI
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  if (LaunchedSize() == 0) return;
+  MPI_Init(argc, argv);
+  ranks.launched = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &ranks.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks.size);
+}
+
+MpiSession::~MpiSession() {
+  if (ranks.launched) MPI_Finalize();
+}
+
+void OnEveryRank(const std::function<void()>& local) {
+  if (!ranks.launched) return local();
+  bool failed = true;
+  std::vector<std::string> texts(2);  // message, exit code
+  try {
+    local();
+    failed = false;
+  } catch (const CliError& error) {
+    texts = {error.message, std::to_string(error.exit_code)};
+  } catch (const attnpool::Error& error) {
+    texts = {LibraryError(error).message, std::to_string(kExitInput)};
+  } catch (const attnpool_tools::NpyError& error) {
+    texts = {error.what(), std::to_string(kExitInput)};
+  } catch (const std::bad_alloc&) {
+    texts = {"out of memory", std::to_string(kExitInput)};
+  }
+  const auto first =
+      attnpool::mpi::detail::FirstFailure(MPI_COMM_WORLD, failed, texts);
+  if (!first) return;
+  CliError error{first->texts[0], std::atoi(first->texts[1].c_str())};
+  if (first->rank != ranks.rank) {
+    error.message =
+        "rank " + std::to_string(first->rank) + ": " + error.message;
+  }
+  error.agreed = true;
+  throw error;
+}
+
+namespace {
+
+template <typename T>
+void Pool(const attnpool::PoolSpec& spec, attnpool::ConstMatrixView<T> queries,
+          attnpool::ConstMatrixView<T> keys,
+          attnpool::ConstMatrixView<T> values, attnpool::MatrixView<T> out,
+          const attnpool::Mask<T>& mask, const std::string& reduction,
+          const attnpool::Execution& execution) {
+  attnpool::mpi::Options options;
+  options.reduction = reduction == "rank_order"
+                          ? attnpool::mpi::Reduction::rank_order
+                          : attnpool::mpi::Reduction::tree;
+  try {
+    attnpool::mpi::attention_pool(MPI_COMM_WORLD, spec, queries, keys, values,
+                                  out, mask, options, execution);
+  } catch (const attnpool::Error& error) {
+    CliError agreed = LibraryError(error);
+    agreed.agreed = true;  // attnpool::mpi throws on every rank
+    throw agreed;
+  }
+}
+
+}  // namespace
+
+#else  // without MPI
+
+MpiSession::MpiSession(int*, char***) {
+  if (LaunchedSize() > 1) {
+    std::fprintf(stderr,
+                 "attnpool: error: started by an MPI launcher on %d ranks, "
+                 "but this attnpool was built without MPI (install "
+                 "libopenmpi-dev and rebuild)\n",
+                 LaunchedSize());
+    std::exit(kExitUsage);
+  }
+}
+
+MpiSession::~MpiSession() = default;
+
+void OnEveryRank(const std::function<void()>& local) { local(); }
+
+namespace {
+
+template <typename T>
+void Pool(const attnpool::PoolSpec&, attnpool::ConstMatrixView<T>,
+          attnpool::ConstMatrixView<T>, attnpool::ConstMatrixView<T>,
+          attnpool::MatrixView<T>, const attnpool::Mask<T>&, const std::string&,
+          const attnpool::Execution&) {
+  throw CliError{"this attnpool was built without MPI"};
+}
+
+}  // namespace
+
+#endif
+
+void PoolAcrossRanks(const attnpool::PoolSpec& spec,
+                     attnpool::ConstMatrixView<float> queries,
+                     attnpool::ConstMatrixView<float> keys,
+                     attnpool::ConstMatrixView<float> values,
+                     attnpool::MatrixView<float> out,
+                     const attnpool::Mask<float>& mask,
+                     const std::string& reduction,
+                     const attnpool::Execution& execution) {
+  Pool<float>(spec, queries, keys, values, out, mask, reduction, execution);
+}
+
+void PoolAcrossRanks(const attnpool::PoolSpec& spec,
+                     attnpool::ConstMatrixView<double> queries,
+                     attnpool::ConstMatrixView<double> keys,
+                     attnpool::ConstMatrixView<double> values,
+                     attnpool::MatrixView<double> out,
+                     const attnpool::Mask<double>& mask,
+                     const std::string& reduction,
+                     const attnpool::Execution& execution) {
+  Pool<double>(spec, queries, keys, values, out, mask, reduction, execution);
+}
+
+unsigned long long BytesRead() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  unsigned long long value = 0;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return 0;
+}
+
+void ReportInputReading(const std::vector<std::string>& paths,
+                        unsigned long long bytes_read) {
+  const char* directory = std::getenv("ATTNPOOL_IO_REPORT");
+  if (directory == nullptr) return;
+  std::vector<std::string> real_paths;
+  for (const std::string& path : paths) {
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved)) real_paths.push_back(resolved);
+  }
+  std::ofstream report(std::string(directory) + "/rank" +
+                       std::to_string(ranks.rank) + ".txt");
+  report << "read " << bytes_read << "\n";
+  // "start-end perms offset dev inode path", addresses and offset in hex.
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, permissions, offset, device, inode, path;
+    fields >> range >> permissions >> offset >> device >> inode >> path;
+    for (const std::string& input : real_paths) {
+      if (path != input) continue;
+      const size_t dash = range.find('-');
+      const unsigned long long start =
+          std::stoull(range.substr(0, dash), 0, 16);
+      const unsigned long long end = std::stoull(range.substr(dash + 1), 0, 16);
+      report << "map " << path << " " << std::stoull(offset, 0, 16) << " "
+             << end - start << "\n";
+    }
+  }
+}
+
+}  // namespace attnpool_cli
