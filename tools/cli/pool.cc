@@ -248,8 +248,10 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
   }
   const size_t rows = inputs.queries.rows, key_count = inputs.key_total;
   RequireSameColumns(inputs.queries, inputs.keys);
-  RequireExtent(inputs.values, "rows in all", value_total, key_count,
-                "(one per key: the rows of " + inputs.keys.Label() + ")");
+  if (CurrentRanks().launched) {  // each rank holds a part of both
+    RequireExtent(inputs.values, "rows in all", value_total, key_count,
+                  "(one per key: the rows of " + inputs.keys.Label() + ")");
+  }
   RequireRowPerKey(inputs.keys, inputs.values);
   if (const auto path = arguments.Get("--valid-lengths")) {
     inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
