@@ -12,6 +12,7 @@
 
 #include "src/mpi/agreement.h"
 #include "src/mpi/pool_reduce.h"
+#include "src/mpi/ring.h"
 #include "src/mpi/spec_agreement.h"
 #include "src/mpi/state_wire.h"
 #include "src/validate.h"
@@ -26,17 +27,6 @@ using detail::OwnedState;
 using detail::Rank;
 using detail::SameEverywhere;
 using detail::Size;
-
-template <typename T>
-MPI_Datatype ElementType();
-template <>
-MPI_Datatype ElementType<float>() {
-  return MPI_FLOAT;
-}
-template <>
-MPI_Datatype ElementType<double>() {
-  return MPI_DOUBLE;
-}
 
 // The root's (or every rank's) check of `out`: n×dv, well-formed.
 template <typename T>
@@ -75,20 +65,6 @@ void SplitKeys(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
 
 // ------------------------------------------------------------------- ring
 
-// A key/value shard as it travels: m rows of keys (d) then m rows of values
-// (dv), dense.
-template <typename T>
-struct Shard {
-  std::vector<T> data;
-  size_t rows = 0;
-  ConstMatrixView<T> keys(size_t depth) const {
-    return {data.data(), rows, depth};
-  }
-  ConstMatrixView<T> values(size_t depth, size_t columns) const {
-    return {data.data() + rows * depth, rows, columns};
-  }
-};
-
 template <typename T>
 void Ring(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
           ConstMatrixView<T> keys, ConstMatrixView<T> values, MatrixView<T> out,
@@ -101,23 +77,9 @@ void Ring(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
       .add("queries.cols", static_cast<int64_t>(depth))
       .add("values.cols", static_cast<int64_t>(columns))
       .Check(comm);
-  const int rank = Rank(comm), size = Size(comm);
+  const int rank = Rank(comm);
   const size_t query_offset = detail::OffsetAndTotal(comm, queries.rows).first;
-  std::vector<uint64_t> shard_rows(size);
-  const uint64_t own_rows = keys.rows;
-  MPI_Allgather(&own_rows, 1, MPI_UINT64_T, shard_rows.data(), 1, MPI_UINT64_T,
-                comm);
-  std::vector<size_t> shard_offset(size + 1, 0);
-  for (int r = 0; r < size; ++r) {
-    shard_offset[r + 1] = shard_offset[r] + shard_rows[r];
-  }
-  const size_t most_rows =
-      *std::max_element(shard_rows.begin(), shard_rows.end());
-
-  // This rank's queries sit at q_r + i + causal_offset.
-  Mask<T> local_mask = mask;
-  local_mask.causal_offset += static_cast<std::ptrdiff_t>(query_offset);
-  Shard<T> current, next;
+  const detail::ShardLayout layout = detail::GatherShardLayout(comm, keys.rows);
   Collectively(comm, [&] {
     if (mask.bias.data || mask.bias.rows || mask.bias.cols) {
       throw Error("mask.bias",
@@ -129,41 +91,11 @@ void Ring(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
                   "is not taken by ring_attention_pool (it would be n×m per "
                   "shard); use attention_pool");
     }
-    core::CheckView("keys", keys);
-    core::CheckView("values", values);
-    core::CheckSize("keys.cols", keys.cols, depth, "queries.cols");
-    core::CheckSize("values.rows", values.rows, keys.rows, "keys.rows");
     CheckOut(out, queries.rows, columns);
-    if (most_rows > size_t(INT_MAX)) {
-      throw Error("keys.rows", "a shard of more than 2³¹ − 1 rows");
-    }
-    current.data.resize(most_rows * (depth + columns));
-    next.data.resize(current.data.size());
-    current.rows = keys.rows;
-    for (size_t j = 0; j < keys.rows; ++j) {
-      std::copy(keys.row(j), keys.row(j) + depth,
-                current.data.data() + j * depth);
-      std::copy(values.row(j), values.row(j) + columns,
-                current.data.data() + (keys.rows * depth + j * columns));
-    }
   });
-
-  MPI_Datatype row_type;  // one key row and its value row
-  MPI_Type_contiguous(static_cast<int>(depth + columns), ElementType<T>(),
-                      &row_type);
-  MPI_Type_commit(&row_type);
-  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  // Step s pools shard (rank − s) mod P; during it, the shard in hand goes
-  // right and shard (rank − s − 1) comes from the left.
-  const auto shard_of = [&](int step) { return (rank - step + size) % size; };
-  const auto start_transfer = [&](int step) {
-    next.rows = shard_rows[shard_of(step + 1)];
-    MPI_Irecv(next.data.data(), static_cast<int>(next.rows), row_type, left, 0,
-              comm, &requests[0]);
-    MPI_Isend(current.data.data(), static_cast<int>(current.rows), row_type,
-              right, 0, comm, &requests[1]);
-  };
+  // This rank's queries sit at q_r + i + causal_offset.
+  Mask<T> local_mask = mask;
+  local_mask.causal_offset += static_cast<std::ptrdiff_t>(query_offset);
 
   // Shards k ≤ rank arrive in descending order, then shards k > rank in
   // descending order: each part comes before the run it joins, so it is
@@ -171,41 +103,22 @@ void Ring(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
   OwnedState<T> low(queries.rows, columns), high(queries.rows, columns),
       part(queries.rows, columns);
   bool low_started = false, high_started = false;
-  const auto pool_step = [&](int step) {
-    const int shard = shard_of(step);
-    OwnedState<T> fresh(queries.rows, columns);
-    std::swap(part, fresh);
-    attention_pool_partial(spec, queries, current.keys(depth),
-                           current.values(depth, columns), shard_offset[shard],
-                           part.view(), local_mask, execution);
-    OwnedState<T>& run = shard <= rank ? low : high;
-    bool& started = shard <= rank ? low_started : high_started;
-    if (started) attention_pool_merge(spec, part.view(), run.view());
-    std::swap(run, part);
-    started = true;
-  };
-
-  std::exception_ptr failure;
-  if (size > 1) start_transfer(0);
-  try {
-    pool_step(0);  // checks the rest of this rank's arguments
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
-  try {
-    detail::ShareFailure(comm, failure);
-  } catch (...) {
-    MPI_Type_free(&row_type);
-    throw;
-  }
-  for (int step = 1; step < size; ++step) {
-    std::swap(current, next);
-    if (step + 1 < size) start_transfer(step);
-    pool_step(step);
-    MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
-  }
-  MPI_Type_free(&row_type);
+  detail::VisitShardsInRing<T>(
+      comm, layout, keys, values, depth,
+      [&](int shard, ConstMatrixView<T> shard_keys,
+          ConstMatrixView<T> shard_values) {
+        OwnedState<T> fresh(queries.rows, columns);
+        std::swap(part, fresh);
+        // (The first call, on the own shard, checks the rest.)
+        attention_pool_partial(spec, queries, shard_keys, shard_values,
+                               layout.offset[shard], part.view(), local_mask,
+                               execution);
+        OwnedState<T>& run = shard <= rank ? low : high;
+        bool& started = shard <= rank ? low_started : high_started;
+        if (started) attention_pool_merge(spec, part.view(), run.view());
+        std::swap(run, part);
+        started = true;
+      });
   if (high_started) attention_pool_merge(spec, low.view(), high.view());
   attention_pool_finish(spec, low.view(), out);
 }

@@ -1,0 +1,44 @@
+// The ring that ring attention and distributed cross-validation share:
+// every rank's shard of keys and values visits every rank, passed from
+// rank r to rank r + 1 with non-blocking sends and receives while the rank
+// works on the shard in hand.
+#pragma once
+
+#include <attnpool/matrix.h>
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace attnpool {
+namespace mpi {
+namespace detail {
+
+// The rows of each rank's shard (gathered from every rank) and their
+// offsets in the whole sequence (size + 1 entries).
+struct ShardLayout {
+  std::vector<size_t> rows, offset;
+  size_t most_rows = 0;
+};
+ShardLayout GatherShardLayout(MPI_Comm comm, size_t rows);
+
+// Calls visit(shard, keys, values) on this rank once for every rank's
+// shard: its own first, then those of rank − 1, rank − 2, … (mod P), each
+// while the next one is in flight; keys d columns, values dv. Collective.
+// Checks this rank's keys and values (views, keys.cols = depth,
+// values.rows = keys.rows) and agrees with the other ranks before
+// sending anything. When the first visit (the own shard) throws on any
+// rank, every rank throws after the transfer in flight completes, as
+// Collectively (agreement.h) does; later visits must not throw.
+template <typename T>
+void VisitShardsInRing(
+    MPI_Comm comm, const ShardLayout& layout, ConstMatrixView<T> keys,
+    ConstMatrixView<T> values, size_t depth,
+    const std::function<void(int shard, ConstMatrixView<T> keys,
+                             ConstMatrixView<T> values)>& visit);
+
+}  // namespace detail
+}  // namespace mpi
+}  // namespace attnpool
