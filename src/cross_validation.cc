@@ -49,41 +49,6 @@ static_assert(OnlyTheGaussianIsExponential(),
               "cross-validation forms exponential kernels' weights only for "
               "the Gaussian");
 
-template <typename T>
-void CheckArguments(Kernel kernel, ConstMatrixView<T> x, ConstMatrixView<T> y,
-                    const std::vector<double>& grid,
-                    const CrossValidationOptions& options,
-                    const Execution& execution) {
-  detail::CheckExecution(execution);
-  detail::CheckKernel(kernel);
-  detail::CheckData(x, y, 2);
-  const size_t n = x.rows;
-  if (y.cols == 0) throw Error("y.cols", "is 0: nothing to score");
-  if (grid.empty()) throw Error("bandwidths", "is empty");
-  // λ = 1/h² (and 1/h) must be finite normal numbers of T too.
-  for (double h : grid) {
-    detail::CheckPositive<T>("bandwidths", h);
-    detail::CheckPositive<T>("bandwidths", 1 / (h * h));
-  }
-  if (options.folds == 1 || options.folds > n) {
-    throw Error(
-        "options.folds",
-        "is " + std::to_string(options.folds) +
-            "; use 0 (leave-one-out) or 2 ≤ folds ≤ n = " + std::to_string(n));
-  }
-  if (options.folds > size_t(std::numeric_limits<detail::FoldId<T>>::max())) {
-    throw Error("options.folds", "is " + std::to_string(options.folds) +
-                                     "; at most 2^32 − 1 folds with float");
-  }
-  if (!options.scales.empty()) {
-    detail::CheckSize("options.scales", options.scales.size(), x.cols,
-                      "x.cols");
-    for (double s : options.scales) {
-      detail::CheckPositive<T>("options.scales", s);
-    }
-  }
-}
-
 // The points as the kernel reads them (arch/regression.h,
 // CrossValidationPlan): scaled, in ascending order of the widest
 // coordinate, column-major and zero-padded; packed position p holds the
@@ -340,17 +305,7 @@ CrossValidationResult Aggregate(const std::vector<double>& grid,
                                 : total / double(counted);
     result.unpredictable[caller] = n - counted;
   }
-  result.best_bandwidth = std::numeric_limits<double>::quiet_NaN();
-  for (size_t b = 0; b < count; ++b) {
-    if (result.unpredictable[b] != 0) continue;
-    if (result.best == CrossValidationResult::npos ||
-        result.scores[b] < result.scores[result.best]) {
-      result.best = b;
-    }
-  }
-  if (result.best != CrossValidationResult::npos) {
-    result.best_bandwidth = grid[result.best];
-  }
+  detail::ChooseBestBandwidth(result);
   return result;
 }
 
@@ -361,7 +316,7 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
                                     const CrossValidationOptions& options,
                                     const Execution& execution) {
   detail::EnsureDispatchReady();
-  CheckArguments(kernel, x, y, grid, options, execution);
+  detail::CheckCrossValidation(kernel, x, y, grid, options, execution, x.rows);
   const PackedPoints<T> packed = PackPoints(x, y, options);
   const BandwidthPlan<T> bandwidths =
       PlanBandwidths<T>(kernel, grid, options, x.rows);
@@ -374,6 +329,22 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
 }
 
 }  // namespace
+
+namespace detail {
+void ChooseBestBandwidth(CrossValidationResult& result) {
+  result.best_bandwidth = std::numeric_limits<double>::quiet_NaN();
+  for (size_t b = 0; b < result.scores.size(); ++b) {
+    if (result.unpredictable[b] != 0) continue;
+    if (result.best == CrossValidationResult::npos ||
+        result.scores[b] < result.scores[result.best]) {
+      result.best = b;
+    }
+  }
+  if (result.best != CrossValidationResult::npos) {
+    result.best_bandwidth = result.bandwidths[result.best];
+  }
+}
+}  // namespace detail
 
 CrossValidationResult cross_validate(Kernel kernel, ConstMatrixView<float> x,
                                      ConstMatrixView<float> y,

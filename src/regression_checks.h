@@ -7,12 +7,15 @@
 #include <attnpool/kernel.h>
 #include <attnpool/matrix.h>
 #include <attnpool/pool.h>
+#include <attnpool/regression.h>
 
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "arch/regression.h"
 #include "src/enum_names.h"
 #include "src/validate.h"
 
@@ -82,6 +85,51 @@ void CheckData(ConstMatrixView<T> x, ConstMatrixView<T> y, size_t least_rows) {
   CheckFinite("x", x);
   CheckFinite("y", y);
 }
+
+// The arguments of cross_validate, whose points x and y are a part of
+// `total` rows in all (x.rows: all of them; fewer: across processes).
+template <typename T>
+void CheckCrossValidation(Kernel kernel, ConstMatrixView<T> x,
+                          ConstMatrixView<T> y, const std::vector<double>& grid,
+                          const CrossValidationOptions& options,
+                          const Execution& execution, size_t total) {
+  CheckExecution(execution);
+  CheckKernel(kernel);
+  CheckData(x, y, total == x.rows ? 2 : 0);
+  if (total < 2) {
+    throw Error("x.rows", "is " + std::to_string(total) +
+                              " in all; at least 2 are needed");
+  }
+  const size_t n = total;
+  if (y.cols == 0) throw Error("y.cols", "is 0: nothing to score");
+  if (grid.empty()) throw Error("bandwidths", "is empty");
+  // λ = 1/h² (and 1/h) must be finite normal numbers of T too.
+  for (double h : grid) {
+    CheckPositive<T>("bandwidths", h);
+    CheckPositive<T>("bandwidths", 1 / (h * h));
+  }
+  if (options.folds == 1 || options.folds > n) {
+    throw Error(
+        "options.folds",
+        "is " + std::to_string(options.folds) +
+            "; use 0 (leave-one-out) or 2 ≤ folds ≤ n = " + std::to_string(n));
+  }
+  if (options.folds > size_t(std::numeric_limits<FoldId<T>>::max())) {
+    throw Error("options.folds", "is " + std::to_string(options.folds) +
+                                     "; at most 2^32 − 1 folds with float");
+  }
+  if (!options.scales.empty()) {
+    CheckSize("options.scales", options.scales.size(), x.cols, "x.cols");
+    for (double s : options.scales) {
+      CheckPositive<T>("options.scales", s);
+    }
+  }
+}
+
+// Sets result.best and best_bandwidth from its scores and unpredictable
+// counts: the least score among the bandwidths that predict every point
+// (the first on ties), or npos and NaN.
+void ChooseBestBandwidth(CrossValidationResult& result);
 
 }  // namespace detail
 }  // namespace attnpool

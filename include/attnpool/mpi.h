@@ -143,5 +143,35 @@ class DistributedNadarayaWatson {
 extern template class DistributedNadarayaWatson<float>;
 extern template class DistributedNadarayaWatson<double>;
 
+// cross_validate (regression.h) of the Nadaraya–Watson regressor of the
+// points of all ranks, rank r holding points [o_r, o_r + n_r) (any n_r,
+// n ≥ 2 in all; the folds of k-fold by the whole-set index, o_r + i mod
+// k): the same scores, unpredictable counts and minimizer on every rank,
+// within rounding of one process's cross_validate over the whole set. Each
+// rank predicts its own points held out; the point shards pass around the
+// ring once (VisitShardsInRing), and each visit pools the rank's points
+// over the visiting shard for every bandwidth with the fused kernel
+// (attention_pool_partial): leave-one-out hides the point itself with the
+// causal and window masks, k-fold visits the shard's points of the other
+// folds as two runs (each rank groups its points by fold). So it costs one
+// pass of exps per bandwidth (not the single-process powers path's two per
+// pair for the whole grid) and skips no distant pair
+// (options.allow_powers and skip_distant are ignored; used_powers is
+// false); weights_formed counts query-point-bandwidth triples. Errors as
+// cross_validate's, agreed across ranks; the bandwidths, kernel, options
+// and d, dy must be the same on every rank.
+CrossValidationResult cross_validate(MPI_Comm comm, Kernel kernel,
+                                     ConstMatrixView<float> x,
+                                     ConstMatrixView<float> y,
+                                     const std::vector<double>& bandwidths,
+                                     const CrossValidationOptions& options = {},
+                                     const Execution& execution = {});
+CrossValidationResult cross_validate(MPI_Comm comm, Kernel kernel,
+                                     ConstMatrixView<double> x,
+                                     ConstMatrixView<double> y,
+                                     const std::vector<double>& bandwidths,
+                                     const CrossValidationOptions& options = {},
+                                     const Execution& execution = {});
+
 }  // namespace mpi
 }  // namespace attnpool

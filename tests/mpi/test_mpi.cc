@@ -395,6 +395,59 @@ void RegressionCases() {
 TEST_CASE("mpi.nadaraya_watson.float") { RegressionCases<float>(); }
 TEST_CASE("mpi.nadaraya_watson.double") { RegressionCases<double>(); }
 
+template <typename T>
+void CrossValidationCases() {
+  const int rank = Rank();
+  const size_t n = 301, d = 2, dy = 2;
+  const std::vector<T> x = Random<T>(n * d, kSeed + 41, 0, 5);
+  std::vector<T> y = Random<T>(n * dy, kSeed + 42, -0.2, 0.2);
+  for (size_t i = 0; i < n; ++i) y[i * dy] += std::sin(x[i * d]);
+  const std::vector<size_t> begin = ShardBegins(n, Ranks());
+  const size_t b = begin[rank], e = begin[rank + 1];
+  const std::vector<double> grid = {0.05, 0.1, 0.2, 0.4, 0.8, 1.6};
+  for (attnpool::Kernel kernel :
+       {attnpool::Kernel::gaussian, attnpool::Kernel::epanechnikov}) {
+    for (size_t folds : {size_t(0), size_t(2), size_t(7)}) {
+      for (bool scaled : {false, true}) {
+        INFO("kernel " << int(kernel) << ", folds " << folds << ", scales "
+                       << scaled << ", rank " << rank << " of " << Ranks()
+                       << ", seed " << kSeed + 41);
+        attnpool::CrossValidationOptions options;
+        options.folds = folds;
+        if (scaled) options.scales = {1.5, 0.75};
+        // One process, every pair and one exp per pair and bandwidth.
+        attnpool::CrossValidationOptions exhaustive = options;
+        exhaustive.allow_powers = false;
+        exhaustive.skip_distant = false;
+        const auto want = attnpool::cross_validate(
+            kernel, ConstMatrixView<T>(x.data(), n, d),
+            ConstMatrixView<T>(y.data(), n, dy), grid, exhaustive);
+        const auto got =
+            mpi::cross_validate(MPI_COMM_WORLD, kernel, Rows(x, d, b, e),
+                                Rows(y, dy, b, e), grid, options);
+        CHECK(got.unpredictable == want.unpredictable);
+        CHECK(got.best == want.best);
+        CHECK(Mismatches(got.scores, want.scores,
+                         sizeof(T) == 4 ? 1e-4 : 1e-10) == 0);
+        CHECK(SameOnEveryRank(got.scores));
+        // Every pair but the held-out ones, for every bandwidth.
+        const size_t held_out = folds == 0 ? n : [&] {
+          size_t pairs = 0;
+          for (size_t f = 0; f < folds; ++f) {
+            const size_t in_fold = (n - f + folds - 1) / folds;
+            pairs += in_fold * in_fold;
+          }
+          return pairs;
+        }();
+        CHECK(got.weights_formed == (n * n - held_out) * grid.size());
+      }
+    }
+  }
+}
+
+TEST_CASE("mpi.cross_validate.float") { CrossValidationCases<float>(); }
+TEST_CASE("mpi.cross_validate.double") { CrossValidationCases<double>(); }
+
 // What a rank caught from a collective call.
 struct Caught {
   std::string argument, message;
@@ -486,6 +539,29 @@ TEST_CASE("mpi.errors") {
         ConstMatrixView<double>(nullptr, 0, 1));
   });
   CHECK(empty.argument == "x.rows");
+  // Cross-validation: more folds than points in all; folds that differ.
+  const std::vector<double> xs = Random<double>(4, kSeed + 51);
+  const Caught folds = CatchError([&] {
+    attnpool::CrossValidationOptions options;
+    options.folds = 4 * ranks + 1;
+    mpi::cross_validate(MPI_COMM_WORLD, attnpool::Kernel::gaussian,
+                        ConstMatrixView<double>(xs.data(), 4, 1),
+                        ConstMatrixView<double>(xs.data(), 4, 1), {0.5},
+                        options);
+  });
+  CHECK(folds.argument == "options.folds");
+  if (ranks > 1) {
+    const Caught differ = CatchError([&] {
+      attnpool::CrossValidationOptions options;
+      options.folds = rank == failing ? 3 : 2;
+      mpi::cross_validate(MPI_COMM_WORLD, attnpool::Kernel::gaussian,
+                          ConstMatrixView<double>(xs.data(), 4, 1),
+                          ConstMatrixView<double>(xs.data(), 4, 1), {0.5},
+                          options);
+    });
+    CHECK(differ.argument == "options.folds");
+    CHECK(differ.message.find("differs across ranks") != std::string::npos);
+  }
 }
 
 }  // namespace
