@@ -1,7 +1,7 @@
-// bench/mpi_scaling: split-keys Nadaraya–Watson across MPI ranks (the
-// distributed goal of docs/benchmarks.md, W10), run as
+// bench/mpi_scaling: attnpool::mpi on P ranks against one (docs/
+// distributed.md: W10 and the constants of its cost model), run as
 //   mpiexec -n P build/bench/mpi_scaling [--queries N] [--points M]
-//           [--repeats R] [--threads T]
+//           [--repeats R] [--threads T] [--context C]
 // In one run it times the prediction of N queries over M training points
 // (1-D, Gaussian) on rank 0 alone (a communicator of one rank, holding all
 // points) and on all P ranks (each holding a contiguous M/P of them), and
@@ -9,7 +9,10 @@
 // the distributed call (/proc/self/io wchar: the traffic when Open MPI
 // sends through sockets, `--mca btl self,tcp`; shared memory bypasses
 // it), less those of a call with no query (the ranks' agreement), against
-// the model's N·(dy + 2) values.
+// the model's N·(dy + 2) values. Then the model's constants on this machine:
+// MPI's latency and bandwidth between ranks 0 and 1 (ping-pong), the rate
+// of the shard merge, and ring attention (self-attention over a context of
+// C tokens, d = dv = 64) on one rank and on P.
 #include <attnpool/mpi.h>
 #include <mpi.h>
 
@@ -83,6 +86,86 @@ Timing Time(MPI_Comm comm, uint64_t begin, uint64_t end,
   return {Median(samples), bytes, BytesWritten() - written};
 }
 
+// The median one-way time of a message of `bytes` between ranks 0 and 1
+// (half a round trip); the other ranks wait.
+double OneWay(size_t bytes, int repeats) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::vector<char> buffer(std::max<size_t>(bytes, 1));
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+    }
+    samples.push_back((MPI_Wtime() - start) / 2);
+  }
+  return Median(samples);
+}
+
+// Rows per second of attention_pool_merge of softmax states with dv
+// columns (the reduction's work per row and step).
+double MergeRate(size_t rows, size_t columns, int repeats) {
+  std::vector<float> acc(rows * columns, 1.0f), part(rows * columns, 2.0f),
+      max(rows, 0.5f), sum(rows, 1.0f), part_max(rows, 0.25f),
+      part_sum(rows, 1.0f);
+  std::vector<size_t> best(rows), part_best(rows);
+  attnpool::PoolSpec spec;
+  const attnpool::PoolPartial<float> into{
+      {acc.data(), rows, columns}, max.data(), sum.data(), best.data()};
+  const attnpool::PoolPartial<float> later{{part.data(), rows, columns},
+                                           part_max.data(), part_sum.data(),
+                                           part_best.data()};
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = MPI_Wtime();
+    attnpool::attention_pool_merge(spec, into, later);
+    samples.push_back(MPI_Wtime() - start);
+  }
+  return rows / Median(samples);
+}
+
+// The median time of ring self-attention over `context` tokens on `comm`
+// (each rank holding a contiguous part of the queries, keys and values),
+// d = dv = 64, no mask (a causal mask would leave rank 0 a quarter of the
+// work of rank 1: contiguous parts balance only unmasked attention).
+double RingTime(MPI_Comm comm, size_t context, int repeats, int threads) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const size_t begin = context * rank / size, end = context * (rank + 1) / size;
+  const size_t rows = end - begin, depth = 64;
+  std::mt19937_64 engine(0x5eed + rank);
+  std::normal_distribution<float> normal;
+  std::vector<float> q(rows * depth), k(rows * depth), v(rows * depth),
+      out(rows * depth);
+  for (auto* data : {&q, &k, &v}) {
+    for (float& x : *data) x = normal(engine);
+  }
+  attnpool::PoolSpec spec;
+  spec.distance = attnpool::Distance::dot;
+  spec.kernel.kernel = attnpool::Kernel::exp;
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    MPI_Barrier(comm);
+    const double start = MPI_Wtime();
+    attnpool::mpi::ring_attention_pool(
+        comm, spec, {q.data(), rows, depth}, {k.data(), rows, depth},
+        {v.data(), rows, depth}, {out.data(), rows, depth}, {}, {threads});
+    double elapsed = MPI_Wtime() - start;
+    MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, comm);
+    samples.push_back(elapsed);
+  }
+  return Median(samples);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,18 +174,25 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   uint64_t n = 20000, m = 2000000;
+  uint64_t context = 16384;
   int repeats = 3, threads = 1;
   for (int a = 1; a + 1 < argc; a += 2) {
     const std::string flag = argv[a];
     const long long value = std::atoll(argv[a + 1]);
-    if (flag == "--queries")
+    if (flag == "--queries") {
       n = value;
-    else if (flag == "--points")
+    } else if (flag == "--points") {
       m = value;
-    else if (flag == "--repeats")
+    } else if (flag == "--repeats") {
       repeats = static_cast<int>(value);
-    else if (flag == "--threads")
+    } else if (flag == "--threads") {
       threads = static_cast<int>(value);
+    } else if (flag == "--context") {
+      context = value;
+    } else {
+      if (rank == 0) std::fprintf(stderr, "unknown option %s\n", flag.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   }
   std::vector<float> queries(n);
   for (uint64_t i = 0; i < n; ++i) queries[i] = 5.0f * (i + 0.5f) / n;
@@ -111,13 +201,24 @@ int main(int argc, char** argv) {
   MPI_Comm alone;
   MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : MPI_UNDEFINED, 0, &alone);
   Timing one{0, 0, 0};
+  double ring_one = 0;
   if (rank == 0) {
     one = Time(alone, 0, m, queries, repeats, threads);
+    ring_one = RingTime(alone, context, repeats, threads);
     MPI_Comm_free(&alone);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   const Timing all = Time(MPI_COMM_WORLD, m * rank / size,
                           m * (rank + 1) / size, queries, repeats, threads);
+  const double ring_all = RingTime(MPI_COMM_WORLD, context, repeats, threads);
+  double latency = 0, bandwidth = 0;
+  if (size > 1) {
+    latency = OneWay(8, 101);
+    const size_t big = size_t(64) << 20;
+    bandwidth = big / (OneWay(big, 5) - latency);
+  }
+  const double merge_rate = rank == 0 ? MergeRate(n, 1, 21) : 0;
+  const double merge_rate_64 = rank == 0 ? MergeRate(n, 64, 21) : 0;
   std::vector<uint64_t> bytes(2 * size);
   const uint64_t mine[2] = {all.bytes, all.fixed_bytes};
   MPI_Gather(mine, 2, MPI_UINT64_T, bytes.data(), 2, MPI_UINT64_T, 0,
@@ -146,6 +247,18 @@ int main(int argc, char** argv) {
           r, (unsigned long long)total, (unsigned long long)fixed,
           (double(total) - double(fixed)) / model);
     }
+    const double flops = 4.0 * context * context * 64;
+    std::printf("ring attention, %llu tokens, d = dv = 64\n",
+                (unsigned long long)context);
+    std::printf("  1 rank : %8.3f s  %6.1f GFLOP/s\n", ring_one,
+                flops / ring_one / 1e9);
+    std::printf("  %d ranks: %8.3f s  %6.1f GFLOP/s  speedup %.2fx\n", size,
+                ring_all, flops / ring_all / 1e9, ring_one / ring_all);
+    std::printf("model constants: latency %.2f us, bandwidth %.2f GB/s "
+                "(ranks 0 and 1), merge %.0f Mrows/s (dv = 1), %.1f Mrows/s "
+                "(dv = 64)\n",
+                latency * 1e6, bandwidth / 1e9, merge_rate / 1e6,
+                merge_rate_64 / 1e6);
   }
   MPI_Finalize();
   return 0;

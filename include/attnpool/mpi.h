@@ -1,5 +1,6 @@
 // attnpool across processes with MPI (the optional attnpool::mpi component,
-// built where MPI is installed: docs/design.md §8, "Distributed").
+// built where MPI is installed: docs/design.md §8; modes, measurements and
+// the cost model in docs/distributed.md).
 //
 // Every function here is collective over `comm`: every rank calls it, with
 // the same spec, shapes of the replicated arguments and options. Before any
