@@ -121,7 +121,8 @@ double MergeRate(size_t rows, size_t columns, int repeats) {
   const attnpool::PoolPartial<float> into{
       {acc.data(), rows, columns}, max.data(), sum.data(), best.data()};
   const attnpool::PoolPartial<float> later{{part.data(), rows, columns},
-                                           part_max.data(), part_sum.data(),
+                                           part_max.data(),
+                                           part_sum.data(),
                                            part_best.data()};
   std::vector<double> samples;
   for (int r = 0; r < repeats; ++r) {
@@ -254,11 +255,11 @@ int main(int argc, char** argv) {
                 flops / ring_one / 1e9);
     std::printf("  %d ranks: %8.3f s  %6.1f GFLOP/s  speedup %.2fx\n", size,
                 ring_all, flops / ring_all / 1e9, ring_one / ring_all);
-    std::printf("model constants: latency %.2f us, bandwidth %.2f GB/s "
-                "(ranks 0 and 1), merge %.0f Mrows/s (dv = 1), %.1f Mrows/s "
-                "(dv = 64)\n",
-                latency * 1e6, bandwidth / 1e9, merge_rate / 1e6,
-                merge_rate_64 / 1e6);
+    std::printf(
+        "model constants: latency %.2f us, bandwidth %.2f GB/s "
+        "(ranks 0 and 1), merge %.0f Mrows/s (dv = 1), %.1f Mrows/s "
+        "(dv = 64)\n",
+        latency * 1e6, bandwidth / 1e9, merge_rate / 1e6, merge_rate_64 / 1e6);
   }
   MPI_Finalize();
   return 0;

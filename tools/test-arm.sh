@@ -20,7 +20,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build-arm}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-  -DATTNPOOL_BUILD_TESTS=ON -DATTNPOOL_BUILD_BENCHMARKS=OFF >/dev/null
+  -DATTNPOOL_BUILD_TESTS=ON -DATTNPOOL_BUILD_BENCHMARKS=OFF \
+  -DATTNPOOL_BUILD_MPI=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 ||
   { tail -n 60 "$build/build.log"; exit 1; }
 tail -n 1 "$build/build.log"
