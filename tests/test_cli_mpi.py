@@ -57,9 +57,9 @@ class CliMpiTest(unittest.TestCase):
     def run_ranks(self, ranks, args, expect=0, env=None):
         result = subprocess.run([MPIEXEC, "-n", str(ranks), CLI, *args], capture_output=True,
                                 text=True, timeout=TIMEOUT, env=env)
-        if (result.returncode == 0) != (expect == 0):
-            self.fail("mpiexec -n %d attnpool %s: exit %d\n%s" % (
-                ranks, " ".join(args), result.returncode, result.stderr))
+        if result.returncode != expect:
+            self.fail("mpiexec -n %d attnpool %s: exit %d, expected %d\n%s" % (
+                ranks, " ".join(args), result.returncode, expect, result.stderr))
         return result
 
     def test_split_keys_equals_one_process(self):
@@ -68,6 +68,9 @@ class CliMpiTest(unittest.TestCase):
         for ranks in (1, 2, 3, 4):
             for reduction in ("tree", "rank_order"):
                 with self.subTest(ranks=ranks, reduction=reduction):
+                    for name in ("split.npy", "again.npy"):
+                        if os.path.exists(self.path(name)):
+                            os.remove(self.path(name))
                     self.run_ranks(ranks, self.pool_args("split.npy", "--reduction", reduction))
                     split = np.load(self.path("split.npy"))
                     self.assertEqual(split.dtype, np.float32)
@@ -140,10 +143,11 @@ class CliMpiTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.path("out.npy")))
 
     def test_refusals(self):
-        for extra, message in ((["--weights", self.path("w.npy")], "--weights: not under mpirun"),
-                               (["--reduction", "sideways"], "--reduction: 'sideways'")):
+        for extra, message, code in (
+                (["--weights", self.path("w.npy")], "--weights: not under mpirun", 1),
+                (["--reduction", "sideways"], "--reduction: 'sideways'", 2)):
             with self.subTest(message=message):
-                result = self.run_ranks(2, self.pool_args("out.npy", *extra), expect=1)
+                result = self.run_ranks(2, self.pool_args("out.npy", *extra), expect=code)
                 self.assertEqual(result.stderr.count("attnpool: error:"), 1, result.stderr)
                 self.assertIn(message, result.stderr)
         result = self.run_ranks(2, ["targets"], expect=2)

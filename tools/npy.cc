@@ -422,6 +422,19 @@ NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
     array.storage = Allocate(0);
     return array;
   }
+  // numpy pads its headers to 64 bytes; a file whose data starts elsewhere
+  // would give misaligned elements in place: its rows are read instead.
+  if (begin % NpyTypeSize(header.type) != 0) {
+    array.storage = Allocate(length);
+    size_t done = 0;
+    while (done < length) {
+      const ssize_t got =
+          ::pread(fd, array.storage.get() + done, length - done, begin + done);
+      if (got <= 0) throw NpyError("cannot read: " + ErrnoText());
+      done += static_cast<size_t>(got);
+    }
+    return array;
+  }
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t map_begin = begin / page * page;
   const size_t map_length = begin + length - map_begin;

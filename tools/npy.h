@@ -86,7 +86,8 @@ struct NpyRowRange {
 // Part `part` of `parts` (0 ≤ part < parts) of the array in `path`, split
 // along its first axis: rows [⌊R·part/parts⌋, ⌊R·(part+1)/parts⌋) of its R,
 // memory-mapped read-only. Of the file, only the header is read (exactly its
-// bytes) and only those rows' bytes are mapped (rounded out to pages), so a
+// bytes) and only those rows' bytes are mapped (rounded out to pages; read,
+// where the data does not start at a multiple of the element size), so a
 // process that maps its part reads no other part. Checks the header and the
 // file's size as ReadNpy does. Throws NpyError.
 NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,

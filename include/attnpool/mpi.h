@@ -7,8 +7,9 @@
 // work the ranks agree on those (a mismatch throws attnpool::Error on every
 // rank, naming the argument and the ranks' values) and on each rank's own
 // argument checks: when one rank's arguments are invalid, EVERY rank throws
-// — the failing rank its own Error, the others one with the same argument()
-// whose message names the lowest failing rank and quotes its message. No
+// — the failing rank its own exception, the others an Error with the same
+// argument() (or "rank r" for an exception that is not an Error) whose
+// message names the lowest failing rank and quotes its message. No
 // rank hangs in a collective, and no output is written on any rank.
 //
 // The keys are split into contiguous shards in rank order: rank r holds
@@ -72,13 +73,13 @@ void attention_pool(MPI_Comm comm, const PoolSpec& spec,
 // [q_r, q_r + n_r) of the whole sequence (q_r the sum of the lower ranks'
 // n) and shard r of the keys and values; the key/value shards pass around
 // the ring (to rank r + 1, from rank r − 1) with non-blocking sends and
-// receives overlapped with the pooling of the shard in hand, so that each
-// rank holds at most two shards at a time and finishes its own queries:
-// out is n_r×dv on every rank. Within rounding of attention_pool over the
-// whole sequence (the shards merge in another grouping than split-keys').
-// Masks: valid lengths (n_r entries), causal, sliding window, ALiBi,
-// soft-capping and the sink, with query i of this rank at key position
-// q_r + i + causal_offset; bias and visible matrices are refused
+// receives overlapped with the pooling of the shard in hand. Each rank
+// holds, beside its own arguments, two buffers of the largest shard, and
+// finishes its own queries: out is n_r×dv on every rank. Within rounding of
+// attention_pool over the whole sequence (the shards merge in another grouping
+// than split-keys'). Masks: valid lengths (n_r entries), causal, sliding
+// window, ALiBi, soft-capping and the sink, with query i of this rank at key
+// position q_r + i + causal_offset; bias and visible matrices are refused
 // ("mask.bias", "mask.visible"). Keys and values are float or double;
 // each ring step sends m_k·(d + dv) values.
 void ring_attention_pool(MPI_Comm comm, const PoolSpec& spec,

@@ -23,8 +23,13 @@ int Size(MPI_Comm comm) {
 }
 
 void SameEverywhere::Check(MPI_Comm comm) const {
-  // Per argument: (value, rank) pairs of the least and the greatest value.
-  const int count = static_cast<int>(arguments_.size());
+  // The ranks compare the entries they all have: a list whose length
+  // differs differs first in its size, added before its elements.
+  int count = static_cast<int>(arguments_.size());
+  int most = count;
+  MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, comm);
+  // Per argument: the least and the greatest value.
   std::vector<int64_t> least(count), greatest(count);
   for (int a = 0; a < count; ++a) {
     least[a] = greatest[a] = arguments_[a].second;
@@ -44,6 +49,9 @@ void SameEverywhere::Check(MPI_Comm comm) const {
                     " on rank " + std::to_string(ranks[0]) + ", " +
                     std::to_string(greatest[a]) + " on rank " +
                     std::to_string(ranks[1]));
+  }
+  if (count != most) {  // a caller that adds a list without its size
+    throw Error("arguments", "differ across ranks in number");
   }
 }
 

@@ -19,7 +19,7 @@ namespace mpi {
 namespace detail {
 
 // Arguments that must be equal on every rank, as (name, value) pairs in
-// the same order on every rank.
+// the same order on every rank; a list's size before its elements.
 class SameEverywhere {
  public:
   SameEverywhere& add(const char* argument, int64_t value) {
@@ -72,6 +72,21 @@ std::pair<uint64_t, uint64_t> OffsetAndTotal(MPI_Comm comm, uint64_t value);
 
 int Rank(MPI_Comm comm);
 int Size(MPI_Comm comm);
+
+// A duplicate of the caller's communicator for the length of one call, so
+// that the call's point-to-point messages never match the caller's own
+// receives (whatever their tags). Collective.
+class PrivateComm {
+ public:
+  explicit PrivateComm(MPI_Comm comm) { MPI_Comm_dup(comm, &comm_); }
+  ~PrivateComm() { MPI_Comm_free(&comm_); }
+  PrivateComm(const PrivateComm&) = delete;
+  PrivateComm& operator=(const PrivateComm&) = delete;
+  operator MPI_Comm() const { return comm_; }  // NOLINT
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
 
 }  // namespace detail
 }  // namespace mpi

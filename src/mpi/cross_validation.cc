@@ -60,11 +60,12 @@ ConstMatrixView<T> Rows(ConstMatrixView<T> view, size_t begin, size_t end) {
 }
 
 template <typename T>
-CrossValidationResult CrossValidate(MPI_Comm comm, Kernel kernel,
+CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
                                     ConstMatrixView<T> x, ConstMatrixView<T> y,
                                     const std::vector<double>& grid,
                                     const CrossValidationOptions& options,
                                     const Execution& execution) {
+  const detail::PrivateComm comm(caller);
   detail::SameEverywhere same;
   same.add("the element type (float or double)", sizeof(T))
       .add("kernel", static_cast<int64_t>(kernel))

@@ -37,10 +37,11 @@ void CheckOut(MatrixView<T> out, size_t rows, size_t columns) {
 }
 
 template <typename T, typename Rows>
-void SplitKeys(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
-               const Rows& keys, const Rows& values, MatrixView<T> out,
-               const Mask<T>& mask, const Options& options,
+void SplitKeys(MPI_Comm caller, const PoolSpec& spec,
+               ConstMatrixView<T> queries, const Rows& keys, const Rows& values,
+               MatrixView<T> out, const Mask<T>& mask, const Options& options,
                const Execution& execution) {
+  const detail::PrivateComm comm(caller);
   const size_t rows = queries.rows, columns = values.cols;
   SameEverywhere same;
   detail::AddSpec(same, spec);
@@ -53,12 +54,16 @@ void SplitKeys(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
   same.Check(comm);
   const uint64_t key_offset = detail::OffsetAndTotal(comm, keys.rows).first;
   const bool receives = detail::Receives(comm, options);
+  // The sink joins rank 0's state alone (ranks after empty shards have
+  // key offset 0 too).
+  Mask<T> shard_mask = mask;
+  if (Rank(comm) != 0) shard_mask.sink.reset();
   OwnedState<T> state(rows, columns);
   Collectively(comm, [&] {
     detail::CheckOptions(comm, options);
     if (receives) CheckOut(out, rows, columns);
     attention_pool_partial(spec, queries, keys, values, key_offset,
-                           state.view(), mask, execution);
+                           state.view(), shard_mask, execution);
   });
   detail::ReduceAndFinish(comm, spec, options, state, out);
 }
@@ -66,9 +71,10 @@ void SplitKeys(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
 // ------------------------------------------------------------------- ring
 
 template <typename T>
-void Ring(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
+void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
           ConstMatrixView<T> keys, ConstMatrixView<T> values, MatrixView<T> out,
           const Mask<T>& mask, const Execution& execution) {
+  const detail::PrivateComm comm(caller);
   const size_t depth = queries.cols, columns = values.cols;
   SameEverywhere same;
   detail::AddSpec(same, spec);
@@ -109,9 +115,12 @@ void Ring(MPI_Comm comm, const PoolSpec& spec, ConstMatrixView<T> queries,
           ConstMatrixView<T> shard_values) {
         OwnedState<T> fresh(queries.rows, columns);
         std::swap(part, fresh);
+        // The sink joins shard 0's state alone.
+        Mask<T> shard_mask = local_mask;
+        if (shard != 0) shard_mask.sink.reset();
         // (The first call, on the own shard, checks the rest.)
         attention_pool_partial(spec, queries, shard_keys, shard_values,
-                               layout.offset[shard], part.view(), local_mask,
+                               layout.offset[shard], part.view(), shard_mask,
                                execution);
         OwnedState<T>& run = shard <= rank ? low : high;
         bool& started = shard <= rank ? low_started : high_started;

@@ -31,6 +31,13 @@ void AddOptional(SameEverywhere& same, const char* argument,
   same.add(argument, value.has_value()).add(argument, value ? Bits(*value) : 0);
 }
 
+// A matrix is given when it has data or a shape: an empty shard's n×0
+// bias may have null data.
+template <typename U>
+bool Given(const MatrixView<U>& view) {
+  return view.data != nullptr || view.rows != 0 || view.cols != 0;
+}
+
 inline void AddSpec(SameEverywhere& same, const PoolSpec& spec) {
   same.add("spec.distance", static_cast<int64_t>(spec.distance))
       .add("spec.kernel.kernel", static_cast<int64_t>(spec.kernel.kernel))
@@ -45,8 +52,8 @@ void AddMask(SameEverywhere& same, const Mask<T>& mask) {
   same.add("mask.valid_lengths", mask.valid_lengths != nullptr)
       .add("mask.causal", mask.causal)
       .add("mask.causal_offset", mask.causal_offset)
-      .add("mask.bias", mask.bias.data != nullptr)
-      .add("mask.visible", mask.visible.data != nullptr)
+      .add("mask.bias", Given(mask.bias))
+      .add("mask.visible", Given(mask.visible))
       .add("mask.alibi_slope", Bits(double(mask.alibi_slope)));
   AddOptional(same, "mask.window_left", mask.window_left);
   AddOptional(same, "mask.window_right", mask.window_right);

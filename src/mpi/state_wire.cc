@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <limits>
 
 namespace attnpool {
@@ -106,14 +108,30 @@ void StateWire::Unpack(const unsigned char* wire, size_t begin, size_t end,
 // MPI's reduction calls this with the rows of a lower-ranked group in
 // `earlier` and those of the group after it in `later_and_result` (the op
 // is not commutative): the merge, in key order, goes to the latter.
+// No exception may cross MPI's frames: one (no memory) ends the job.
 template <typename T>
 void StateWire::Merge(void* earlier, void* later_and_result, int* count,
                       MPI_Datatype* type) {
   void* attribute = nullptr;
   int found = 0;
   MPI_Type_get_attr(*type, WireKey(), &attribute, &found);
-  const StateWire& wire = *static_cast<const StateWire*>(attribute);
-  const size_t rows = static_cast<size_t>(*count);
+  if (!found) {
+    std::fputs("attnpool::mpi: a merge of states without their layout\n",
+               stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  try {
+    MergeRows<T>(*static_cast<const StateWire*>(attribute), earlier,
+                 later_and_result, static_cast<size_t>(*count));
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "attnpool::mpi: merging states: %s\n", error.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+template <typename T>
+void StateWire::MergeRows(const StateWire& wire, void* earlier,
+                          void* later_and_result, size_t rows) {
   OwnedState<T> into(rows, wire.columns_), later(rows, wire.columns_);
   wire.Unpack(static_cast<const unsigned char*>(earlier), 0, rows, into);
   wire.Unpack(static_cast<const unsigned char*>(later_and_result), 0, rows,

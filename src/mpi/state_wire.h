@@ -61,6 +61,9 @@ class StateWire {
   template <typename T>
   static void Merge(void* earlier, void* later_and_result, int* count,
                     MPI_Datatype* type);
+  template <typename T>
+  static void MergeRows(const StateWire& wire, void* earlier,
+                        void* later_and_result, size_t rows);
 
   PoolSpec spec_;
   size_t columns_;

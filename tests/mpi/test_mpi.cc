@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,12 +53,17 @@ std::vector<T> Random(size_t count, uint64_t seed, double low = -1,
   return data;
 }
 
-// Uneven shards of `total` rows: rank r gets a share ∝ r + 1, except that
-// rank 1 holds none when there are three ranks or more (an empty shard).
-std::vector<size_t> ShardBegins(size_t total, int ranks) {
+// Uneven shards of `total` rows: rank r gets a share ∝ r + 1, except for
+// an empty shard: rank 1's when there are three ranks or more, or with
+// `empty_first` rank 0's when there are two or more.
+std::vector<size_t> ShardBegins(size_t total, int ranks,
+                                bool empty_first = false) {
   std::vector<double> weight(ranks);
-  for (int r = 0; r < ranks; ++r)
-    weight[r] = (ranks >= 3 && r == 1) ? 0 : r + 1;
+  for (int r = 0; r < ranks; ++r) {
+    const bool empty =
+        empty_first ? ranks >= 2 && r == 0 : ranks >= 3 && r == 1;
+    weight[r] = empty ? 0 : r + 1;
+  }
   double all = 0;
   for (double w : weight) all += w;
   std::vector<size_t> begin(ranks + 1, 0);
@@ -119,6 +125,9 @@ struct Case {
   const char* name;
   PoolSpec spec;
   bool causal = false, valid_lengths = false;
+  std::optional<double> sink = std::nullopt;
+  std::optional<size_t> window = std::nullopt;  // left, with causal
+  double alibi = 0;
 };
 
 std::vector<Case> Cases() {
@@ -129,6 +138,10 @@ std::vector<Case> Cases() {
   cases.push_back({"scaled dot-product", sdpa});
   cases.push_back({"scaled dot-product, causal", sdpa, true});
   cases.push_back({"scaled dot-product, valid lengths", sdpa, false, true});
+  // The sink counts once, however many shards start at key 0.
+  cases.push_back({"scaled dot-product, sink", sdpa, false, false, 0.75});
+  cases.push_back({"scaled dot-product, causal window of 40, ALiBi", sdpa, true,
+                   false, std::nullopt, 40, 0.01});
   PoolSpec gaussian;
   gaussian.kernel.bandwidth = 0.4;
   cases.push_back({"Nadaraya-Watson gaussian", gaussian});
@@ -149,19 +162,23 @@ struct Problem {
   std::vector<T> queries, keys, values;
   std::vector<size_t> lengths;
   std::vector<size_t> begin;  // shard boundaries
-  Problem(size_t n_, size_t m_, size_t d_, size_t dv_, uint64_t seed)
+  Problem(size_t n_, size_t m_, size_t d_, size_t dv_, uint64_t seed,
+          bool empty_first = false)
       : n(n_), m(m_), d(d_), dv(dv_) {
     queries = Random<T>(n * d, seed);
     keys = Random<T>(m * d, seed + 1);
     values = Random<T>(m * dv, seed + 2, -3, 3);
     for (size_t i = 0; i < n; ++i) lengths.push_back((i * 37 + 5) % (m + 1));
-    begin = ShardBegins(m, Ranks());
+    begin = ShardBegins(m, Ranks(), empty_first);
   }
   Mask<T> MaskOf(const Case& c) const {
     Mask<T> mask;
     mask.causal = c.causal;
     mask.causal_offset = static_cast<std::ptrdiff_t>(m) - n;
     if (c.valid_lengths) mask.valid_lengths = lengths.data();
+    if (c.sink) mask.sink = T(*c.sink);
+    mask.window_left = c.window;
+    mask.alibi_slope = T(c.alibi);
     return mask;
   }
   ConstMatrixView<T> Queries() const { return {queries.data(), n, d}; }
@@ -190,9 +207,13 @@ struct Problem {
                                part_sum.data(),
                                part_best.data()};
     for (int r = 0; r < Ranks(); ++r) {
+      // The sink in the first shard's state only (an empty first shard
+      // leaves the second at key 0 too).
+      Mask<T> mask = MaskOf(c);
+      if (r > 0) mask.sink.reset();
       attnpool::attention_pool_partial(c.spec, Queries(), KeysOf(r),
                                        ValuesOf(r), begin[r],
-                                       r == 0 ? into : later, MaskOf(c));
+                                       r == 0 ? into : later, mask);
       if (r > 0) attnpool::attention_pool_merge(c.spec, into, later);
     }
     std::vector<T> out(n * dv);
@@ -206,45 +227,76 @@ void SplitKeysCases() {
   const int rank = Rank();
   for (const Case& c : Cases()) {
     for (size_t d : {3, 64}) {
-      Problem<T> p(37, 301, d, 5, kSeed + d);
-      INFO(c.name << ", d = " << d << ", seed " << kSeed + d << ", rank "
-                  << rank << " of " << Ranks());
-      const std::vector<T> whole = p.Whole(c);
-      for (auto reduction :
-           {mpi::Reduction::tree, mpi::Reduction::rank_order}) {
-        for (int root : {0, Ranks() - 1}) {
-          INFO("reduction " << int(reduction) << ", root " << root);
-          mpi::Options options;
-          options.reduction = reduction;
-          options.root = root;
-          const T sentinel = T(-1234.5);
-          std::vector<T> out(p.n * p.dv, sentinel);
-          mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
-                              p.KeysOf(rank), p.ValuesOf(rank),
-                              {out.data(), p.n, p.dv}, p.MaskOf(c), options);
-          if (rank == root) {
-            CHECK(Mismatches(out, whole, kTolerance<T>) == 0);
-            if (reduction == mpi::Reduction::rank_order) {
-              CHECK(SameBits(out, p.LocalFold(c)));
+      for (bool empty_first : {false, true}) {
+        Problem<T> p(37, 301, d, 5, kSeed + d, empty_first);
+        INFO(c.name << ", d = " << d << ", seed " << kSeed + d << ", rank "
+                    << rank << " of " << Ranks() << ", empty first shard "
+                    << empty_first);
+        const std::vector<T> whole = p.Whole(c);
+        for (auto reduction :
+             {mpi::Reduction::tree, mpi::Reduction::rank_order}) {
+          for (int root : {0, Ranks() - 1}) {
+            INFO("reduction " << int(reduction) << ", root " << root);
+            mpi::Options options;
+            options.reduction = reduction;
+            options.root = root;
+            const T sentinel = T(-1234.5);
+            std::vector<T> out(p.n * p.dv, sentinel);
+            mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
+                                p.KeysOf(rank), p.ValuesOf(rank),
+                                {out.data(), p.n, p.dv}, p.MaskOf(c), options);
+            if (rank == root) {
+              CHECK(Mismatches(out, whole, kTolerance<T>) == 0);
+              if (reduction == mpi::Reduction::rank_order) {
+                CHECK(SameBits(out, p.LocalFold(c)));
+              }
+            } else {
+              CHECK(out == std::vector<T>(p.n * p.dv, sentinel));
             }
-          } else {
-            CHECK(out == std::vector<T>(p.n * p.dv, sentinel));
-          }
-          // Everywhere: the same bits on every rank.
-          options.everywhere = true;
-          std::vector<T> everywhere(p.n * p.dv);
-          mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
-                              p.KeysOf(rank), p.ValuesOf(rank),
-                              {everywhere.data(), p.n, p.dv}, p.MaskOf(c),
-                              options);
-          CHECK(Mismatches(everywhere, whole, kTolerance<T>) == 0);
-          CHECK(SameOnEveryRank(everywhere));
-          if (reduction == mpi::Reduction::rank_order) {
-            // Run to run: the same bits again.
-            CHECK(SameBits(everywhere, p.LocalFold(c)));
+            // Everywhere: the same bits on every rank.
+            options.everywhere = true;
+            std::vector<T> everywhere(p.n * p.dv);
+            mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
+                                p.KeysOf(rank), p.ValuesOf(rank),
+                                {everywhere.data(), p.n, p.dv}, p.MaskOf(c),
+                                options);
+            CHECK(Mismatches(everywhere, whole, kTolerance<T>) == 0);
+            CHECK(SameOnEveryRank(everywhere));
+            if (reduction == mpi::Reduction::rank_order) {
+              // The rank-order fold's bits, with the result on every rank.
+              CHECK(SameBits(everywhere, p.LocalFold(c)));
+            }
           }
         }
       }
+    }
+  }
+}
+
+// Argmax over keys that all score the same: the first key of the whole
+// sequence wins, so a reduction that merged shards out of key order would
+// show another value row.
+TEST_CASE("mpi.split_keys.argmax_ties_keep_key_order") {
+  const int rank = Rank();
+  for (bool empty_first : {false, true}) {
+    Problem<double> p(3, 41, 4, 2, kSeed + 61, empty_first);
+    for (size_t j = 0; j < p.m; ++j) {
+      for (size_t k = 0; k < p.d; ++k) p.keys[j * p.d + k] = 0.5;
+      p.values[j * p.dv] = double(j), p.values[j * p.dv + 1] = -double(j);
+    }
+    Case c = Cases().back();
+    REQUIRE(c.spec.normalization == attnpool::Normalization::argmax);
+    for (auto reduction : {mpi::Reduction::tree, mpi::Reduction::rank_order}) {
+      INFO("reduction " << int(reduction) << ", empty first " << empty_first
+                        << ", rank " << rank);
+      mpi::Options options;
+      options.reduction = reduction;
+      options.everywhere = true;
+      std::vector<double> out(p.n * p.dv, -1);
+      mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(), p.KeysOf(rank),
+                          p.ValuesOf(rank), {out.data(), p.n, p.dv}, {},
+                          options);
+      CHECK(out == std::vector<double>(p.n * p.dv, 0.0));
     }
   }
 }
@@ -292,30 +344,44 @@ template <typename T>
 void RingCases() {
   const int rank = Rank(), ranks = Ranks();
   for (const Case& c : Cases()) {
-    if (c.valid_lengths || c.causal) continue;  // causal: both ways below
-    Problem<T> p(203, 203, 16, 6, kSeed + 11);  // self-attention
-    const std::vector<size_t> query_begin = ShardBegins(p.n, ranks);
-    // Queries sharded the other way round from the keys.
-    std::vector<size_t> qb(ranks + 1, 0);
-    for (int r = 0; r < ranks; ++r) {
-      qb[r + 1] = qb[r] + (query_begin[ranks - r] - query_begin[ranks - r - 1]);
-    }
-    for (bool causal : {false, true}) {
-      Case ring_case = c;
-      ring_case.causal = causal;
-      INFO(c.name << (causal ? ", causal" : "") << ", rank " << rank << " of "
-                  << ranks << ", seed " << kSeed + 11);
-      Mask<T> mask = p.MaskOf(ring_case);  // whole-sequence positions
-      const size_t n_local = qb[rank + 1] - qb[rank];
-      std::vector<T> out(n_local * p.dv);
-      mpi::ring_attention_pool(MPI_COMM_WORLD, ring_case.spec,
-                               Rows(p.queries, p.d, qb[rank], qb[rank + 1]),
-                               p.KeysOf(rank), p.ValuesOf(rank),
-                               {out.data(), n_local, p.dv}, mask);
-      const std::vector<T> whole = p.Whole(ring_case);
-      const std::vector<T> mine(whole.begin() + qb[rank] * p.dv,
-                                whole.begin() + qb[rank + 1] * p.dv);
-      CHECK(Mismatches(out, mine, kTolerance<T>) == 0);
+    // Valid lengths are per query; causal: both ways below.
+    if (c.valid_lengths || (c.causal && !c.window)) continue;
+    for (bool empty_first : {false, true}) {
+      Problem<T> p(203, 203, 16, 6, kSeed + 11, empty_first);  // self-attention
+      const std::vector<size_t> query_begin = ShardBegins(p.n, ranks);
+      // Queries sharded the other way round from the keys.
+      std::vector<size_t> qb(ranks + 1, 0);
+      for (int r = 0; r < ranks; ++r) {
+        qb[r + 1] =
+            qb[r] + (query_begin[ranks - r] - query_begin[ranks - r - 1]);
+      }
+      for (bool causal : {false, true}) {
+        Case ring_case = c;
+        ring_case.causal = causal;
+        INFO(c.name << (causal ? ", causal" : "") << ", rank " << rank << " of "
+                    << ranks << ", seed " << kSeed + 11);
+        Mask<T> mask = p.MaskOf(ring_case);  // whole-sequence positions
+        const size_t n_local = qb[rank + 1] - qb[rank];
+        std::vector<T> out(n_local * p.dv);
+        mpi::ring_attention_pool(MPI_COMM_WORLD, ring_case.spec,
+                                 Rows(p.queries, p.d, qb[rank], qb[rank + 1]),
+                                 p.KeysOf(rank), p.ValuesOf(rank),
+                                 {out.data(), n_local, p.dv}, mask);
+        const std::vector<T> whole = p.Whole(ring_case);
+        const std::vector<T> mine(whole.begin() + qb[rank] * p.dv,
+                                  whole.begin() + qb[rank + 1] * p.dv);
+        CHECK(Mismatches(out, mine, kTolerance<T>) == 0);
+        // The ring against split keys (all queries everywhere).
+        mpi::Options everywhere;
+        everywhere.everywhere = true;
+        std::vector<T> split(p.n * p.dv);
+        mpi::attention_pool(MPI_COMM_WORLD, ring_case.spec, p.Queries(),
+                            p.KeysOf(rank), p.ValuesOf(rank),
+                            {split.data(), p.n, p.dv}, mask, everywhere);
+        const std::vector<T> split_mine(split.begin() + qb[rank] * p.dv,
+                                        split.begin() + qb[rank + 1] * p.dv);
+        CHECK(Mismatches(out, split_mine, kTolerance<T>) == 0);
+      }
     }
   }
 }

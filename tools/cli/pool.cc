@@ -126,7 +126,7 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   const auto queries = View<T>(inputs.queries);
   if (CurrentRanks().launched) {  // the result on rank 0, which writes it
     const auto start = Clock::now();
-    PoolAcrossRanks(inputs.spec, queries, View<T>(inputs.keys),
+    PoolAcrossRanks(run.command, inputs.spec, queries, View<T>(inputs.keys),
                     View<T>(inputs.values), MatrixRows<T>(results.out, 0, rows),
                     mask, inputs.reduction, run.settings.execution);
     if (CurrentRanks().rank != 0) return 0;

@@ -64,6 +64,10 @@ void OnEveryRank(const std::function<void()>& local) {
     texts = {error.what(), std::to_string(kExitInput)};
   } catch (const std::bad_alloc&) {
     texts = {"out of memory", std::to_string(kExitInput)};
+  } catch (const std::exception& error) {
+    texts = {error.what(), std::to_string(kExitInput)};
+  } catch (...) {
+    texts = {"an unknown exception", std::to_string(kExitInput)};
   }
   const auto first =
       attnpool::mpi::detail::FirstFailure(MPI_COMM_WORLD, failed, texts);
@@ -80,7 +84,8 @@ void OnEveryRank(const std::function<void()>& local) {
 namespace {
 
 template <typename T>
-void Pool(const attnpool::PoolSpec& spec, attnpool::ConstMatrixView<T> queries,
+void Pool(const Command& command, const attnpool::PoolSpec& spec,
+          attnpool::ConstMatrixView<T> queries,
           attnpool::ConstMatrixView<T> keys,
           attnpool::ConstMatrixView<T> values, attnpool::MatrixView<T> out,
           const attnpool::Mask<T>& mask, const std::string& reduction,
@@ -93,7 +98,7 @@ void Pool(const attnpool::PoolSpec& spec, attnpool::ConstMatrixView<T> queries,
     attnpool::mpi::attention_pool(MPI_COMM_WORLD, spec, queries, keys, values,
                                   out, mask, options, execution);
   } catch (const attnpool::Error& error) {
-    CliError agreed = LibraryError(error);
+    CliError agreed = LibraryError(error, &command);
     agreed.agreed = true;  // attnpool::mpi throws on every rank
     throw agreed;
   }
@@ -121,9 +126,10 @@ void OnEveryRank(const std::function<void()>& local) { local(); }
 namespace {
 
 template <typename T>
-void Pool(const attnpool::PoolSpec&, attnpool::ConstMatrixView<T>,
+void Pool(const Command&, const attnpool::PoolSpec&,
           attnpool::ConstMatrixView<T>, attnpool::ConstMatrixView<T>,
-          attnpool::MatrixView<T>, const attnpool::Mask<T>&, const std::string&,
+          attnpool::ConstMatrixView<T>, attnpool::MatrixView<T>,
+          const attnpool::Mask<T>&, const std::string&,
           const attnpool::Execution&) {
   throw CliError{"this attnpool was built without MPI"};
 }
@@ -132,7 +138,7 @@ void Pool(const attnpool::PoolSpec&, attnpool::ConstMatrixView<T>,
 
 #endif
 
-void PoolAcrossRanks(const attnpool::PoolSpec& spec,
+void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      attnpool::ConstMatrixView<float> queries,
                      attnpool::ConstMatrixView<float> keys,
                      attnpool::ConstMatrixView<float> values,
@@ -140,10 +146,11 @@ void PoolAcrossRanks(const attnpool::PoolSpec& spec,
                      const attnpool::Mask<float>& mask,
                      const std::string& reduction,
                      const attnpool::Execution& execution) {
-  Pool<float>(spec, queries, keys, values, out, mask, reduction, execution);
+  Pool<float>(command, spec, queries, keys, values, out, mask, reduction,
+              execution);
 }
 
-void PoolAcrossRanks(const attnpool::PoolSpec& spec,
+void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      attnpool::ConstMatrixView<double> queries,
                      attnpool::ConstMatrixView<double> keys,
                      attnpool::ConstMatrixView<double> values,
@@ -151,7 +158,8 @@ void PoolAcrossRanks(const attnpool::PoolSpec& spec,
                      const attnpool::Mask<double>& mask,
                      const std::string& reduction,
                      const attnpool::Execution& execution) {
-  Pool<double>(spec, queries, keys, values, out, mask, reduction, execution);
+  Pool<double>(command, spec, queries, keys, values, out, mask, reduction,
+               execution);
 }
 
 unsigned long long BytesRead() {

@@ -40,8 +40,8 @@ void OnEveryRank(const std::function<void()>& local);
 
 // attnpool::mpi::attention_pool on MPI_COMM_WORLD, the result on rank 0
 // (`reduction`: "tree" or "rank_order"). Library errors come back as
-// agreed CliErrors.
-void PoolAcrossRanks(const attnpool::PoolSpec& spec,
+// agreed CliErrors naming `command`'s options.
+void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      attnpool::ConstMatrixView<float> queries,
                      attnpool::ConstMatrixView<float> keys,
                      attnpool::ConstMatrixView<float> values,
@@ -49,7 +49,7 @@ void PoolAcrossRanks(const attnpool::PoolSpec& spec,
                      const attnpool::Mask<float>& mask,
                      const std::string& reduction,
                      const attnpool::Execution& execution);
-void PoolAcrossRanks(const attnpool::PoolSpec& spec,
+void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      attnpool::ConstMatrixView<double> queries,
                      attnpool::ConstMatrixView<double> keys,
                      attnpool::ConstMatrixView<double> values,
