@@ -87,12 +87,12 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
   const size_t query_offset = detail::OffsetAndTotal(comm, queries.rows).first;
   const detail::ShardLayout layout = detail::GatherShardLayout(comm, keys.rows);
   Collectively(comm, [&] {
-    if (mask.bias.data || mask.bias.rows || mask.bias.cols) {
+    if (detail::Given(mask.bias)) {
       throw Error("mask.bias",
                   "is not taken by ring_attention_pool (it would be n×m per "
                   "shard); use attention_pool");
     }
-    if (mask.visible.data || mask.visible.rows || mask.visible.cols) {
+    if (detail::Given(mask.visible)) {
       throw Error("mask.visible",
                   "is not taken by ring_attention_pool (it would be n×m per "
                   "shard); use attention_pool");
