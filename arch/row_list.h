@@ -1,7 +1,8 @@
 // The rows of a matrix that the fused kernel reads keys and values from:
 // strided (a ConstMatrixView), or in the pages of a paged KV cache, listed
 // in order by a block table and read in place; float lists may also hold
-// strided bf16, f16 or int8 rows (element.h), widened as they are read.
+// bf16, f16 or int8 rows (element.h), strided or paged, widened as they are
+// read.
 // Target-independent: src/ and the per-ISA code share it.
 #pragma once
 
@@ -28,12 +29,14 @@ struct RowList {
   size_t rows = 0, cols = 0, stride = 0;
   const int32_t* pages = nullptr;
   size_t page_rows = 0, page_stride = 0, first = 0;
-  // Narrow rows (T = float only): row j's elements at narrow + j·stride
-  // elements of `element`, int8 row j scaled by scale(j); data is null.
+  // Narrow rows (T = float only): row j's elements of `element` at narrow +
+  // Offset(j) elements, int8 row j scaled by scale(j); data is null. Paged
+  // ones as above, in elements of `element`; their scales likewise, pages
+  // scale_page_stride apart.
   ElementType element = ElementType::float32;
   const void* narrow = nullptr;
   const float* scales = nullptr;
-  size_t scale_stride = 1;
+  size_t scale_stride = 1, scale_page_stride = 0;
 
   RowList() = default;
   RowList(ConstMatrixView<T> view)  // NOLINT(google-explicit-constructor)
@@ -55,6 +58,28 @@ struct RowList {
     return list;
   }
 
+  // The same pages of narrow rows (T = float only; float32 ones as Paged):
+  // `scales` and `scale_page_stride`, `scale_row_stride` for int8.
+  static RowList PagedElements(ElementType element, const void* base,
+                               const int32_t* pages, size_t page_rows,
+                               size_t page_stride, size_t row_stride,
+                               size_t rows, size_t cols, const float* scales,
+                               size_t scale_page_stride,
+                               size_t scale_row_stride) {
+    if (element == ElementType::float32) {
+      return Paged(static_cast<const T*>(base), pages, page_rows, page_stride,
+                   row_stride, rows, cols);
+    }
+    RowList list =
+        Paged(nullptr, pages, page_rows, page_stride, row_stride, rows, cols);
+    list.element = element;
+    list.narrow = base;
+    list.scales = scales;
+    list.scale_stride = scale_row_stride;
+    list.scale_page_stride = scale_page_stride;
+    return list;
+  }
+
   // Rows of any element type (float lists only): narrow ones as strided
   // narrow lists.
   template <typename U = T,
@@ -73,18 +98,26 @@ struct RowList {
 
   bool strided() const { return pages == nullptr; }
   bool is_narrow() const { return narrow != nullptr; }
-  float scale(size_t j) const { return scales[j * scale_stride]; }
+  float scale(size_t j) const {
+    if (pages == nullptr) return scales[j * scale_stride];
+    const size_t k = first + j;
+    return scales[static_cast<size_t>(pages[k / page_rows]) *
+                      scale_page_stride +
+                  (k % page_rows) * scale_stride];
+  }
+  // Where row j starts, in elements from the base (data or narrow).
+  size_t Offset(size_t j) const {
+    if (pages == nullptr) return j * stride;
+    const size_t k = first + j;
+    return static_cast<size_t>(pages[k / page_rows]) * page_stride +
+           (k % page_rows) * stride;
+  }
   // Row j's first element, of the narrow type E.
   template <typename E>
   const E* narrow_row(size_t j) const {
-    return static_cast<const E*>(narrow) + j * stride;
+    return static_cast<const E*>(narrow) + Offset(j);
   }
-  const T* row(size_t j) const {
-    if (pages == nullptr) return data + j * stride;
-    const size_t k = first + j;
-    return data + static_cast<size_t>(pages[k / page_rows]) * page_stride +
-           (k % page_rows) * stride;
-  }
+  const T* row(size_t j) const { return data + Offset(j); }
   // Element (r, c) as T (narrow ones widened: exact but int8's scaling).
   T operator()(size_t r, size_t c) const {
     if (narrow == nullptr) return row(r)[c];
@@ -112,12 +145,12 @@ struct RowList {
   // Rows [begin, end).
   RowList Slice(size_t begin, size_t end) const {
     RowList slice = *this;
-    if (narrow != nullptr) {
+    if (pages != nullptr) {
+      slice.first += begin;
+    } else if (narrow != nullptr) {
       slice.narrow = static_cast<const char*>(narrow) +
                      begin * stride * kElementTypes[int(element)].bytes;
       if (scales != nullptr) slice.scales += begin * scale_stride;
-    } else if (pages != nullptr) {
-      slice.first += begin;
     } else {
       slice.data += begin * stride;
     }
@@ -127,7 +160,7 @@ struct RowList {
 
  private:
   float WidenElement(size_t r, size_t c) const {
-    const size_t at = r * stride + c;
+    const size_t at = Offset(r) + c;
     uint16_t half = 0;
     switch (element) {
       case ElementType::float32:

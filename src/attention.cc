@@ -164,19 +164,19 @@ std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
   return calls;
 }
 
-template <typename T>
+// KV: a tensor of T, or ElementTensor (T = float).
+template <typename T, typename KV>
 void ScaledDotProductAttentionVarlen(
-    TensorView<const T> queries, TensorView<const T> keys,
-    TensorView<const T> values, TensorView<T> out,
-    const PackedSequences& sequences, const AttentionMask<T>& mask,
-    std::optional<double> scale, EmptyRows empty_rows,
-    const Execution& execution) {
+    TensorView<const T> queries, const KV& keys, const KV& values,
+    TensorView<T> out, const PackedSequences& sequences,
+    const AttentionMask<T>& mask, std::optional<double> scale,
+    EmptyRows empty_rows, const Execution& execution) {
   detail::EnsureDispatchReady();
   detail::CheckScale(scale);
   detail::CheckEmptyRows(empty_rows);
   CheckPackedMask(mask);
   const detail::SdpaShape shape =
-      detail::CheckSdpa(queries, keys, values, out, mask, execution);
+      detail::CheckSdpa<T, KV>(queries, keys, values, out, mask, execution);
   detail::CheckSize("queries.batch", shape.batch, 1,
                     "1 (sequences are packed along the rows)");
   const size_t count = sequences.count;
@@ -190,33 +190,63 @@ void ScaledDotProductAttentionVarlen(
   detail::CheckNoOverlap("out", o, "sequences.key_offsets",
                          detail::BiasRange(sequences.key_offsets, count + 1));
   CheckDefaultScale(scale, queries.cols);
-  const auto calls =
-      SequenceCalls(queries, out, shape.kv_heads, count,
-                    sequences.query_offsets, mask, [&](size_t b, size_t g) {
-                      const size_t k0 = sequences.key_offsets[b],
-                                   k1 = sequences.key_offsets[b + 1];
-                      return std::pair<detail::RowList<T>, detail::RowList<T>>(
-                          RowRange(keys.matrix(0, g), k0, k1),
-                          RowRange(values.matrix(0, g), k0, k1));
-                    });
+  const auto calls = SequenceCalls(
+      queries, out, shape.kv_heads, count, sequences.query_offsets, mask,
+      [&](size_t b, size_t g) {
+        const size_t k0 = sequences.key_offsets[b],
+                     k1 = sequences.key_offsets[b + 1];
+        return std::pair<detail::RowList<T>, detail::RowList<T>>(
+            detail::RowList<T>(keys.matrix(0, g)).Slice(k0, k1),
+            detail::RowList<T>(values.matrix(0, g)).Slice(k0, k1));
+      });
   detail::AttentionPoolBatch(SdpaSpec(scale, empty_rows), calls, execution);
 }
 
-template <typename T>
-void ScaledDotProductAttentionPaged(
-    TensorView<const T> queries, const PagedKVCache<T>& cache,
-    TensorView<T> out, size_t count, const size_t* query_offsets,
-    const AttentionMask<T>& mask, std::optional<double> scale,
-    EmptyRows empty_rows, const Execution& execution) {
+// Sequence b's rows of head g of a paged pool, through its row of the
+// block table, in place.
+template <typename T, typename Cache>
+detail::RowList<T> PagedRows(const TensorView<const T>& pool,
+                             const Cache& cache, size_t b, size_t g) {
+  return detail::RowList<T>::Paged(
+      pool.data + g * pool.head_stride,
+      cache.block_table + b * cache.block_table_stride, pool.rows,
+      pool.batch_stride, pool.row_stride, cache.lengths[b], pool.cols);
+}
+inline detail::RowList<float> PagedRows(const ElementTensor& pool,
+                                        const PagedElementCache& cache,
+                                        size_t b, size_t g) {
+  const bool scaled = pool.type == ElementType::int8;
+  return detail::RowList<float>::PagedElements(
+      pool.type,
+      static_cast<const char*>(pool.data) +
+          g * pool.head_stride * kElementTypes[int(pool.type)].bytes,
+      cache.block_table + b * cache.block_table_stride, pool.rows,
+      pool.batch_stride, pool.row_stride, cache.lengths[b], pool.cols,
+      scaled ? pool.scales.data + g * pool.scales.head_stride : nullptr,
+      pool.scales.batch_stride, pool.scales.row_stride);
+}
+
+// Cache: PagedKVCache<T>, or PagedElementCache (T = float).
+template <typename T, typename Cache>
+void ScaledDotProductAttentionPaged(TensorView<const T> queries,
+                                    const Cache& cache, TensorView<T> out,
+                                    size_t count, const size_t* query_offsets,
+                                    const AttentionMask<T>& mask,
+                                    std::optional<double> scale,
+                                    EmptyRows empty_rows,
+                                    const Execution& execution) {
   using detail::CheckNoOverlap;
   using detail::CheckSize;
   detail::EnsureDispatchReady();
   detail::CheckScale(scale);
   detail::CheckEmptyRows(empty_rows);
   CheckPackedMask(mask);
+  detail::ByteRange key_scales, value_scales;
   const auto q = detail::CheckTensor("queries", queries);
-  const auto k = detail::CheckTensor("cache.keys", cache.keys);
-  const auto v = detail::CheckTensor("cache.values", cache.values);
+  const auto k =
+      detail::CheckInputTensor("cache.keys", cache.keys, &key_scales);
+  const auto v =
+      detail::CheckInputTensor("cache.values", cache.values, &value_scales);
   const auto o = detail::CheckTensor("out", out, true);
   const size_t heads = queries.heads, kv_heads = cache.keys.heads;
   const size_t block_size = cache.keys.rows, blocks = cache.keys.batch;
@@ -281,6 +311,8 @@ void ScaledDotProductAttentionPaged(
       {"queries", q},
       {"cache.keys", k},
       {"cache.values", v},
+      {"cache.keys.scales", key_scales},
+      {"cache.values.scales", value_scales},
       {"cache.block_table",
        detail::BiasRange(cache.block_table, table_entries)},
       {"cache.lengths", detail::BiasRange(cache.lengths, count)},
@@ -290,19 +322,12 @@ void ScaledDotProductAttentionPaged(
   detail::CheckMaskOverlap("out", o, ranges);
   detail::CheckExecution(execution);
   CheckDefaultScale(scale, queries.cols);
-  // Sequence b's rows of key head g: through its row of the block table,
-  // in place.
-  const auto pages = [&](const TensorView<const T>& pool, size_t b, size_t g) {
-    return detail::RowList<T>::Paged(
-        pool.data + g * pool.head_stride,
-        cache.block_table + b * cache.block_table_stride, block_size,
-        pool.batch_stride, pool.row_stride, cache.lengths[b], pool.cols);
-  };
   const auto calls =
       SequenceCalls(queries, out, kv_heads, count, query_offsets, mask,
                     [&](size_t b, size_t g) {
                       return std::pair<detail::RowList<T>, detail::RowList<T>>(
-                          pages(cache.keys, b, g), pages(cache.values, b, g));
+                          PagedRows(cache.keys, cache, b, g),
+                          PagedRows(cache.values, cache, b, g));
                     });
   detail::AttentionPoolBatch(SdpaSpec(scale, empty_rows), calls, execution);
 }
@@ -494,16 +519,18 @@ std::vector<double> alibi_slopes(size_t heads) {
       const PackedSequences& sequences, const AttentionMask<T>& mask,          \
       std::optional<double> scale, EmptyRows empty_rows,                       \
       const Execution& execution) {                                            \
-    ScaledDotProductAttentionVarlen(queries, keys, values, out, sequences,     \
-                                    mask, scale, empty_rows, execution);       \
+    ScaledDotProductAttentionVarlen<T, TensorView<const T>>(                   \
+        queries, keys, values, out, sequences, mask, scale, empty_rows,        \
+        execution);                                                            \
   }                                                                            \
   void scaled_dot_product_attention_paged(                                     \
       TensorView<const T> queries, const PagedKVCache<T>& cache,               \
       TensorView<T> out, size_t count, const size_t* query_offsets,            \
       const AttentionMask<T>& mask, std::optional<double> scale,               \
       EmptyRows empty_rows, const Execution& execution) {                      \
-    ScaledDotProductAttentionPaged(queries, cache, out, count, query_offsets,  \
-                                   mask, scale, empty_rows, execution);        \
+    ScaledDotProductAttentionPaged<T, PagedKVCache<T>>(                        \
+        queries, cache, out, count, query_offsets, mask, scale, empty_rows,    \
+        execution);                                                            \
   }                                                                            \
   void multi_head_attention(                                                   \
       const MultiHeadWeights<T>& weights, TensorView<const T> queries,         \
@@ -528,6 +555,27 @@ void scaled_dot_product_attention(
     EmptyRows empty_rows, const Execution& execution) {
   ScaledDotProductAttention<float, ElementTensor>(
       queries, keys, values, out, mask, scale, empty_rows, execution);
+}
+
+void scaled_dot_product_attention_varlen(
+    TensorView<const float> queries, const ElementTensor& keys,
+    const ElementTensor& values, TensorView<float> out,
+    const PackedSequences& sequences, const AttentionMask<float>& mask,
+    std::optional<double> scale, EmptyRows empty_rows,
+    const Execution& execution) {
+  ScaledDotProductAttentionVarlen<float, ElementTensor>(
+      queries, keys, values, out, sequences, mask, scale, empty_rows,
+      execution);
+}
+
+void scaled_dot_product_attention_paged(
+    TensorView<const float> queries, const PagedElementCache& cache,
+    TensorView<float> out, size_t count, const size_t* query_offsets,
+    const AttentionMask<float>& mask, std::optional<double> scale,
+    EmptyRows empty_rows, const Execution& execution) {
+  ScaledDotProductAttentionPaged<float, PagedElementCache>(
+      queries, cache, out, count, query_offsets, mask, scale, empty_rows,
+      execution);
 }
 
 void scaled_dot_product_attention(

@@ -123,6 +123,47 @@ attnpool_status attnpool_scaled_dot_product_attention_elements(
   });
 }
 
+attnpool_status attnpool_scaled_dot_product_attention_varlen_elements(
+    const attnpool_const_tensor* queries, const attnpool_element_tensor* keys,
+    const attnpool_element_tensor* values, const attnpool_tensor* out,
+    size_t count, const size_t* query_offsets, const size_t* key_offsets,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
+  return Guard([&] {
+    const auto q = Tensor<float>(queries, "queries");
+    const auto k = ElementTensorOf(keys, "keys");
+    const auto v = ElementTensorOf(values, "values");
+    const auto o = Tensor<float>(out, "out");
+    attnpool::scaled_dot_product_attention_varlen(
+        q, k, v, o, {count, query_offsets, key_offsets},
+        AttentionMaskOf<float>(mask), ScaleOf(scale),
+        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_scaled_dot_product_attention_paged_elements(
+    const attnpool_const_tensor* queries,
+    const attnpool_paged_element_cache* cache, const attnpool_tensor* out,
+    size_t count, const size_t* query_offsets,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
+  return Guard([&] {
+    const auto q = Tensor<float>(queries, "queries");
+    const auto& c_cache = Required(cache, "cache");
+    attnpool::PagedElementCache paged;
+    paged.keys = ElementTensorOf(&c_cache.keys, "cache.keys");
+    paged.values = ElementTensorOf(&c_cache.values, "cache.values");
+    paged.block_table = c_cache.block_table;
+    paged.block_table_stride = c_cache.block_table_stride;
+    paged.lengths = c_cache.lengths;
+    const auto o = Tensor<float>(out, "out");
+    attnpool::scaled_dot_product_attention_paged(
+        q, paged, o, count, query_offsets, AttentionMaskOf<float>(mask),
+        ScaleOf(scale), static_cast<attnpool::EmptyRows>(empty_rows),
+        ExecutionOf(execution));
+  });
+}
+
 attnpool_status attnpool_to_bfloat16(const float* in, size_t count,
                                      uint16_t* out) {
   return Guard([&] {

@@ -290,8 +290,9 @@ class FusedJob {
     // dot-product instruction, where the CPU has one beside AVX3.
     if (plan_.path == detail::FusedPath::tile &&
         spec.distance == Distance::dot && bf16_queries.data != nullptr &&
-        keys.is_narrow() && keys.element == ElementType::bfloat16 &&
-        detail::DispatchesAvx512() && detail::Bf16DotSupported()) {
+        keys.is_narrow() && keys.strided() &&
+        keys.element == ElementType::bfloat16 && detail::DispatchesAvx512() &&
+        detail::Bf16DotSupported()) {
       plan_.path = detail::FusedPath::tile_bf16;
     }
     if (key_count == 0) return;  // no items; Merge writes empty states

@@ -1214,6 +1214,46 @@ static void test_elements(void) {
               ATTNPOOL_FLOAT32, &tq, &tk, &tv, &te, NULL, NULL,
               ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
     CHECK(memcmp(sdpa_out, sdpa_expected, 2 * 3 * DV * sizeof(float)) == 0);
+    /* Packed sequences over them: 1 query over keys 0-3, 2 over 4-10. */
+    const size_t query_offsets[3] = {0, 1, 3}, key_offsets[3] = {0, 4, M};
+    CHECK(attnpool_scaled_dot_product_attention_varlen_elements(
+              &tq, &ek, &ev, &to, 2, query_offsets, key_offsets, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_scaled_dot_product_attention_varlen(
+              ATTNPOOL_FLOAT32, &tq, &tk, &tv, &te, 2, query_offsets,
+              key_offsets, NULL, NULL, ATTNPOOL_EMPTY_ROWS_NAN,
+              NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(sdpa_out, sdpa_expected, 2 * 3 * DV * sizeof(float)) == 0);
+    /* A paged cache of one-row blocks, the sequences' blocks scattered. */
+    const int32_t table[2 * 4] = {10, 3, 5, -1, 0, 1, 2, 7};
+    const size_t lengths[2] = {3, 4};
+    attnpool_paged_element_cache cache;
+    memset(&cache, 0, sizeof(cache));
+    cache.keys.element = cache.values.element = ATTNPOOL_ELEMENT_FLOAT16;
+    cache.keys.data = (attnpool_const_tensor){keys16, M, 1, 1, D, 0, 0, 0};
+    cache.values.data =
+        (attnpool_const_tensor){half_values, M, 1, 1, DV, 0, 0, 0};
+    cache.block_table = table;
+    cache.block_table_stride = 4;
+    cache.lengths = lengths;
+    const attnpool_paged_kv_cache held = {
+        {half_keys_held, M, 1, 1, D, 0, 0, 0},
+        {half_values_held, M, 1, 1, DV, 0, 0, 0},
+        table,
+        4,
+        lengths};
+    CHECK(attnpool_scaled_dot_product_attention_paged_elements(
+              &tq, &cache, &to, 2, query_offsets, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
+    CHECK(attnpool_scaled_dot_product_attention_paged(
+              ATTNPOOL_FLOAT32, &tq, &held, &te, 2, query_offsets, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(sdpa_out, sdpa_expected, 2 * 3 * DV * sizeof(float)) == 0);
+    cache.block_table = NULL;
+    CHECK(attnpool_scaled_dot_product_attention_paged_elements(
+              &tq, &cache, &to, 2, query_offsets, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strcmp(attnpool_last_error_argument(), "cache.block_table") == 0);
   }
   /* Errors, named; nothing written. */
   for (int i = 0; i < N * DV; ++i) out[i] = -5;

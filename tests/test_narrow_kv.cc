@@ -388,6 +388,121 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpa, "narrow_kv.sdpa", "[narrow_kv]") {
   }
 }
 
+// A (blocks, Hkv, rows, d) tensor over rows stored as (blocks, rows, Hkv,
+// d): row (p, r, g) is stored row (p·rows + r)·Hkv + g (int8 scales in a
+// (blocks, rows, Hkv) array); and the same over the values they hold.
+attnpool::ElementTensor InterleavedHeads(const StoredRows& stored,
+                                         size_t blocks, size_t kv_heads,
+                                         size_t rows) {
+  const ElementRows all = stored.Rows();
+  attnpool::ElementTensor t;
+  t.type = all.type;
+  t.data = all.data;
+  t.batch = blocks;
+  t.heads = kv_heads;
+  t.rows = rows;
+  t.cols = stored.cols;
+  t.batch_stride = rows * kv_heads * stored.stride;
+  t.head_stride = stored.stride;
+  t.row_stride = kv_heads * stored.stride;
+  if (stored.type == ElementType::int8) {
+    t.scales = {stored.scales.data(), blocks, kv_heads, rows, 1,
+                rows * kv_heads,      1,      kv_heads};
+  }
+  return t;
+}
+attnpool::TensorView<const float> InterleavedHeldHeads(const StoredRows& stored,
+                                                       size_t blocks,
+                                                       size_t kv_heads,
+                                                       size_t rows) {
+  const auto view = stored.held.view();
+  return {view.data,   blocks,
+          kv_heads,    rows,
+          stored.cols, rows * kv_heads * view.stride,
+          view.stride, kv_heads * view.stride};
+}
+
+// Packed sequences (varlen) and a paged cache of narrow keys and values,
+// grouped heads, prefill and batched decode, causal: bitwise the float
+// calls on the held values.
+ATTNPOOL_TEST_EACH_TARGET(NarrowPacked, "narrow_kv.varlen_and_paged",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 93);
+  INFO("seed " << kSeed + 93);
+  const size_t heads = 4, kv_heads = 2, d = 16, block = 4, blocks = 12;
+  const std::vector<size_t> lengths = {7, 13, 1};
+  const std::vector<int32_t> table = {5, 2,  -1, -1,  //
+                                      0, 9,  3,  11,  //
+                                      7, -1, -1, -1};
+  const std::vector<size_t> key_offsets = {0, 7, 20, 21};
+  for (const std::vector<size_t>& query_offsets :
+       {std::vector<size_t>{0, 3, 8, 9}, std::vector<size_t>{0, 1, 2, 3}}) {
+    const size_t n = query_offsets.back();
+    TestMatrix<float> q(heads * n, d), pool_k(blocks * block * kv_heads, d),
+        pool_v(blocks * block * kv_heads, d), packed_k(21 * kv_heads, d),
+        packed_v(21 * kv_heads, d);
+    for (auto* m : {&q, &pool_k, &pool_v, &packed_k, &packed_v}) {
+      m->FillRandom(rng, 1);
+    }
+    const attnpool::TensorView<const float> queries{
+        q.data(), 1, heads, n, d, heads * n * d, n * d, d};
+    attnpool::AttentionMask<float> mask;
+    mask.causal = true;
+    const auto out_tensor = [&](TestMatrix<float>& out) {
+      return attnpool::TensorView<float>{
+          out.data(), 1, heads, n, d, heads * n * (d + 1), n * (d + 1), d + 1};
+    };
+    for (const TypePair& types : kTypePairs) {
+      INFO("n=" << n << " keys " << attnpool::element_type_name(types.keys)
+                << " values " << attnpool::element_type_name(types.values)
+                << " on " << CurrentTarget());
+      // Packed sequences.
+      {
+        const StoredRows keys(types.keys, packed_k),
+            values(types.values, packed_v);
+        const attnpool::PackedSequences sequences{3, query_offsets.data(),
+                                                  key_offsets.data()};
+        TestMatrix<float> narrow(heads * n, d, 1, 2), held(heads * n, d, 1, 2);
+        attnpool::scaled_dot_product_attention_varlen(
+            queries, InterleavedHeads(keys, 1, kv_heads, 21),
+            InterleavedHeads(values, 1, kv_heads, 21), out_tensor(narrow),
+            sequences, mask);
+        RequireRanOnTarget();
+        attnpool::scaled_dot_product_attention_varlen(
+            queries, InterleavedHeldHeads(keys, 1, kv_heads, 21),
+            InterleavedHeldHeads(values, 1, kv_heads, 21), out_tensor(held),
+            sequences, mask);
+        REQUIRE(SameBits(narrow, held));
+      }
+      // A paged cache, blocks scattered through the pool.
+      {
+        const StoredRows keys(types.keys, pool_k), values(types.values, pool_v);
+        attnpool::PagedElementCache cache;
+        cache.keys = InterleavedHeads(keys, blocks, kv_heads, block);
+        cache.values = InterleavedHeads(values, blocks, kv_heads, block);
+        cache.block_table = table.data();
+        cache.block_table_stride = 4;
+        cache.lengths = lengths.data();
+        attnpool::PagedKVCache<float> held_cache;
+        held_cache.keys = InterleavedHeldHeads(keys, blocks, kv_heads, block);
+        held_cache.values =
+            InterleavedHeldHeads(values, blocks, kv_heads, block);
+        held_cache.block_table = table.data();
+        held_cache.block_table_stride = 4;
+        held_cache.lengths = lengths.data();
+        TestMatrix<float> narrow(heads * n, d, 1, 2), held(heads * n, d, 1, 2);
+        attnpool::scaled_dot_product_attention_paged(
+            queries, cache, out_tensor(narrow), 3, query_offsets.data(), mask);
+        RequireRanOnTarget();
+        attnpool::scaled_dot_product_attention_paged(
+            queries, held_cache, out_tensor(held), 3, query_offsets.data(),
+            mask);
+        REQUIRE(SameBits(narrow, held));
+      }
+    }
+  }
+}
+
 // pairwise_distances to narrow keys: bitwise the float call on the values
 // they hold, every distance (the repair of cancelling pairs included).
 ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
@@ -614,6 +729,31 @@ TEST_CASE("narrow_kv: bad element rows are named", "[narrow_kv]") {
   RequireRejected("out", shared, [&] {
     attnpool::attention_pool(spec, {q.data(), 2, 4}, scaled_inside, rows,
                              {shared.data(), 2, 4});
+  });
+  // A paged int8 cache without scales; its output over the value scales.
+  const attnpool::TensorView<const int8_t> pool{k.data(), 2, 1, 1, 4, 4, 4, 4};
+  const attnpool::TensorView<const float> pool_scales{
+      scales.data(), 2, 1, 1, 1, 1, 1, 1};
+  const int32_t table[2] = {1, 0};
+  const size_t length = 2, offsets[2] = {0, 1};
+  attnpool::PagedElementCache cache;
+  cache.keys = attnpool::Int8Tensor{pool, {}};
+  cache.values = attnpool::Int8Tensor{pool, pool_scales};
+  cache.block_table = table;
+  cache.block_table_stride = 2;
+  cache.lengths = &length;
+  const attnpool::TensorView<const float> query{q.data(), 1, 1, 1, 4, 4, 4, 4};
+  RequireRejected("cache.keys.scales.batch", out, [&] {
+    attnpool::scaled_dot_product_attention_paged(
+        query, cache, {out.data(), 1, 1, 1, 4, 4, 4, 4}, 1, offsets);
+  });
+  std::vector<float> scales_and_out(8, 2.0f);
+  cache.keys = cache.values =
+      attnpool::Int8Tensor{pool, {scales_and_out.data(), 2, 1, 1, 1, 1, 1, 1}};
+  RequireRejected("out", scales_and_out, [&] {
+    attnpool::scaled_dot_product_attention_paged(
+        query, cache, {scales_and_out.data() + 1, 1, 1, 1, 4, 4, 4, 4}, 1,
+        offsets);
   });
 }
 

@@ -226,6 +226,16 @@ void scaled_dot_product_attention_varlen(
     std::optional<double> scale = {}, EmptyRows empty_rows = EmptyRows::nan,
     const Execution& execution = {});
 
+// The same with keys and values of any element type (element.h; queries
+// float): each sequence's output is bitwise what the float call gives on
+// the values the narrow elements hold.
+void scaled_dot_product_attention_varlen(
+    TensorView<const float> queries, const ElementTensor& keys,
+    const ElementTensor& values, TensorView<float> out,
+    const PackedSequences& sequences, const AttentionMask<float>& mask = {},
+    std::optional<double> scale = {}, EmptyRows empty_rows = EmptyRows::nan,
+    const Execution& execution = {});
+
 // A paged KV cache (vLLM's): keys and values in a pool of blocks of
 // block_size rows, each sequence's keys listed in order by its row of the
 // block table and read in place (no gather into a contiguous copy).
@@ -261,6 +271,26 @@ void scaled_dot_product_attention_paged(
     TensorView<const double> queries, const PagedKVCache<double>& cache,
     TensorView<double> out, size_t count, const size_t* query_offsets,
     const AttentionMask<double>& mask = {}, std::optional<double> scale = {},
+    EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
+
+// A paged KV cache whose keys and values are of any element type (the
+// reduced-precision caches of inference engines): pools laid out as
+// PagedKVCache's, an int8 pool's scales a (blocks, Hkv, block_size, 1)
+// tensor paged with it.
+struct PagedElementCache {
+  ElementTensor keys, values;
+  const int32_t* block_table = nullptr;
+  size_t block_table_stride = 0;
+  const size_t* lengths = nullptr;
+};
+
+// scaled_dot_product_attention_paged over such a cache (float queries):
+// each sequence's output is bitwise what the float call gives on the values
+// the narrow elements hold, read in place and widened as they are read.
+void scaled_dot_product_attention_paged(
+    TensorView<const float> queries, const PagedElementCache& cache,
+    TensorView<float> out, size_t count, const size_t* query_offsets,
+    const AttentionMask<float>& mask = {}, std::optional<double> scale = {},
     EmptyRows empty_rows = EmptyRows::nan, const Execution& execution = {});
 
 // Additive (Bahdanau) attention: score(q, k) = w_vᵀ tanh(W_q q + W_k k),

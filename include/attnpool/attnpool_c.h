@@ -643,6 +643,34 @@ attnpool_status attnpool_scaled_dot_product_attention_elements(
     const attnpool_attention_mask* mask, const double* scale,
     attnpool_empty_rows empty_rows, const attnpool_execution* execution);
 
+/* attnpool_scaled_dot_product_attention_varlen over packed keys and values
+ * of any element type; queries and out are float. */
+attnpool_status attnpool_scaled_dot_product_attention_varlen_elements(
+    const attnpool_const_tensor* queries, const attnpool_element_tensor* keys,
+    const attnpool_element_tensor* values, const attnpool_tensor* out,
+    size_t count, const size_t* query_offsets, const size_t* key_offsets,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution);
+
+/* A paged KV cache of any element type: pools as attnpool_paged_kv_cache's
+ * (int8: scales a (blocks, Hkv, block_size, 1) tensor paged with them). */
+typedef struct attnpool_paged_element_cache {
+  attnpool_element_tensor keys;
+  attnpool_element_tensor values;
+  const int32_t* block_table;
+  size_t block_table_stride;
+  const size_t* lengths;
+} attnpool_paged_element_cache;
+
+/* attnpool_scaled_dot_product_attention_paged over such a cache, read in
+ * place; queries and out are float. */
+attnpool_status attnpool_scaled_dot_product_attention_paged_elements(
+    const attnpool_const_tensor* queries,
+    const attnpool_paged_element_cache* cache, const attnpool_tensor* out,
+    size_t count, const size_t* query_offsets,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution);
+
 /* Conversions of `count` elements (element.h: nearest even, inf on
  * overflow, NaN kept; widening exact). */
 attnpool_status attnpool_to_bfloat16(const float* in, size_t count,

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from . import _core
-from ._elements import element, is_narrow
+from ._elements import element, float32_queries, is_narrow
 from ._checks import (as_input, float_dtype, masks, offsets, optional_input,
                       output, shape_of, threads_of)
 
@@ -101,17 +101,32 @@ def scaled_dot_product_attention_varlen(queries, keys, values, query_offsets,
     key position i + m − n + ``causal_offset`` (the ends aligned); the masks
     and adjustments as :func:`scaled_dot_product_attention`. Each
     sequence's result is bitwise what that function gives it alone.
+
+    Keys and values may be stored in reduced precision (uint16 bfloat16
+    bits, float16, or :class:`Int8Rows` with data (Σm, Hkv, d) and scales
+    (Σm, Hkv)) beside float32 queries: the result is float32.
     """
-    queries, keys, values = as_input(queries), as_input(keys), as_input(values)
-    dtype = float_dtype("queries", queries)
-    total, h, _ = shape_of("queries", queries, 3)
-    shape_of("keys", keys, 3)
-    dv = shape_of("values", values, 3)[2]
-    out = output("out", out, (total, h, dv), dtype)
     # (1, H, rows, d) views of the (rows, H, d) arrays, without copies.
-    _core.scaled_dot_product_attention_varlen(
-        queries.transpose(1, 0, 2)[None], keys.transpose(1, 0, 2)[None],
-        values.transpose(1, 0, 2)[None], out.transpose(1, 0, 2)[None],
+    heads_first = (1, 0, 2)
+    if is_narrow(keys) or is_narrow(values):
+        queries = float32_queries(queries)
+        function, dtype = _core.scaled_dot_product_attention_varlen_elements, np.float32
+        keys_values = _stored_heads_first(("keys", keys), ("values", values),
+                                          heads_first, lead=True)
+        dv = _columns(values)
+    else:
+        queries, keys, values = as_input(queries), as_input(keys), as_input(values)
+        function, dtype = _core.scaled_dot_product_attention_varlen, float_dtype(
+            "queries", queries)
+        shape_of("keys", keys, 3)
+        dv = shape_of("values", values, 3)[2]
+        keys_values = (keys.transpose(heads_first)[None],
+                       values.transpose(heads_first)[None])
+    total, h, _ = shape_of("queries", queries, 3)
+    out = output("out", out, (total, h, dv), dtype)
+    function(
+        queries.transpose(heads_first)[None], *keys_values,
+        out.transpose(heads_first)[None],
         offsets("query_offsets", query_offsets), offsets("key_offsets", key_offsets),
         masks(total, None, causal, causal_offset, window, batch=1, softcap=softcap,
               alibi=alibi_slopes, sinks=sinks, heads=h),
@@ -137,13 +152,31 @@ def scaled_dot_product_attention_paged(queries, key_cache, value_cache, block_ta
     decode is one query per sequence. Positions, masks and adjustments as
     :func:`scaled_dot_product_attention_varlen`; each sequence's result is
     bitwise that of its rows contiguous.
+
+    The pools may be stored in reduced precision (uint16 bfloat16 bits,
+    float16, or :class:`Int8Rows` with data (blocks, block_size, Hkv, d) and
+    scales (blocks, block_size, Hkv)) beside float32 queries: the result is
+    float32, each sequence's bitwise that of float32 pools holding the same
+    values.
     """
-    queries = as_input(queries)
-    key_cache, value_cache = as_input(key_cache), as_input(value_cache)
-    dtype = float_dtype("queries", queries)
+    # (blocks, Hkv, block_size, d) views of the pools.
+    heads_first = (0, 2, 1, 3)
+    if is_narrow(key_cache) or is_narrow(value_cache):
+        queries = float32_queries(queries)
+        function, dtype = _core.scaled_dot_product_attention_paged_elements, np.float32
+        pools = _stored_heads_first(("key_cache", key_cache),
+                                    ("value_cache", value_cache), heads_first,
+                                    lead=False)
+        dv = _columns(value_cache)
+    else:
+        queries = as_input(queries)
+        key_cache, value_cache = as_input(key_cache), as_input(value_cache)
+        function, dtype = _core.scaled_dot_product_attention_paged, float_dtype(
+            "queries", queries)
+        shape_of("key_cache", key_cache, 4)
+        dv = shape_of("value_cache", value_cache, 4)[3]
+        pools = (key_cache.transpose(heads_first), value_cache.transpose(heads_first))
     total, h, _ = shape_of("queries", queries, 3)
-    shape_of("key_cache", key_cache, 4)
-    dv = shape_of("value_cache", value_cache, 4)[3]
     table = np.asarray(block_table)
     if table.dtype.kind not in "iu" or table.ndim != 2:
         raise ValueError(f"block_table: must be a 2-D integer array, not {table.dtype} "
@@ -152,15 +185,39 @@ def scaled_dot_product_attention_paged(queries, key_cache, value_cache, block_ta
                        table.max() > np.iinfo(np.int32).max):
         raise ValueError("block_table: entries must fit int32")
     out = output("out", out, (total, h, dv), dtype)
-    _core.scaled_dot_product_attention_paged(
-        queries.transpose(1, 0, 2)[None], key_cache.transpose(0, 2, 1, 3),
-        value_cache.transpose(0, 2, 1, 3), np.ascontiguousarray(table, dtype=np.int32),
+    function(
+        queries.transpose(1, 0, 2)[None], *pools,
+        np.ascontiguousarray(table, dtype=np.int32),
         offsets("lengths", lengths), out.transpose(1, 0, 2)[None],
         offsets("query_offsets", query_offsets),
         masks(total, None, causal, causal_offset, window, batch=1, softcap=softcap,
               alibi=alibi_slopes, sinks=sinks, heads=h),
         None if scale is None else float(scale), empty_rows, threads_of(threads))
     return out
+
+
+def _columns(stored) -> int:
+    """The last axis of stored keys or values (an array or Int8Rows)."""
+    return (stored.data if hasattr(stored, "scales") else as_input(stored)).shape[-1]
+
+
+def _stored_heads_first(keys: tuple, values: tuple, axes: tuple, lead: bool) -> tuple:
+    """Keys and values of any element type as the core's element calls take
+    them, (array, type, scales) each: the arrays' axes in `axes` order (with
+    a leading axis of 1 when `lead`), int8 scales likewise, contiguous."""
+    arguments = []
+    for name, stored in (keys, values):
+        data, type_name, scales = element(name, stored)
+        if data.ndim != len(axes):
+            raise ValueError(f"{name}: must have {len(axes)} dimensions, not {data.ndim}")
+        data = data.transpose(axes)
+        if scales is not None:
+            scales = np.ascontiguousarray(scales.transpose(axes[:-1]))
+        if lead:
+            data = data[None]
+            scales = None if scales is None else scales[None]
+        arguments += [data, type_name, scales]
+    return tuple(arguments)
 
 
 def alibi_slopes(heads: int) -> np.ndarray:

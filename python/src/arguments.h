@@ -23,6 +23,8 @@ namespace attnpool_python {
 // Valid lengths: size_t entries (the package converts them, NumPy's uintp).
 using Lengths = nb::ndarray<nb::ro, const size_t, nb::ndim<1>, nb::c_contig,
                             nb::device::cpu>;
+using BlockTable = nb::ndarray<nb::ro, const int32_t, nb::ndim<2>, nb::c_contig,
+                               nb::device::cpu>;
 
 // Calls compute(T()) for T the element type of `first` (float or double).
 template <class Array, class Compute>
@@ -160,5 +162,38 @@ void DefinePool(nb::module_& m);        // pool.cc
 void DefineLayers(nb::module_& m);      // layers.cc
 void DefineRegression(nb::module_& m);  // regression.cc
 void DefineElements(nb::module_& m);    // elements.cc
+
+// Packed sequences' offsets (count + 1 entries each, as many of both).
+inline attnpool::PackedSequences PackedSequencesOf(const Lengths& query_offsets,
+                                                   const Lengths& key_offsets) {
+  if (query_offsets.shape(0) == 0) {
+    ThrowValue("query_offsets", "is empty (count + 1 entries, from 0)");
+  }
+  if (key_offsets.shape(0) != query_offsets.shape(0)) {
+    ThrowValue("key_offsets", "has " + std::to_string(key_offsets.shape(0)) +
+                                  " entries but query_offsets " +
+                                  std::to_string(query_offsets.shape(0)));
+  }
+  return {query_offsets.shape(0) - 1, query_offsets.data(), key_offsets.data()};
+}
+
+// The sequences of a paged call: one per length, with a row of the block
+// table each and count + 1 query offsets.
+inline size_t PagedCount(const BlockTable& block_table, const Lengths& lengths,
+                         const Lengths& query_offsets) {
+  const size_t count = lengths.shape(0);
+  if (query_offsets.shape(0) != count + 1) {
+    ThrowValue("query_offsets",
+               "has " + std::to_string(query_offsets.shape(0)) +
+                   " entries, expected " + std::to_string(count + 1) +
+                   " (one more than lengths)");
+  }
+  if (block_table.shape(0) != count) {
+    ThrowValue("block_table", "has " + std::to_string(block_table.shape(0)) +
+                                  " rows, expected " + std::to_string(count) +
+                                  " (one per sequence)");
+  }
+  return count;
+}
 
 }  // namespace attnpool_python

@@ -66,6 +66,71 @@ void ScaledDotProductAttentionElements(
                                          execution);
 }
 
+// Packed sequences over narrow keys and values: (1, H, Σm, d) views of
+// (Σm, H, d) arrays (int8 scales (1, H, Σm)).
+void ScaledDotProductAttentionVarlenElements(
+    const InArray& queries, const InArray& keys, const std::string& key_type,
+    const std::optional<InArray>& key_scales, const InArray& values,
+    const std::string& value_type, const std::optional<InArray>& value_scales,
+    const OutArray& out, const Lengths& query_offsets,
+    const Lengths& key_offsets, const MaskTuple& mask_arguments,
+    std::optional<double> scale, const std::string& empty_rows, int threads) {
+  const attnpool::PackedSequences sequences =
+      PackedSequencesOf(query_offsets, key_offsets);
+  RequireFloat32("queries", queries);
+  const Input<float, 4> q("queries", queries);
+  const ElementArray<4> k("keys", keys, key_type, key_scales);
+  const ElementArray<4> v("values", values, value_type, value_scales);
+  const auto query_tensor = q.tensor();
+  const Output<float, 4> o("out", out,
+                           {query_tensor.batch, query_tensor.heads,
+                            query_tensor.rows, v.tensor().cols},
+                           "queries");
+  const MaskArguments<float, 4> masks(mask_arguments, "queries");
+  const auto empty = EmptyRowsOf(empty_rows);
+  const auto execution = ExecutionOf(threads);
+  nb::gil_scoped_release release;
+  attnpool::scaled_dot_product_attention_varlen(
+      query_tensor, k.tensor(), v.tensor(), o.tensor(), sequences, masks.mask(),
+      scale, empty, execution);
+}
+
+// A paged cache of narrow keys and values: (blocks, Hkv, block_size, d)
+// views of (blocks, block_size, Hkv, d) pools (int8 scales (blocks, Hkv,
+// block_size)).
+void ScaledDotProductAttentionPagedElements(
+    const InArray& queries, const InArray& key_cache,
+    const std::string& key_type, const std::optional<InArray>& key_scales,
+    const InArray& value_cache, const std::string& value_type,
+    const std::optional<InArray>& value_scales, const BlockTable& block_table,
+    const Lengths& lengths, const OutArray& out, const Lengths& query_offsets,
+    const MaskTuple& mask_arguments, std::optional<double> scale,
+    const std::string& empty_rows, int threads) {
+  const size_t count = PagedCount(block_table, lengths, query_offsets);
+  RequireFloat32("queries", queries);
+  const Input<float, 4> q("queries", queries);
+  const ElementArray<4> k("key_cache", key_cache, key_type, key_scales);
+  const ElementArray<4> v("value_cache", value_cache, value_type, value_scales);
+  const auto query_tensor = q.tensor();
+  const Output<float, 4> o("out", out,
+                           {query_tensor.batch, query_tensor.heads,
+                            query_tensor.rows, v.tensor().cols},
+                           "queries");
+  const MaskArguments<float, 4> masks(mask_arguments, "queries");
+  const auto empty = EmptyRowsOf(empty_rows);
+  const auto execution = ExecutionOf(threads);
+  attnpool::PagedElementCache cache;
+  cache.keys = k.tensor();
+  cache.values = v.tensor();
+  cache.block_table = block_table.data();
+  cache.block_table_stride = block_table.shape(1);
+  cache.lengths = lengths.data();
+  nb::gil_scoped_release release;
+  attnpool::scaled_dot_product_attention_paged(
+      query_tensor, cache, o.tensor(), count, query_offsets.data(),
+      masks.mask(), scale, empty, execution);
+}
+
 void PairwiseDistancesElements(const std::string& distance,
                                const InArray& queries, const InArray& keys,
                                const std::string& key_type,
@@ -90,6 +155,10 @@ void DefineElements(nb::module_& m) {
   m.def("attention_pool_elements", &AttentionPoolElements);
   m.def("scaled_dot_product_attention_elements",
         &ScaledDotProductAttentionElements);
+  m.def("scaled_dot_product_attention_varlen_elements",
+        &ScaledDotProductAttentionVarlenElements);
+  m.def("scaled_dot_product_attention_paged_elements",
+        &ScaledDotProductAttentionPagedElements);
   m.def("to_bfloat16", [](const InArray& in, const OutArray& out) {
     RequireFloat32("x", in);
     const Input<float, 1> x("x", in);

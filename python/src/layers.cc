@@ -54,31 +54,20 @@ void ScaledDotProductAttentionVarlen(
     const OutArray& out, const Lengths& query_offsets,
     const Lengths& key_offsets, const MaskTuple& mask_arguments,
     std::optional<double> scale, const std::string& empty_rows, int threads) {
-  if (query_offsets.shape(0) == 0) {
-    ThrowValue("query_offsets", "is empty (count + 1 entries, from 0)");
-  }
-  if (key_offsets.shape(0) != query_offsets.shape(0)) {
-    ThrowValue("key_offsets", "has " + std::to_string(key_offsets.shape(0)) +
-                                  " entries but query_offsets " +
-                                  std::to_string(query_offsets.shape(0)));
-  }
+  const attnpool::PackedSequences sequences =
+      PackedSequencesOf(query_offsets, key_offsets);
   WithDtype("queries", queries, [&](auto zero) {
     using T = decltype(zero);
     const LayerTensors<T> t(queries, keys, values, out);
     const MaskArguments<T, 4> masks(mask_arguments, "queries");
     const auto empty = EmptyRowsOf(empty_rows);
     const auto execution = ExecutionOf(threads);
-    const attnpool::PackedSequences sequences{
-        query_offsets.shape(0) - 1, query_offsets.data(), key_offsets.data()};
     nb::gil_scoped_release release;
     attnpool::scaled_dot_product_attention_varlen(
         t.q.tensor(), t.k.tensor(), t.v.tensor(), t.o.tensor(), sequences,
         masks.mask(), scale, empty, execution);
   });
 }
-
-using BlockTable = nb::ndarray<nb::ro, const int32_t, nb::ndim<2>, nb::c_contig,
-                               nb::device::cpu>;
 
 // A paged cache: (blocks, Hkv, block_size, d) views of (blocks, block_size,
 // Hkv, d) pools, the block table (count, blocks per sequence) and lengths.
@@ -88,18 +77,7 @@ void ScaledDotProductAttentionPaged(
     const Lengths& lengths, const OutArray& out, const Lengths& query_offsets,
     const MaskTuple& mask_arguments, std::optional<double> scale,
     const std::string& empty_rows, int threads) {
-  const size_t count = lengths.shape(0);
-  if (query_offsets.shape(0) != count + 1) {
-    ThrowValue("query_offsets",
-               "has " + std::to_string(query_offsets.shape(0)) +
-                   " entries, expected " + std::to_string(count + 1) +
-                   " (one more than lengths)");
-  }
-  if (block_table.shape(0) != count) {
-    ThrowValue("block_table", "has " + std::to_string(block_table.shape(0)) +
-                                  " rows, expected " + std::to_string(count) +
-                                  " (one per sequence)");
-  }
+  const size_t count = PagedCount(block_table, lengths, query_offsets);
   WithDtype("queries", queries, [&](auto zero) {
     using T = decltype(zero);
     const LayerTensors<T> t(queries, key_cache, value_cache, out);

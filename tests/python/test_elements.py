@@ -100,6 +100,35 @@ def test_sdpa_grouped_heads(target):
         np.testing.assert_array_equal(got, want)
 
 
+def test_varlen_and_paged(target):
+    rng = rng_for("packed", target)
+    query_offsets, key_offsets = [0, 3, 8, 9], [0, 7, 20, 21]
+    q = rng.standard_normal((9, 4, 16)).astype(np.float32)
+    k = rng.standard_normal((21, 2, 16)).astype(np.float32)
+    v = rng.standard_normal((21, 2, 8)).astype(np.float32)
+    # A pool of 12 blocks of 4 rows; the sequences' blocks scattered.
+    pool_k = rng.standard_normal((12, 4, 2, 16)).astype(np.float32)
+    pool_v = rng.standard_normal((12, 4, 2, 8)).astype(np.float32)
+    table = np.array([[5, 2, 0, 0], [0, 9, 3, 11], [7, 0, 0, 0]], dtype=np.int32)
+    lengths = [7, 13, 1]
+    for ((keys, held_keys), (values, held_values),
+         (pool_keys, held_pool_keys), (pool_values, held_pool_values)) in zip(
+            narrow_forms(rng, k), narrow_forms(rng, v)[::-1],
+            narrow_forms(rng, pool_k), narrow_forms(rng, pool_v)):
+        got = attnpool.scaled_dot_product_attention_varlen(
+            q, keys, values, query_offsets, key_offsets, causal=True)
+        want = attnpool.scaled_dot_product_attention_varlen(
+            q, held_keys, held_values, query_offsets, key_offsets, causal=True)
+        assert got.dtype == np.float32 and got.shape == (9, 4, 8)
+        np.testing.assert_array_equal(got, want)
+        got = attnpool.scaled_dot_product_attention_paged(
+            q, pool_keys, pool_values, table, lengths, query_offsets, causal=True)
+        want = attnpool.scaled_dot_product_attention_paged(
+            q, held_pool_keys, held_pool_values, table, lengths, query_offsets,
+            causal=True)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_bfloat16_queries(target):
     # bf16 queries too: the bf16 dot-product tile where the CPU has one (a
     # score rounding from the float call on the held values), else bitwise.
