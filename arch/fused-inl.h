@@ -329,11 +329,16 @@ constexpr size_t kPrefetchRows = 64;
 template <typename T>
 HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
                              size_t count) {
-  const size_t bytes = list.cols * sizeof(T);
+  const size_t element =
+      list.is_narrow() ? kElementTypes[int(list.element)].bytes : sizeof(T);
+  const char* base = list.is_narrow()
+                         ? static_cast<const char*>(list.narrow)
+                         : reinterpret_cast<const char*>(list.data);
+  const size_t bytes = list.cols * element;
   for (size_t end = std::min(list.rows, j + count); j < end;) {
     const size_t run = list.Run(j, end - j);
-    const char* row = reinterpret_cast<const char*>(list.row(j));
-    for (size_t r = 0; r < run; ++r, row += list.stride * sizeof(T)) {
+    const char* row = base + list.Offset(j) * element;
+    for (size_t r = 0; r < run; ++r, row += list.stride * element) {
       for (size_t byte = 0; byte < bytes; byte += 64) hwy::Prefetch(row + byte);
     }
     j += run;
@@ -593,6 +598,11 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           const bool prefetch =
               r == 0 && !plan.keys.strided() && run < kPrefetchRows;
           if (plan.keys.is_narrow()) {
+            for (size_t k = 0; prefetch && k < run; ++k) {
+              const size_t ahead = key + j + k + kPrefetchRows;
+              if (ahead < limits[0]) PrefetchRows(plan.keys, ahead, 1);
+              PrefetchRows(plan.values, key + j + k, 1);
+            }
             NarrowDots(plan.keys, key + j, run, query, row_scores + j);
             j += run;
             continue;

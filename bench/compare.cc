@@ -779,13 +779,14 @@ void W8(int threads) {
 // `values` copied to memory the kernel is asked to back with 2 MiB pages
 // (madvise; where it may not, 4 KiB pages), as an inference engine
 // allocates its KV cache: scattered 4 KiB blocks then cost no TLB walk.
+template <typename E = float>
 struct PageBuffer {
-  std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
-  PageBuffer(const std::vector<float>& values, bool huge) {
+  std::unique_ptr<E, decltype(&std::free)> data{nullptr, &std::free};
+  PageBuffer(const std::vector<E>& values, bool huge) {
     const size_t align = size_t{2} << 20;
     const size_t bytes =
-        (values.size() * sizeof(float) + align - 1) / align * align;
-    data.reset(static_cast<float*>(std::aligned_alloc(align, bytes)));
+        (values.size() * sizeof(E) + align - 1) / align * align;
+    data.reset(static_cast<E*>(std::aligned_alloc(align, bytes)));
     if (huge) madvise(data.get(), bytes, MADV_HUGEPAGE);
     std::copy(values.begin(), values.end(), data.get());
   }
@@ -795,7 +796,8 @@ struct PageBuffer {
 // whose keys and values lie in blocks of 16 rows scattered through a pool
 // (a random block table, seed 22), against the same rows contiguous
 // (scaled_dot_product_attention_varlen), in keys per second; both on 2 MiB
-// pages, and (for information) the paged pool on 4 KiB pages.
+// pages, and (for information) the paged pool on 4 KiB pages; then the same
+// cache in bfloat16 (W9n), paged against contiguous.
 void W9(int threads) {
   const size_t count = 8, m = 32768, d = 64, block_size = 16;
   const size_t blocks = count * m / block_size;
@@ -829,7 +831,7 @@ void W9(int threads) {
   // next block's lines beside its loads, the best such loop found on Zen 5
   // (in keys/s).
   {
-    const PageBuffer key_pages(key_pool, true), value_pages(value_pool, true);
+    const PageBuffer<> key_pages(key_pool, true), value_pages(value_pool, true);
     const float* key_base = key_pages.data.get();
     const float* value_base = value_pages.data.get();
     const size_t block_floats = block_size * d;
@@ -855,7 +857,7 @@ void W9(int threads) {
            "the pool read block by block, one thread: the memory's rate");
   }
   for (bool huge : {true, false}) {
-    const PageBuffer key_pages(key_pool, huge), value_pages(value_pool, huge);
+    const PageBuffer<> key_pages(key_pool, huge), value_pages(value_pool, huge);
     attnpool::PagedKVCache<float> cache;
     cache.keys = attnpool::dense_tensor<const float>(key_pages.data.get(),
                                                      blocks, 1, block_size, d);
@@ -873,7 +875,7 @@ void W9(int threads) {
            threads, "Gkeys/s", work, paged,
            attnpool::last_run_target() + ", blocks of 16 scattered");
   }
-  const PageBuffer key_rows(keys, true), value_rows(values, true);
+  const PageBuffer<> key_rows(keys, true), value_rows(values, true);
   const Timing contiguous = Time([&] {
     attnpool::scaled_dot_product_attention_varlen(
         q,
@@ -905,6 +907,43 @@ void W9(int threads) {
   });
   Report("W9", "attnpool_paged_in_order", threads, "Gkeys/s", work, ordered,
          "blocks listed in memory order");
+
+  // W9n: the cache in bfloat16, read in place and widened in registers.
+  const auto to_bf16 = [](const std::vector<float>& from) {
+    std::vector<attnpool::bf16> bits(from.size());
+    attnpool::to_bfloat16(from.data(), from.size(), bits.data());
+    return bits;
+  };
+  const PageBuffer<attnpool::bf16> key_pool16(to_bf16(key_pool), true),
+      value_pool16(to_bf16(value_pool), true), key_rows16(to_bf16(keys), true),
+      value_rows16(to_bf16(values), true);
+  attnpool::PagedElementCache narrow_cache;
+  narrow_cache.keys = attnpool::dense_tensor<const attnpool::bf16>(
+      key_pool16.data.get(), blocks, 1, block_size, d);
+  narrow_cache.values = attnpool::dense_tensor<const attnpool::bf16>(
+      value_pool16.data.get(), blocks, 1, block_size, d);
+  narrow_cache.block_table = table.data();
+  narrow_cache.block_table_stride = m / block_size;
+  narrow_cache.lengths = lengths.data();
+  const Timing paged16 = Time([&] {
+    attnpool::scaled_dot_product_attention_paged(
+        q, narrow_cache, o, count, query_offsets.data(), {}, {},
+        attnpool::EmptyRows::nan, {threads});
+  });
+  Report("W9n", "attnpool_paged_decode_bfloat16", threads, "Gkeys/s", work,
+         paged16, attnpool::last_run_target() + ", blocks of 16 scattered");
+  const Timing contiguous16 = Time([&] {
+    attnpool::scaled_dot_product_attention_varlen(
+        q,
+        attnpool::dense_tensor<const attnpool::bf16>(key_rows16.data.get(), 1,
+                                                     1, count * m, d),
+        attnpool::dense_tensor<const attnpool::bf16>(value_rows16.data.get(), 1,
+                                                     1, count * m, d),
+        o, {count, query_offsets.data(), key_offsets.data()}, {}, {},
+        attnpool::EmptyRows::nan, {threads});
+  });
+  Report("W9n", "attnpool_contiguous_decode_bfloat16", threads, "Gkeys/s", work,
+         contiguous16, "the same bfloat16 rows in order");
 }
 
 // ------------------------------------------------------------- summary
