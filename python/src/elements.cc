@@ -66,6 +66,31 @@ void ScaledDotProductAttentionElements(
                                          execution);
 }
 
+// Float32 queries, keys and values of any element type (named
+// `key_name`, `value_name`) and the float32 output of an attention call
+// over packed or paged rows: (1, Hq, Σn, d) queries and out.
+struct ElementLayer {
+  ElementLayer(const InArray& queries, const char* key_name,
+               const InArray& keys, const std::string& key_type,
+               const std::optional<InArray>& key_scales, const char* value_name,
+               const InArray& values, const std::string& value_type,
+               const std::optional<InArray>& value_scales, const OutArray& out)
+      : q("queries", Float32("queries", queries)),
+        k(key_name, keys, key_type, key_scales),
+        v(value_name, values, value_type, value_scales),
+        o("out", out,
+          {q.tensor().batch, q.tensor().heads, q.tensor().rows,
+           v.tensor().cols},
+          "queries") {}
+  static const InArray& Float32(const char* name, const InArray& array) {
+    RequireFloat32(name, array);
+    return array;
+  }
+  const Input<float, 4> q;
+  const ElementArray<4> k, v;
+  const Output<float, 4> o;
+};
+
 // Packed sequences over narrow keys and values: (1, H, Σm, d) views of
 // (Σm, H, d) arrays (int8 scales (1, H, Σm)).
 void ScaledDotProductAttentionVarlenElements(
@@ -77,22 +102,15 @@ void ScaledDotProductAttentionVarlenElements(
     std::optional<double> scale, const std::string& empty_rows, int threads) {
   const attnpool::PackedSequences sequences =
       PackedSequencesOf(query_offsets, key_offsets);
-  RequireFloat32("queries", queries);
-  const Input<float, 4> q("queries", queries);
-  const ElementArray<4> k("keys", keys, key_type, key_scales);
-  const ElementArray<4> v("values", values, value_type, value_scales);
-  const auto query_tensor = q.tensor();
-  const Output<float, 4> o("out", out,
-                           {query_tensor.batch, query_tensor.heads,
-                            query_tensor.rows, v.tensor().cols},
-                           "queries");
+  const ElementLayer t(queries, "keys", keys, key_type, key_scales, "values",
+                       values, value_type, value_scales, out);
   const MaskArguments<float, 4> masks(mask_arguments, "queries");
   const auto empty = EmptyRowsOf(empty_rows);
   const auto execution = ExecutionOf(threads);
   nb::gil_scoped_release release;
   attnpool::scaled_dot_product_attention_varlen(
-      query_tensor, k.tensor(), v.tensor(), o.tensor(), sequences, masks.mask(),
-      scale, empty, execution);
+      t.q.tensor(), t.k.tensor(), t.v.tensor(), t.o.tensor(), sequences,
+      masks.mask(), scale, empty, execution);
 }
 
 // A paged cache of narrow keys and values: (blocks, Hkv, block_size, d)
@@ -107,27 +125,21 @@ void ScaledDotProductAttentionPagedElements(
     const MaskTuple& mask_arguments, std::optional<double> scale,
     const std::string& empty_rows, int threads) {
   const size_t count = PagedCount(block_table, lengths, query_offsets);
-  RequireFloat32("queries", queries);
-  const Input<float, 4> q("queries", queries);
-  const ElementArray<4> k("key_cache", key_cache, key_type, key_scales);
-  const ElementArray<4> v("value_cache", value_cache, value_type, value_scales);
-  const auto query_tensor = q.tensor();
-  const Output<float, 4> o("out", out,
-                           {query_tensor.batch, query_tensor.heads,
-                            query_tensor.rows, v.tensor().cols},
-                           "queries");
+  const ElementLayer t(queries, "key_cache", key_cache, key_type, key_scales,
+                       "value_cache", value_cache, value_type, value_scales,
+                       out);
   const MaskArguments<float, 4> masks(mask_arguments, "queries");
   const auto empty = EmptyRowsOf(empty_rows);
   const auto execution = ExecutionOf(threads);
   attnpool::PagedElementCache cache;
-  cache.keys = k.tensor();
-  cache.values = v.tensor();
+  cache.keys = t.k.tensor();
+  cache.values = t.v.tensor();
   cache.block_table = block_table.data();
   cache.block_table_stride = block_table.shape(1);
   cache.lengths = lengths.data();
   nb::gil_scoped_release release;
   attnpool::scaled_dot_product_attention_paged(
-      query_tensor, cache, o.tensor(), count, query_offsets.data(),
+      t.q.tensor(), cache, t.o.tensor(), count, query_offsets.data(),
       masks.mask(), scale, empty, execution);
 }
 
