@@ -61,10 +61,12 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
   calls.reserve(shape.batch * shape.heads);
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {
-      calls.push_back(
-          {queries.matrix(b, h), detail::RowList<T>(keys.matrix(b, h / group)),
-           detail::RowList<T>(values.matrix(b, h / group)), out.matrix(b, h),
-           detail::HeadMask(mask, b, h, shape.n, lengths[b])});
+      calls.push_back({queries.matrix(b, h),
+                       detail::RowList<T>(keys.matrix(b, h / group)),
+                       detail::RowList<T>(values.matrix(b, h / group)),
+                       out.matrix(b, h),
+                       detail::HeadMask(mask, b, h, shape.n, lengths[b]),
+                       {}});
       if (bf16_queries != nullptr) {
         calls.back().bf16_queries = {
             static_cast<const uint16_t*>(bf16_queries->matrix(b, h).data),
@@ -150,9 +152,12 @@ std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
     const size_t q0 = query_offsets[b], q1 = query_offsets[b + 1];
     for (size_t h = 0; h < heads; ++h) {
       const auto [keys, values] = sources(b, h / group);
-      detail::PoolCall<T> call{RowRange(queries.matrix(0, h), q0, q1), keys,
-                               values, RowRange(out.matrix(0, h), q0, q1),
-                               detail::HeadMask(mask, 0, h, q1 - q0, unused)};
+      detail::PoolCall<T> call{RowRange(queries.matrix(0, h), q0, q1),
+                               keys,
+                               values,
+                               RowRange(out.matrix(0, h), q0, q1),
+                               detail::HeadMask(mask, 0, h, q1 - q0, unused),
+                               {}};
       // The sequences' ends aligned: query i at key i + (m − n) + offset.
       call.mask.causal_offset =
           detail::SaturatingAdd(static_cast<std::ptrdiff_t>(keys.rows) -
