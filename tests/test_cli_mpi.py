@@ -82,6 +82,31 @@ class CliMpiTest(unittest.TestCase):
                         self.assertEqual(pathlib.Path(self.path("again.npy")).read_bytes(),
                                          pathlib.Path(self.path("split.npy")).read_bytes())
 
+    def test_reduced_precision_parts(self):
+        # bfloat16 keys (bit patterns) and int8 values with row scales: each
+        # rank maps its rows of all three files.
+        k = self.arrays["k"]
+        np.save(self.path("k16.npy"), (k.view(np.uint32) >> 16).astype(np.uint16))
+        v = self.arrays["v"]
+        scales = (np.abs(v).max(axis=1) / 127).astype(np.float32)
+        np.save(self.path("v8.npy"), np.round(v / scales[:, None]).astype(np.int8))
+        np.save(self.path("v8_scales.npy"), scales)
+        args = [("k16.npy" if a == self.path("k.npy") else a) for a in self.pool_args("x")]
+        args = [self.path(a) if a == "k16.npy" else a for a in args]
+        args = [self.path("v8.npy") if a == self.path("v.npy") else a for a in args]
+        narrow = ["--keys-dtype", "bfloat16", "--value-scales", self.path("v8_scales.npy")]
+        one = [a if a != self.path("x") else self.path("one.npy") for a in args]
+        subprocess.run([CLI, *one, *narrow], check=True, timeout=TIMEOUT)
+        whole = np.load(self.path("one.npy"))
+        for ranks in (2, 3):
+            with self.subTest(ranks=ranks):
+                split = [a if a != self.path("x") else self.path("split.npy") for a in args]
+                self.run_ranks(ranks, split + narrow)
+                got = np.load(self.path("split.npy"))
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(whole))
+                np.testing.assert_allclose(got, whole, rtol=2e-5, atol=2e-6)
+                os.remove(self.path("split.npy"))
+
     def test_no_rank_reads_beyond_its_part(self):
         report = self.path("io")
         os.mkdir(report)

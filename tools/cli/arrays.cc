@@ -160,13 +160,11 @@ bool IsNarrow(const NpyArray& array) {
          array.type == NpyType::int8;
 }
 
-StoredElements ReadStoredElements(const Arguments& arguments,
-                                  const std::string& label,
-                                  const std::string& option,
-                                  const NpyArray& array,
-                                  const std::vector<size_t>& rows_shape,
-                                  const std::string& dtype_option,
-                                  const std::string& scales_option) {
+StoredElements ReadStoredElements(
+    const Arguments& arguments, const std::string& label,
+    const std::string& option, const NpyArray& array,
+    const std::vector<size_t>& rows_shape, const std::string& dtype_option,
+    const std::string& scales_option, size_t part, size_t parts) {
   StoredElements stored;
   const auto dtype = arguments.Get(dtype_option);
   switch (array.type) {
@@ -202,7 +200,14 @@ StoredElements ReadStoredElements(const Arguments& arguments,
       throw CliError{label + " is int8: give its row scales with " +
                      scales_option + " S.npy (float32, one per row)"};
     }
-    stored.scales = Load(scales_option, *scales_path);
+    if (parts > 1) {
+      attnpool_tools::NpyRowRange range;
+      stored.scales =
+          LoadMatrixPart(scales_option, *scales_path, part, parts, &range)
+              .array;
+    } else {
+      stored.scales = Load(scales_option, *scales_path);
+    }
     if (stored.scales.type != NpyType::float32) {
       throw CliError{scales_option + " " + *scales_path + " is " +
                      NpyTypeName(stored.scales.type) + ", not float32"};

@@ -140,14 +140,14 @@ bool IsNarrow(const NpyArray& array);
 
 // The element type of `array` (read for `label`, the input of `option`),
 // checked against `dtype_option`, and int8's scales from `scales_option`,
-// of shape `rows_shape` (the array's shape without its last axis).
-StoredElements ReadStoredElements(const Arguments& arguments,
-                                  const std::string& label,
-                                  const std::string& option,
-                                  const NpyArray& array,
-                                  const std::vector<size_t>& rows_shape,
-                                  const std::string& dtype_option,
-                                  const std::string& scales_option);
+// of shape `rows_shape` (the array's shape without its last axis). With
+// parts > 1, `array` is part `part` of its file's rows (LoadMatrixPart),
+// and the scales are mapped likewise.
+StoredElements ReadStoredElements(
+    const Arguments& arguments, const std::string& label,
+    const std::string& option, const NpyArray& array,
+    const std::vector<size_t>& rows_shape, const std::string& dtype_option,
+    const std::string& scales_option, size_t part = 0, size_t parts = 1);
 
 // --visible: a bool or uint8 array.
 NpyArray LoadVisible(const std::string& path);

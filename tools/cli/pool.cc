@@ -37,9 +37,9 @@ StoredElements StoredElementsOf(const Arguments& arguments,
                                 const InputMatrix& matrix,
                                 const std::string& dtype_option,
                                 const std::string& scales_option) {
-  return ReadStoredElements(arguments, matrix.Label(), matrix.option,
-                            matrix.array, {matrix.rows}, dtype_option,
-                            scales_option);
+  return ReadStoredElements(
+      arguments, matrix.Label(), matrix.option, matrix.array, {matrix.rows},
+      dtype_option, scales_option, CurrentRanks().rank, CurrentRanks().size);
 }
 
 struct PoolInputs {
@@ -126,9 +126,19 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   const auto queries = View<T>(inputs.queries);
   if (CurrentRanks().launched) {  // the result on rank 0, which writes it
     const auto start = Clock::now();
-    PoolAcrossRanks(run.command, inputs.spec, queries, View<T>(inputs.keys),
-                    View<T>(inputs.values), MatrixRows<T>(results.out, 0, rows),
-                    mask, inputs.reduction, run.settings.execution);
+    const auto across = [&](const auto& keys, const auto& values) {
+      PoolAcrossRanks(run.command, inputs.spec, queries, keys, values,
+                      MatrixRows<T>(results.out, 0, rows), mask,
+                      inputs.reduction, run.settings.execution);
+    };
+    if constexpr (std::is_same<T, float>::value) {
+      if (inputs.stored_keys) {
+        across(ElementRowsOf(inputs.keys, *inputs.stored_keys),
+               ElementRowsOf(inputs.values, *inputs.stored_values));
+      }
+    }
+    if (!inputs.stored_keys)
+      across(View<T>(inputs.keys), View<T>(inputs.values));
     if (CurrentRanks().rank != 0) return 0;
     return Finish(run, results, Clock::now() - start, shape);
   }
@@ -169,7 +179,7 @@ InputMatrix LoadKeyRows(const std::string& option, const std::string& path,
   return matrix;
 }
 
-// What mpirun cannot split by rows of the keys, or splits only for float.
+// What mpirun cannot split by rows of the keys.
 void RequireSplittable(const Arguments& arguments, const PoolInputs& inputs) {
   for (const char* option : {"--weights", "--bias", "--visible"}) {
     if (arguments.Get(option)) {
@@ -177,9 +187,6 @@ void RequireSplittable(const Arguments& arguments, const PoolInputs& inputs) {
                      ": not under mpirun (an n x m array; each rank holds "
                      "only its keys)"};
     }
-  }
-  if (IsNarrow(inputs.keys.array) || IsNarrow(inputs.values.array)) {
-    throw CliError{"under mpirun, keys and values are float32 or float64"};
   }
 }
 

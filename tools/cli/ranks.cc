@@ -83,11 +83,11 @@ void OnEveryRank(const std::function<void()>& local) {
 
 namespace {
 
-template <typename T>
+// Rows: the keys' and values' views (ElementRows for T = float).
+template <typename T, typename Rows>
 void Pool(const Command& command, const attnpool::PoolSpec& spec,
-          attnpool::ConstMatrixView<T> queries,
-          attnpool::ConstMatrixView<T> keys,
-          attnpool::ConstMatrixView<T> values, attnpool::MatrixView<T> out,
+          attnpool::ConstMatrixView<T> queries, const Rows& keys,
+          const Rows& values, attnpool::MatrixView<T> out,
           const attnpool::Mask<T>& mask, const std::string& reduction,
           const attnpool::Execution& execution) {
   attnpool::mpi::Options options;
@@ -125,11 +125,10 @@ void OnEveryRank(const std::function<void()>& local) { local(); }
 
 namespace {
 
-template <typename T>
+template <typename T, typename Rows>
 void Pool(const Command&, const attnpool::PoolSpec&,
-          attnpool::ConstMatrixView<T>, attnpool::ConstMatrixView<T>,
-          attnpool::ConstMatrixView<T>, attnpool::MatrixView<T>,
-          const attnpool::Mask<T>&, const std::string&,
+          attnpool::ConstMatrixView<T>, const Rows&, const Rows&,
+          attnpool::MatrixView<T>, const attnpool::Mask<T>&, const std::string&,
           const attnpool::Execution&) {
   throw CliError{"this attnpool was built without MPI"};
 }
@@ -140,14 +139,14 @@ void Pool(const Command&, const attnpool::PoolSpec&,
 
 void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      attnpool::ConstMatrixView<float> queries,
-                     attnpool::ConstMatrixView<float> keys,
-                     attnpool::ConstMatrixView<float> values,
+                     const attnpool::ElementRows& keys,
+                     const attnpool::ElementRows& values,
                      attnpool::MatrixView<float> out,
                      const attnpool::Mask<float>& mask,
                      const std::string& reduction,
                      const attnpool::Execution& execution) {
-  Pool<float>(command, spec, queries, keys, values, out, mask, reduction,
-              execution);
+  Pool<float, attnpool::ElementRows>(command, spec, queries, keys, values, out,
+                                     mask, reduction, execution);
 }
 
 void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
@@ -158,8 +157,8 @@ void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      const attnpool::Mask<double>& mask,
                      const std::string& reduction,
                      const attnpool::Execution& execution) {
-  Pool<double>(command, spec, queries, keys, values, out, mask, reduction,
-               execution);
+  Pool<double, attnpool::ConstMatrixView<double>>(
+      command, spec, queries, keys, values, out, mask, reduction, execution);
 }
 
 unsigned long long BytesRead() {

@@ -39,12 +39,13 @@ const Ranks& CurrentRanks();
 void OnEveryRank(const std::function<void()>& local);
 
 // attnpool::mpi::attention_pool on MPI_COMM_WORLD, the result on rank 0
-// (`reduction`: "tree" or "rank_order"). Library errors come back as
+// (`reduction`: "tree" or "rank_order"); float keys and values may be
+// stored narrow. Library errors come back as
 // agreed CliErrors naming `command`'s options.
 void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      attnpool::ConstMatrixView<float> queries,
-                     attnpool::ConstMatrixView<float> keys,
-                     attnpool::ConstMatrixView<float> values,
+                     const attnpool::ElementRows& keys,
+                     const attnpool::ElementRows& values,
                      attnpool::MatrixView<float> out,
                      const attnpool::Mask<float>& mask,
                      const std::string& reduction,
