@@ -339,7 +339,11 @@ HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
     const size_t run = list.Run(j, end - j);
     const char* row = base + list.Offset(j) * element;
     for (size_t r = 0; r < run; ++r, row += list.stride * element) {
-      for (size_t byte = 0; byte < bytes; byte += 64) hwy::Prefetch(row + byte);
+      // Every line the row touches, from the one it starts in.
+      const size_t skew = reinterpret_cast<uintptr_t>(row) % 64;
+      for (size_t byte = 0; byte < bytes + skew; byte += 64) {
+        hwy::Prefetch(row - skew + byte);
+      }
     }
     j += run;
   }

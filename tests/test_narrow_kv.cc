@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -423,81 +424,104 @@ attnpool::TensorView<const float> InterleavedHeldHeads(const StoredRows& stored,
 }
 
 // Packed sequences (varlen) and a paged cache of narrow keys and values,
-// grouped heads, prefill and batched decode, causal: bitwise the float
-// calls on the held values.
+// grouped heads, prefill and batched decode, causal (with and without a
+// window, which starts each sequence's rows past its first), at the tile
+// depth and the small one: bitwise the float calls on the held values. The
+// long sequence (70 keys, past the decode path's prefetch distance) has
+// scattered blocks and a run of abutting ones.
 ATTNPOOL_TEST_EACH_TARGET(NarrowPacked, "narrow_kv.varlen_and_paged",
                           "[narrow_kv]") {
   std::mt19937_64 rng(kSeed + 93);
   INFO("seed " << kSeed + 93);
-  const size_t heads = 4, kv_heads = 2, d = 16, block = 4, blocks = 12;
-  const std::vector<size_t> lengths = {7, 13, 1};
-  const std::vector<int32_t> table = {5, 2,  -1, -1,  //
-                                      0, 9,  3,  11,  //
-                                      7, -1, -1, -1};
-  const std::vector<size_t> key_offsets = {0, 7, 20, 21};
-  for (const std::vector<size_t>& query_offsets :
-       {std::vector<size_t>{0, 3, 8, 9}, std::vector<size_t>{0, 1, 2, 3}}) {
-    const size_t n = query_offsets.back();
-    TestMatrix<float> q(heads * n, d), pool_k(blocks * block * kv_heads, d),
-        pool_v(blocks * block * kv_heads, d), packed_k(21 * kv_heads, d),
-        packed_v(21 * kv_heads, d);
-    for (auto* m : {&q, &pool_k, &pool_v, &packed_k, &packed_v}) {
-      m->FillRandom(rng, 1);
-    }
-    const attnpool::TensorView<const float> queries{
-        q.data(), 1, heads, n, d, heads * n * d, n * d, d};
-    attnpool::AttentionMask<float> mask;
-    mask.causal = true;
-    const auto out_tensor = [&](TestMatrix<float>& out) {
-      return attnpool::TensorView<float>{
-          out.data(), 1, heads, n, d, heads * n * (d + 1), n * (d + 1), d + 1};
-    };
-    for (const TypePair& types : kTypePairs) {
-      INFO("n=" << n << " keys " << attnpool::element_type_name(types.keys)
-                << " values " << attnpool::element_type_name(types.values)
-                << " on " << CurrentTarget());
-      // Packed sequences.
-      {
-        const StoredRows keys(types.keys, packed_k),
-            values(types.values, packed_v);
-        const attnpool::PackedSequences sequences{3, query_offsets.data(),
-                                                  key_offsets.data()};
-        TestMatrix<float> narrow(heads * n, d, 1, 2), held(heads * n, d, 1, 2);
-        attnpool::scaled_dot_product_attention_varlen(
-            queries, InterleavedHeads(keys, 1, kv_heads, 21),
-            InterleavedHeads(values, 1, kv_heads, 21), out_tensor(narrow),
-            sequences, mask);
-        RequireRanOnTarget();
-        attnpool::scaled_dot_product_attention_varlen(
-            queries, InterleavedHeldHeads(keys, 1, kv_heads, 21),
-            InterleavedHeldHeads(values, 1, kv_heads, 21), out_tensor(held),
-            sequences, mask);
-        REQUIRE(SameBits(narrow, held));
+  const size_t heads = 4, kv_heads = 2, block = 4, blocks = 40, stride = 18;
+  const std::vector<size_t> lengths = {7, 70, 1};
+  std::vector<int32_t> table(3 * stride, -1);
+  table[0] = 5, table[1] = 2;
+  const int32_t long_blocks[4] = {0, 9, 10, 11};  // then 20 … 33
+  for (size_t p = 0; p < stride; ++p) {
+    table[stride + p] = p < 4 ? long_blocks[p] : int32_t(16 + p);
+  }
+  table[2 * stride] = 7;
+  const std::vector<size_t> key_offsets = {0, 7, 77, 78};
+  const size_t total_keys = key_offsets.back();
+  for (const auto& [d, dv] : {std::pair<size_t, size_t>{16, 16}, {4, 3}}) {
+    for (const std::vector<size_t>& query_offsets :
+         {std::vector<size_t>{0, 3, 8, 9}, std::vector<size_t>{0, 1, 2, 3}}) {
+      const size_t n = query_offsets.back();
+      TestMatrix<float> q(heads * n, d), pool_k(blocks * block * kv_heads, d),
+          pool_v(blocks * block * kv_heads, dv),
+          packed_k(total_keys * kv_heads, d),
+          packed_v(total_keys * kv_heads, dv);
+      for (auto* m : {&q, &pool_k, &pool_v, &packed_k, &packed_v}) {
+        m->FillRandom(rng, 1);
       }
-      // A paged cache, blocks scattered through the pool.
-      {
-        const StoredRows keys(types.keys, pool_k), values(types.values, pool_v);
-        attnpool::PagedElementCache cache;
-        cache.keys = InterleavedHeads(keys, blocks, kv_heads, block);
-        cache.values = InterleavedHeads(values, blocks, kv_heads, block);
-        cache.block_table = table.data();
-        cache.block_table_stride = 4;
-        cache.lengths = lengths.data();
-        attnpool::PagedKVCache<float> held_cache;
-        held_cache.keys = InterleavedHeldHeads(keys, blocks, kv_heads, block);
-        held_cache.values =
-            InterleavedHeldHeads(values, blocks, kv_heads, block);
-        held_cache.block_table = table.data();
-        held_cache.block_table_stride = 4;
-        held_cache.lengths = lengths.data();
-        TestMatrix<float> narrow(heads * n, d, 1, 2), held(heads * n, d, 1, 2);
-        attnpool::scaled_dot_product_attention_paged(
-            queries, cache, out_tensor(narrow), 3, query_offsets.data(), mask);
-        RequireRanOnTarget();
-        attnpool::scaled_dot_product_attention_paged(
-            queries, held_cache, out_tensor(held), 3, query_offsets.data(),
-            mask);
-        REQUIRE(SameBits(narrow, held));
+      const attnpool::TensorView<const float> queries{
+          q.data(), 1, heads, n, d, heads * n * d, n * d, d};
+      const auto out_tensor = [&](TestMatrix<float>& out) {
+        return attnpool::TensorView<float>{
+            out.data(),   1,     heads, n, dv, heads * n * (dv + 1),
+            n * (dv + 1), dv + 1};
+      };
+      for (const std::optional<size_t> window :
+           {std::optional<size_t>(), std::optional<size_t>(5)}) {
+        attnpool::AttentionMask<float> mask;
+        mask.causal = true;
+        mask.window_left = window;
+        for (const TypePair& types : kTypePairs) {
+          INFO("d=" << d << " dv=" << dv << " n=" << n << " window "
+                    << (window ? int(*window) : -1) << " keys "
+                    << attnpool::element_type_name(types.keys) << " values "
+                    << attnpool::element_type_name(types.values) << " on "
+                    << CurrentTarget());
+          // Packed sequences.
+          {
+            const StoredRows keys(types.keys, packed_k),
+                values(types.values, packed_v);
+            const attnpool::PackedSequences sequences{3, query_offsets.data(),
+                                                      key_offsets.data()};
+            TestMatrix<float> narrow(heads * n, dv, 1, 2),
+                held(heads * n, dv, 1, 2);
+            attnpool::scaled_dot_product_attention_varlen(
+                queries, InterleavedHeads(keys, 1, kv_heads, total_keys),
+                InterleavedHeads(values, 1, kv_heads, total_keys),
+                out_tensor(narrow), sequences, mask);
+            RequireRanOnTarget();
+            attnpool::scaled_dot_product_attention_varlen(
+                queries, InterleavedHeldHeads(keys, 1, kv_heads, total_keys),
+                InterleavedHeldHeads(values, 1, kv_heads, total_keys),
+                out_tensor(held), sequences, mask);
+            REQUIRE(SameBits(narrow, held));
+          }
+          // A paged cache.
+          {
+            const StoredRows keys(types.keys, pool_k),
+                values(types.values, pool_v);
+            attnpool::PagedElementCache cache;
+            cache.keys = InterleavedHeads(keys, blocks, kv_heads, block);
+            cache.values = InterleavedHeads(values, blocks, kv_heads, block);
+            cache.block_table = table.data();
+            cache.block_table_stride = stride;
+            cache.lengths = lengths.data();
+            attnpool::PagedKVCache<float> held_cache;
+            held_cache.keys =
+                InterleavedHeldHeads(keys, blocks, kv_heads, block);
+            held_cache.values =
+                InterleavedHeldHeads(values, blocks, kv_heads, block);
+            held_cache.block_table = table.data();
+            held_cache.block_table_stride = stride;
+            held_cache.lengths = lengths.data();
+            TestMatrix<float> narrow(heads * n, dv, 1, 2),
+                held(heads * n, dv, 1, 2);
+            attnpool::scaled_dot_product_attention_paged(
+                queries, cache, out_tensor(narrow), 3, query_offsets.data(),
+                mask);
+            RequireRanOnTarget();
+            attnpool::scaled_dot_product_attention_paged(
+                queries, held_cache, out_tensor(held), 3, query_offsets.data(),
+                mask);
+            REQUIRE(SameBits(narrow, held));
+          }
+        }
       }
     }
   }
