@@ -444,7 +444,9 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPacked, "narrow_kv.varlen_and_paged",
   table[2 * stride] = 7;
   const std::vector<size_t> key_offsets = {0, 7, 77, 78};
   const size_t total_keys = key_offsets.back();
-  for (const auto& [d, dv] : {std::pair<size_t, size_t>{16, 16}, {4, 3}}) {
+  for (const auto& depths : {std::pair<size_t, size_t>{16, 16}, {4, 3}}) {
+    // (Named copies: clang 14 lambdas cannot capture structured bindings.)
+    const size_t d = depths.first, dv = depths.second;
     for (const std::vector<size_t>& query_offsets :
          {std::vector<size_t>{0, 3, 8, 9}, std::vector<size_t>{0, 1, 2, 3}}) {
       const size_t n = query_offsets.back();
