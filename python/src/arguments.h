@@ -196,4 +196,18 @@ inline size_t PagedCount(const BlockTable& block_table, const Lengths& lengths,
   return count;
 }
 
+// A paged cache (attnpool::PagedKVCache<T> or PagedElementCache) of these
+// pools, block table and lengths.
+template <typename Cache, typename Pool>
+Cache PagedCacheOf(const Pool& keys, const Pool& values,
+                   const BlockTable& block_table, const Lengths& lengths) {
+  Cache cache;
+  cache.keys = keys;
+  cache.values = values;
+  cache.block_table = block_table.data();
+  cache.block_table_stride = block_table.shape(1);
+  cache.lengths = lengths.data();
+  return cache;
+}
+
 }  // namespace attnpool_python

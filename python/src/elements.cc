@@ -131,12 +131,8 @@ void ScaledDotProductAttentionPagedElements(
   const MaskArguments<float, 4> masks(mask_arguments, "queries");
   const auto empty = EmptyRowsOf(empty_rows);
   const auto execution = ExecutionOf(threads);
-  attnpool::PagedElementCache cache;
-  cache.keys = t.k.tensor();
-  cache.values = t.v.tensor();
-  cache.block_table = block_table.data();
-  cache.block_table_stride = block_table.shape(1);
-  cache.lengths = lengths.data();
+  const auto cache = PagedCacheOf<attnpool::PagedElementCache>(
+      t.k.tensor(), t.v.tensor(), block_table, lengths);
   nb::gil_scoped_release release;
   attnpool::scaled_dot_product_attention_paged(
       t.q.tensor(), cache, t.o.tensor(), count, query_offsets.data(),

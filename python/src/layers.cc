@@ -84,12 +84,8 @@ void ScaledDotProductAttentionPaged(
     const MaskArguments<T, 4> masks(mask_arguments, "queries");
     const auto empty = EmptyRowsOf(empty_rows);
     const auto execution = ExecutionOf(threads);
-    attnpool::PagedKVCache<T> cache;
-    cache.keys = t.k.tensor();
-    cache.values = t.v.tensor();
-    cache.block_table = block_table.data();
-    cache.block_table_stride = block_table.shape(1);
-    cache.lengths = lengths.data();
+    const auto cache = PagedCacheOf<attnpool::PagedKVCache<T>>(
+        t.k.tensor(), t.v.tensor(), block_table, lengths);
     nb::gil_scoped_release release;
     attnpool::scaled_dot_product_attention_paged(
         t.q.tensor(), cache, t.o.tensor(), count, query_offsets.data(),

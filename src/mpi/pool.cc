@@ -113,8 +113,7 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
       comm, layout, keys, values, depth,
       [&](int shard, ConstMatrixView<T> shard_keys,
           ConstMatrixView<T> shard_values) {
-        OwnedState<T> fresh(queries.rows, columns);
-        std::swap(part, fresh);
+        // (attention_pool_partial writes every row of `part`.)
         // The sink joins shard 0's state alone.
         Mask<T> shard_mask = local_mask;
         if (shard != 0) shard_mask.sink.reset();
