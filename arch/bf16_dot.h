@@ -1,15 +1,33 @@
 // The bf16 dot-product score tile (internal): Q·Kᵀ of bfloat16 queries and
-// keys on the CPU's bf16 dot-product instruction (x86 AVX512_BF16
-// vdpbf16ps: each fp32 lane adds the products of a pair of bf16 elements,
-// exact, rounding as a chain of two fused multiply-adds; subnormal bf16
-// inputs count as 0). Not a Highway target: one x86 function compiled for
-// that extension, chosen at run time where the CPU has it and the active
-// target is AVX3 (src/fused.cc). Elsewhere Bf16DotSupported() is false.
-// Target-independent interface.
+// keys on the CPU's bf16 dot-product instruction, where each fp32 lane adds
+// the products of a pair of bf16 elements (exact products; subnormal bf16
+// inputs count as 0):
+//   x86 AVX512_BF16 vdpbf16ps (arch/bf16_dot_x86.cc): rounds to nearest
+//     even, as a chain of two fused multiply-adds;
+//   ARMv8.6 BF16 BFDOT (arch/bf16_dot_arm.cc): the pair's sum, then the
+//     accumulation, each rounded to odd (at most one float ulp each, not
+//     half), subnormal results flushed to 0.
+// Either stays within the float tile's bound of d + 2 roundings. Not a
+// Highway target: functions compiled for that extension alone, chosen at
+// run time where the CPU has it and the active target is one of its
+// family's vector targets (Bf16TileDispatched, src/fused.cc). Elsewhere
+// Bf16DotSupported() is false. Target-independent interface.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+// Which file compiles the instruction's tile: one at most.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ATTNPOOL_BF16_DOT_X86 1
+#else
+#define ATTNPOOL_BF16_DOT_X86 0
+#endif
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+#define ATTNPOOL_BF16_DOT_ARM 1
+#else
+#define ATTNPOOL_BF16_DOT_ARM 0
+#endif
 
 namespace attnpool {
 namespace detail {
@@ -19,6 +37,12 @@ constexpr size_t kBf16PanelKeys = 32;
 
 // Whether this CPU runs the bf16 tile.
 bool Bf16DotSupported();
+
+// Whether the tile_bf16 path runs now: the CPU has the instruction and the
+// dispatched target is one beside which it exists (x86: AVX3; ARM: NEON and
+// SVE, not the emulated EMU128/SCALAR), so forcing a target off turns it
+// off.
+bool Bf16TileDispatched();
 
 // uint32 elements of one packed panel of keys of `depth` coordinates.
 inline size_t Bf16PanelElements(size_t depth) {
@@ -41,6 +65,24 @@ void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
                    const uint32_t* panels, size_t panel_begin, size_t panel_end,
                    size_t row_begin, size_t row_end, float* scores,
                    size_t score_stride, size_t row_origin, size_t key_origin);
+
+// Query coordinates 2·pair and 2·pair + 1 of a bf16 row of `depth`
+// coordinates as one uint32, as the panels hold them (0 past depth).
+inline uint32_t QueryPair(const uint16_t* row, size_t pair, size_t depth) {
+  const size_t p = 2 * pair;
+  const uint32_t high = p + 1 < depth ? row[p + 1] : 0;
+  return row[p] | high << 16;
+}
+
+// Rows a panel tile computes at most (the row registers of the widest ISA).
+constexpr size_t kBf16MaxTileRows = 8;
+
+// The ISA's panel tile (arch/bf16_dot_x86.cc, arch/bf16_dot_arm.cc):
+// outs[r][lane] = Σ_p q(r, p)·k(lane, p) for the `rows` query rows
+// query_rows[r] (rows ≤ Bf16TileRows()) and one packed panel's 32 keys.
+size_t Bf16TileRows();
+void Bf16PanelTile(size_t rows, const uint16_t* const* query_rows, size_t depth,
+                   const uint32_t* panel, float* const* outs);
 
 }  // namespace detail
 }  // namespace attnpool

@@ -566,8 +566,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     const size_t in_stretch = (key - first_block) % stretch;
     T* HWY_RESTRICT block_scores = scores + in_stretch;
     if (plan.path == detail::FusedPath::tile_bf16) {
-      // (Panels of kBf16PanelKeys keys, the width of AVX3's float panels,
-      // the only target it runs on.)
+      // (Panels of kBf16PanelKeys keys: the fused plan's panel width on this
+      // path, whatever the target's float panels.)
       if constexpr (std::is_same<T, float>::value) {
         detail::Bf16DotScores(plan.bf16_queries, plan.bf16_query_stride,
                               plan.queries.cols, plan.bf16_panels, panel_begin,

@@ -21,9 +21,12 @@ namespace attnpool {
 namespace detail {
 HWY_EXPORT(ThisTarget);
 int64_t DispatchedTarget() { return HWY_DYNAMIC_DISPATCH(ThisTarget)(); }
-bool DispatchesAvx512() {
+bool DispatchesBf16Family() {
 #if HWY_ARCH_X86
   return (DispatchedTarget() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
+#elif HWY_ARCH_ARM_A64
+  return (DispatchedTarget() &
+          (HWY_NEON | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)) != 0;
 #else
   return false;
 #endif

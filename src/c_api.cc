@@ -228,6 +228,11 @@ const char* attnpool_active_target(void) {
   return ThreadLocalText(name, attnpool::active_target);
 }
 
+const char* attnpool_bf16_dot_instruction(void) {
+  thread_local std::string name;
+  return ThreadLocalText(name, attnpool::bf16_dot_instruction);
+}
+
 const char* attnpool_last_run_target(void) {
   thread_local std::string name;
   return ThreadLocalText(name, attnpool::last_run_target);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/bf16_dot.h"
 #include "arch/target_probe.h"
 #include "hwy/targets.h"
 #include "src/dispatch.h"
@@ -139,6 +140,12 @@ void reset_target() {
   detail::EnsureDispatchReady();
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+}
+
+std::string bf16_dot_instruction() {
+  detail::EnsureDispatchReady();
+  if (!detail::Bf16TileDispatched()) return "";
+  return HWY_ARCH_X86 ? "AVX512_BF16" : "BF16";
 }
 
 std::string last_run_target() {

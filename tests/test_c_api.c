@@ -1296,6 +1296,11 @@ int main(void) {
     const int before = failures;
     CHECK(attnpool_force_target(name) == ATTNPOOL_OK);
     CHECK(strcmp(attnpool_active_target(), name) == 0);
+    /* The bf16 tile runs beside AVX3, NEON and SVE only. */
+    if (strcmp(name, "AVX3") != 0 && strcmp(name, "NEON") != 0 &&
+        strncmp(name, "SVE", 3) != 0) {
+      CHECK(attnpool_bf16_dot_instruction()[0] == '\0');
+    }
     test_stages();
     CHECK(strcmp(attnpool_last_run_target(), name) == 0);
     test_pool_float64();

@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "arch/bf16_dot.h"
 #include "tests/each_target.h"
 #include "tests/require_rejected.h"
 #include "tests/test_data.h"
@@ -589,15 +588,15 @@ void RequireWithinScoreRounding(const TestMatrix<float>& narrow,
 }
 
 // bf16 queries too: the "tile_bf16" path where the CPU has the bf16
-// dot-product instruction beside AVX3 (another order of the products' sum:
-// within what a rounding of each score moves the result), else bitwise the
+// dot-product instruction beside the forced target (AVX3; ARM NEON and SVE
+// under qemu's max CPU, BFDOT rounding to odd; another order of the products'
+// sum: within what a rounding of each score moves the result), else bitwise the
 // float call on the held values.
 ATTNPOOL_TEST_EACH_TARGET(NarrowQueries, "narrow_kv.bf16_queries",
                           "[narrow_kv]") {
   std::mt19937_64 rng(kSeed + 93);
   INFO("seed " << kSeed + 93);
-  const bool dot_instruction =
-      CurrentTarget() == "AVX3" && attnpool::detail::Bf16DotSupported();
+  const bool dot_instruction = !attnpool::bf16_dot_instruction().empty();
   for (size_t d : {64u, 13u, 1u}) {
     for (size_t n : {40u, 3u}) {
       const size_t m = 300, dv = 16;
@@ -694,8 +693,7 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpaQueries, "narrow_kv.sdpa_queries",
     attnpool::scaled_dot_product_attention(
         held_tensor(queries, heads), held_tensor(keys, kv_heads),
         held_tensor(values, kv_heads), out(held), mask);
-    const bool dot_instruction =
-        CurrentTarget() == "AVX3" && attnpool::detail::Bf16DotSupported();
+    const bool dot_instruction = !attnpool::bf16_dot_instruction().empty();
     if (query_type == ElementType::bfloat16 && dot_instruction) {
       REQUIRE(path == "tile_bf16");
       for (size_t h = 0; h < heads; ++h) {

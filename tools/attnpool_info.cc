@@ -37,6 +37,9 @@ int main() {
     std::printf("supported targets: %s\n",
                 Join(attnpool::supported_targets()).c_str());
     std::printf("active target:     %s\n", attnpool::active_target().c_str());
+    const std::string bf16_dot = attnpool::bf16_dot_instruction();
+    std::printf("bf16 dot tile:     %s\n",
+                bf16_dot.empty() ? "none" : bf16_dot.c_str());
     std::printf("OpenMP threads:    %d\n", omp_get_max_threads());
     std::printf("CPU model:         %s\n", CpuModel().c_str());
   } catch (const attnpool::Error& error) {

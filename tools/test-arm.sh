@@ -11,9 +11,10 @@
 #                             stage and attention tests: a wide vector length
 #                             (A64FX's), 40 times slower to emulate on some
 #                             Intel hosts.
-# the two in parallel, one per core; then the dispatch on a64fx (SVE, no
-# SVE2) and cortex-a72 (NEON only), and the CTest cases (ATTNPOOL_ISA, the
-# fuzz corpus, the C API) on max with 128-bit SVE.
+# the two in parallel, one per core; then the dispatch (and the BFDOT tile,
+# max only) on a64fx (SVE, no SVE2) and cortex-a72 (NEON only), and the
+# CTest cases (ATTNPOOL_ISA, the fuzz corpus, the C API) on max with 128-bit
+# SVE.
 # usage: tools/test-arm.sh [build-dir]   (default build-arm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,9 +61,14 @@ grep -q "in ${#wide[@]} test cases" "$build/qemu-sve512.log" ||
 for cpu in max a64fx cortex-a72; do
   printf '%-10s ' "$cpu"
   QEMU_CPU=$cpu qemu-aarch64 "$build/tools/attnpool-info" |
-    grep -E "supported|active" | tr -s ' \n' ' '
+    grep -E "supported|active|bf16" | tr -s ' \n' ' '
   echo
 done
+# BFDOT: max has FEAT_BF16; a64fx and cortex-a72 do not.
+[[ $(QEMU_CPU=max qemu-aarch64 "$build/tools/attnpool-info" |
+  grep -c "bf16 dot tile: *BF16$") == 1 ]] || { echo "max: no BFDOT tile"; failed=1; }
+[[ $(QEMU_CPU=a64fx qemu-aarch64 "$build/tools/attnpool-info" |
+  grep -c "bf16 dot tile: *none$") == 1 ]] || { echo "a64fx: a BFDOT tile"; failed=1; }
 [[ $(QEMU_CPU=a64fx qemu-aarch64 "$build/tools/attnpool-info" |
   grep -c "active target: *SVE$") == 1 ]] || { echo "a64fx: SVE not chosen"; failed=1; }
 [[ $(QEMU_CPU=cortex-a72 qemu-aarch64 "$build/tools/attnpool-info" |

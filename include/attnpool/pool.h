@@ -69,10 +69,11 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
 // The same with queries stored in any element type too: widened once (n × d
 // floats). Dot products of bfloat16 queries and bfloat16 keys take the
 // "tile_bf16" path where the CPU has a bf16 dot-product instruction
-// (AVX512_BF16, beside the AVX3 target): the scores on it, products of the
-// bf16 values exact and summed in float, in another order than the float
-// tile (within the same bound; bf16 subnormals count as 0 there); the rest
-// as the float path.
+// (x86 AVX512_BF16 beside the AVX3 target; ARMv8.6 BF16 beside NEON or
+// SVE): the scores on it, products of the bf16 values exact and summed in
+// float, in another order than the float tile (within the same bound; bf16
+// subnormals count as 0 there, and ARM's BFDOT rounds its sums to odd); the
+// rest as the float path.
 void attention_pool(const PoolSpec& spec, const ElementRows& queries,
                     const ElementRows& keys, const ElementRows& values,
                     MatrixView<float> out, const Mask<float>& mask = {},

@@ -43,6 +43,13 @@ void force_target(const std::string& name);
 // Back to the best supported target (ignores ATTNPOOL_ISA).
 void reset_target();
 
+// The bf16 dot-product instruction that dot products of bfloat16 queries
+// and keys run on now (pool.h, the "tile_bf16" path): "AVX512_BF16" (x86
+// vdpbf16ps, beside AVX3) or "BF16" (ARMv8.6 BFDOT, beside NEON and SVE);
+// "" where they do not (the CPU lacks it, or the active target is another,
+// forced or not).
+std::string bf16_dot_instruction();
+
 // The target on which the calling thread's most recent attnpool computation
 // actually ran, or "" if it ran none yet (or the last call had nothing to do).
 std::string last_run_target();

@@ -53,6 +53,7 @@ NB_MODULE(_core, m) {
   m.def("force_target", &attnpool::force_target);
   m.def("reset_target", &attnpool::reset_target);
   m.def("last_run_target", &attnpool::last_run_target);
+  m.def("bf16_dot_instruction", &attnpool::bf16_dot_instruction);
   m.def("last_fused_path", &attnpool::last_fused_path);
   m.def("input_copies", [] { return g_input_copies.load(); });
   m.def("kernel_names", [] { return NamesOf(attnpool::kKernels); });

@@ -141,6 +141,8 @@ def test_bfloat16_queries(target):
     spec = {"distance": "dot", "kernel": "exp", "normalize": "softmax"}
     got = attnpool.attention_pool(qb, kb, vb, **spec)
     path = attnpool.last_fused_path()
+    # The tile runs exactly where the instruction is reported.
+    assert (path == "tile_bf16") == (attnpool.bf16_dot_instruction() != "")
     want = attnpool.attention_pool(*held, **spec)
     if path == "tile_bf16":
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(v).max())

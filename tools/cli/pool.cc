@@ -180,7 +180,7 @@ InputMatrix LoadKeyRows(const std::string& option, const std::string& path,
 }
 
 // What mpirun cannot split by rows of the keys.
-void RequireSplittable(const Arguments& arguments, const PoolInputs& inputs) {
+void RequireSplittable(const Arguments& arguments) {
   for (const char* option : {"--weights", "--bias", "--visible"}) {
     if (arguments.Get(option)) {
       throw CliError{std::string(option) +
@@ -226,7 +226,7 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
       LoadKeyRows("--keys", arguments.Required("--keys"), &inputs.key_total);
   inputs.values =
       LoadKeyRows("--values", arguments.Required("--values"), &value_total);
-  if (CurrentRanks().launched) RequireSplittable(arguments, inputs);
+  if (CurrentRanks().launched) RequireSplittable(arguments);
   if (IsNarrow(inputs.keys.array) || IsNarrow(inputs.values.array)) {
     if (inputs.queries.array.type != NpyType::float32) {
       throw CliError{inputs.queries.Label() +
