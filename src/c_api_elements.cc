@@ -77,6 +77,21 @@ attnpool_status attnpool_pool_elements(const attnpool_pool_spec* spec,
   });
 }
 
+attnpool_status attnpool_pool_element_queries(
+    const attnpool_pool_spec* spec, const attnpool_element_tensor* queries,
+    const attnpool_element_tensor* keys, const attnpool_element_tensor* values,
+    const attnpool_matrix* out, const attnpool_mask* mask,
+    const attnpool_execution* execution) {
+  return Guard([&] {
+    const attnpool::PoolSpec pool_spec = PoolSpecOf(Required(spec, "spec"));
+    const auto q = ElementRowsOf(queries, "queries");
+    const auto k = ElementRowsOf(keys, "keys");
+    const auto v = ElementRowsOf(values, "values");
+    attnpool::attention_pool(pool_spec, q, k, v, ViewOf<float>(out, "out"),
+                             MaskOf<float>(mask), ExecutionOf(execution));
+  });
+}
+
 attnpool_status attnpool_pool_partial_elements(
     const attnpool_pool_spec* spec, const attnpool_const_matrix* queries,
     const attnpool_element_tensor* keys, const attnpool_element_tensor* values,
@@ -114,6 +129,22 @@ attnpool_status attnpool_scaled_dot_product_attention_elements(
     attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
   return Guard([&] {
     const auto q = Tensor<float>(queries, "queries");
+    const auto k = ElementTensorOf(keys, "keys");
+    const auto v = ElementTensorOf(values, "values");
+    const auto o = Tensor<float>(out, "out");
+    attnpool::scaled_dot_product_attention(
+        q, k, v, o, AttentionMaskOf<float>(mask), ScaleOf(scale),
+        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+  });
+}
+
+attnpool_status attnpool_scaled_dot_product_attention_element_queries(
+    const attnpool_element_tensor* queries, const attnpool_element_tensor* keys,
+    const attnpool_element_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
+  return Guard([&] {
+    const auto q = ElementTensorOf(queries, "queries");
     const auto k = ElementTensorOf(keys, "keys");
     const auto v = ElementTensorOf(values, "values");
     const auto o = Tensor<float>(out, "out");

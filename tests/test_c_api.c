@@ -1185,6 +1185,79 @@ static void test_elements(void) {
                                       &q, &hk, &hdm, NULL) == ATTNPOOL_OK);
     CHECK(memcmp(distances, held_distances, sizeof(distances)) == 0);
   }
+  /* Queries stored narrow too: binary16 queries widened once (bitwise the
+   * float call on the values they hold); bfloat16 queries with the bf16
+   * keys take the bf16 dot-product tile where one is reported (within a
+   * rounding of each score of the float call), else bitwise. */
+  {
+    uint16_t queries16[N * D];
+    float held_queries[N * D];
+    const attnpool_const_matrix hq = {held_queries, N, D, 0};
+    attnpool_element_tensor eq;
+    memset(&eq, 0, sizeof(eq));
+    eq.element = ATTNPOOL_ELEMENT_FLOAT16;
+    eq.data = (attnpool_const_tensor){queries16, 1, 1, N, D, 0, 0, 0};
+    CHECK(attnpool_to_float16(queries, N * D, queries16) == ATTNPOOL_OK);
+    CHECK(attnpool_float16_to_float(queries16, N * D, held_queries) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_pool_element_queries(&spec, &eq, &k, &v, &o, NULL, NULL) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &hq, &hk, &hv, &e, NULL,
+                        NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(out, expected, sizeof(out)) == 0);
+    eq.element = ATTNPOOL_ELEMENT_BFLOAT16;
+    CHECK(attnpool_to_bfloat16(queries, N * D, queries16) == ATTNPOOL_OK);
+    CHECK(attnpool_bfloat16_to_float(queries16, N * D, held_queries) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_pool_element_queries(&spec, &eq, &k, &v, &o, NULL, NULL) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &hq, &hk, &hv, &e, NULL,
+                        NULL) == ATTNPOOL_OK);
+    if (attnpool_bf16_dot_instruction()[0] == '\0') {
+      CHECK(memcmp(out, expected, sizeof(out)) == 0);
+    } else {
+      float largest = 0;
+      for (int i = 0; i < M * DV; ++i) {
+        largest = fmaxf(largest, fabsf(held_values[i]));
+      }
+      for (int i = 0; i < N * DV; ++i) {
+        CHECK(fabsf(out[i] - expected[i]) <= 1e-4f * largest);
+      }
+    }
+    /* SDPA: the same queries as two heads of 3 rows over one key head. */
+    const attnpool_const_tensor tq = {held_queries, 1, 2, N / 2, D, 0, 0, 0},
+                                tk = {held_keys, 1, 1, M, D, 0, 0, 0},
+                                tv = {held_values, 1, 1, M, DV, 0, 0, 0};
+    const attnpool_tensor to = {out, 1, 2, N / 2, DV, 0, 0, 0},
+                          te = {expected, 1, 2, N / 2, DV, 0, 0, 0};
+    eq.element = ATTNPOOL_ELEMENT_FLOAT16;
+    eq.data = (attnpool_const_tensor){queries16, 1, 2, N / 2, D, 0, 0, 0};
+    CHECK(attnpool_to_float16(queries, N * D, queries16) == ATTNPOOL_OK);
+    CHECK(attnpool_float16_to_float(queries16, N * D, held_queries) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_scaled_dot_product_attention_element_queries(
+              &eq, &k, &v, &to, NULL, NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_scaled_dot_product_attention(
+              ATTNPOOL_FLOAT32, &tq, &tk, &tv, &te, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(out, expected, 2 * (N / 2) * DV * sizeof(float)) == 0);
+    /* Errors name the queries; nothing written. */
+    for (int i = 0; i < N * DV; ++i) out[i] = -5;
+    eq.element = (attnpool_element)9;
+    CHECK(attnpool_scaled_dot_product_attention_element_queries(
+              &eq, &k, &v, &to, NULL, NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL) ==
+          ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strcmp(attnpool_last_error_argument(), "queries.element") == 0);
+    eq.element = ATTNPOOL_ELEMENT_FLOAT16;  /* two heads: not a matrix */
+    CHECK(attnpool_pool_element_queries(&spec, &eq, &k, &v, &o, NULL, NULL) ==
+          ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strcmp(attnpool_last_error_argument(), "queries.heads") == 0);
+    CHECK(attnpool_pool_element_queries(&spec, NULL, &k, &v, &o, NULL, NULL) ==
+          ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strcmp(attnpool_last_error_argument(), "queries") == 0);
+    for (int i = 0; i < N * DV; ++i) CHECK(out[i] == -5);
+  }
   /* SDPA over binary16 keys and values, two heads sharing them. */
   {
     uint16_t half_values[M * DV];

@@ -163,6 +163,39 @@ class CliTest(unittest.TestCase):
                              self.path("held.npy"))
                 np.testing.assert_array_equal(np.load(self.path("narrow.npy")),
                                               np.load(self.path("held.npy")))
+        # Queries stored narrow too, rows per call split: float16 and int8
+        # queries bitwise the float32 run on the values they hold; bfloat16
+        # queries with the bfloat16 keys take the bf16 dot-product tile where
+        # `attnpool targets` reports one (within a score rounding), else
+        # bitwise.
+        q_bits = ((q.view(np.uint32).astype(np.uint64) + 0x7FFF +
+                   ((q.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        q_scales = (np.abs(q).max(axis=1) / np.float32(127)).astype(np.float32)
+        q8 = np.rint(q * (np.float32(127) / np.abs(q).max(axis=1))[:, None]).astype(np.int8)
+        stored_queries = {
+            "f16": ([self.save("q16.npy", q.astype(np.float16))],
+                    q.astype(np.float16).astype(np.float32)),
+            "bf16": ([self.save("qb.npy", q_bits), "--queries-dtype", "bfloat16"],
+                     (q_bits.astype(np.uint32) << 16).view(np.float32)),
+            "int8": ([self.save("q8.npy", q8), "--query-scales", self.save("qs.npy", q_scales)],
+                     (q_scales[:, None] * q8.astype(np.float32)).astype(np.float32))}
+        bf16_dot = "bf16 dot:  none" not in self.run_cli("targets").stdout
+        for name, (options, held_queries) in stored_queries.items():
+            with self.subTest(queries=name):
+                self.run_cli("pool", "--queries", *options, "--keys", self.path("kb.npy"),
+                             "--keys-dtype", "bfloat16", "--values", self.path("v8.npy"),
+                             "--value-scales", self.path("vs.npy"), *spec,
+                             "--rows-per-call", "4", "-o", self.path("narrow.npy"))
+                self.run_cli("pool", "--queries", self.save("qh.npy", held_queries),
+                             "--keys", self.save("kh.npy", held_keys["bf16"]), "--values",
+                             self.path("vh.npy"), *spec, "-o", self.path("held.npy"))
+                narrow, held = np.load(self.path("narrow.npy")), np.load(self.path("held.npy"))
+                self.assertEqual(narrow.dtype, np.float32)
+                if name == "bf16" and bf16_dot:
+                    np.testing.assert_allclose(narrow, held, rtol=0,
+                                               atol=1e-4 * np.abs(held_values).max())
+                else:
+                    np.testing.assert_array_equal(narrow, held)
         base = ["pool", "-o", self.path("o.npy")]
         q32 = ["--queries", self.path("q.npy")]
         for args, message in [
@@ -172,13 +205,22 @@ class CliTest(unittest.TestCase):
                  "give its row scales with --value-scales"),
                 (q32 + ["--keys", self.path("kh.npy"), "--values", self.path("vh.npy"),
                         "--key-scales", self.path("vs.npy")],
-                 "--key-scales applies to reduced-precision keys or values only"),
+                 "--key-scales applies to reduced-precision inputs only"),
+                (["--queries", self.path("qb.npy"), "--keys", self.path("kh.npy"),
+                  "--values", self.path("vh.npy")],
+                 "give --queries-dtype bfloat16"),
+                (["--queries", self.path("q8.npy"), "--keys", self.path("kh.npy"),
+                  "--values", self.path("vh.npy")],
+                 "give its row scales with --query-scales"),
+                (["--queries", self.path("q16.npy"), "--keys", self.path("kh.npy"),
+                  "--values", self.path("vh.npy"), "--bias", self.save("b64.npy", np.zeros((6, 40)))],
+                 "must be float32 beside reduced-precision inputs"),
                 (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("vh.npy"),
                         "--weights", self.path("w.npy")],
                  "--weights: not with reduced-precision"),
                 (["--queries", self.save("q64.npy", q.astype(np.float64)),
                   "--keys", self.path("k16.npy"), "--values", self.path("vh.npy")],
-                 "must be float32 beside reduced-precision")]:
+                 "must be float32 or reduced-precision beside reduced-precision")]:
             with self.subTest(message=message):
                 self.expect_error(base + args, message)
 
@@ -204,6 +246,31 @@ class CliTest(unittest.TestCase):
                      self.save("vh.npy", held_v), "-o", self.path("held.npy"))
         np.testing.assert_array_equal(np.load(self.path("narrow.npy")),
                                       np.load(self.path("held.npy")))
+        # Queries narrow too: float16 bitwise the float32 run on the values
+        # they hold; bfloat16 (with the bfloat16 keys) within a score
+        # rounding where the bf16 dot-product tile runs, else bitwise.
+        q_bits = ((q.view(np.uint32).astype(np.uint64) + 0x7FFF +
+                   ((q.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        bf16_dot = "bf16 dot:  none" not in self.run_cli("targets").stdout
+        for name, stored, options, held_q in [
+                ("f16", q.astype(np.float16), [], q.astype(np.float16).astype(np.float32)),
+                ("bf16", q_bits, ["--queries-dtype", "bfloat16"],
+                 (q_bits.astype(np.uint32) << 16).view(np.float32))]:
+            with self.subTest(queries=name):
+                self.run_cli("sdpa", "--queries", self.save("qn.npy", stored), *options,
+                             "--causal", "--causal-offset", "27", "--keys", self.path("kb.npy"),
+                             "--keys-dtype", "bfloat16", "--values", self.path("v8.npy"),
+                             "--value-scales", self.path("vs.npy"), "-o", self.path("narrow.npy"))
+                self.run_cli("sdpa", "--queries", self.save("qh.npy", held_q), "--causal",
+                             "--causal-offset", "27", "--keys", self.path("kh.npy"), "--values",
+                             self.path("vh.npy"), "-o", self.path("held.npy"))
+                narrow, expected = np.load(self.path("narrow.npy")), np.load(self.path("held.npy"))
+                self.assertEqual(narrow.dtype, np.float32)
+                if name == "bf16" and bf16_dot:
+                    np.testing.assert_allclose(narrow, expected, rtol=0,
+                                               atol=1e-4 * np.abs(held_v).max())
+                else:
+                    np.testing.assert_array_equal(narrow, expected)
         self.expect_error(
             ["sdpa", "--queries", self.path("q.npy"), "--keys", self.path("kh.npy"),
              "--values", self.path("v8.npy"), "--value-scales",
@@ -398,6 +465,50 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(out.dtype, np.float64)
                 np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
 
+    def test_distances_reduced_precision_keys(self):
+        # float16, bfloat16 bits and int8 keys (row scales), rows per call
+        # split: bitwise the float32 run on the values they hold.
+        q = self.rng.standard_normal((9, 5)).astype(np.float32)
+        k = self.rng.standard_normal((13, 5)).astype(np.float32)
+        bits = ((k.view(np.uint32).astype(np.uint64) + 0x7FFF +
+                 ((k.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        scales = (np.abs(k).max(axis=1) / np.float32(127)).astype(np.float32)
+        k8 = np.rint(k / scales[:, None]).astype(np.int8)
+        stored = {
+            "f16": ([self.save("k16.npy", k.astype(np.float16))],
+                    k.astype(np.float16).astype(np.float32)),
+            "bf16": ([self.save("kb.npy", bits), "--keys-dtype", "bfloat16"],
+                     (bits.astype(np.uint32) << 16).view(np.float32)),
+            "int8": ([self.save("k8.npy", k8), "--key-scales", self.save("ks.npy", scales)],
+                     (scales[:, None] * k8.astype(np.float32)).astype(np.float32))}
+        self.save("q.npy", q)
+        for name, (options, held) in stored.items():
+            for distance in ("sqeuclidean", "dot", "cosine"):
+                with self.subTest(keys=name, distance=distance):
+                    self.run_cli("distances", "--queries", self.path("q.npy"), "--keys",
+                                 *options, "--distance", distance, "--rows-per-call", "4",
+                                 "-o", self.path("narrow.npy"))
+                    self.run_cli("distances", "--queries", self.path("q.npy"), "--keys",
+                                 self.save("kh.npy", held), "--distance", distance,
+                                 "-o", self.path("held.npy"))
+                    narrow = np.load(self.path("narrow.npy"))
+                    self.assertEqual(narrow.dtype, np.float32)
+                    self.assertEqual(narrow.tobytes(), np.load(self.path("held.npy")).tobytes())
+        base = ["distances", "-o", self.path("o.npy")]
+        for args, message in [
+                (["--queries", self.path("q.npy"), "--keys", self.path("kb.npy")],
+                 "give --keys-dtype bfloat16"),
+                (["--queries", self.path("q.npy"), "--keys", self.path("k8.npy")],
+                 "give its row scales with --key-scales"),
+                (["--queries", self.path("q.npy"), "--keys", self.path("kh.npy"),
+                  "--key-scales", self.path("ks.npy")],
+                 "--key-scales applies to reduced-precision keys only"),
+                (["--queries", self.save("q64.npy", q.astype(np.float64)), "--keys",
+                  self.path("k16.npy")],
+                 "must be float32 beside reduced-precision keys")]:
+            with self.subTest(message=message):
+                self.expect_error(base + args, message)
+
     # ------------------------------------------------------------ layers
 
     def test_sdpa_packed_sequences(self):
@@ -445,6 +556,46 @@ class CliTest(unittest.TestCase):
                      self.save("kl.npy", np.array([m for _, m in lengths])), "--causal",
                      "-o", self.path("paged.npy"))
         self.assertEqual(np.load(self.path("paged.npy")).tobytes(), out.tobytes())
+        # bfloat16 keys and int8 values (row scales), packed and paged: bit
+        # for bit the float32 runs on the values they hold.
+        def bfloat16_bits(x):
+            u = x.view(np.uint32).astype(np.uint64)
+            return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+        def int8_rows(x):
+            scales = (np.abs(x).max(axis=-1) / np.float32(127)).astype(np.float32)
+            scales[scales == 0] = 1
+            return np.rint(x / scales[..., None]).astype(np.int8), scales
+
+        def held(bits=None, int8=None):
+            if bits is not None:
+                return (bits.astype(np.uint32) << 16).view(np.float32)
+            return (int8[1][..., None] * int8[0].astype(np.float32)).astype(np.float32)
+
+        narrow_runs = {
+            "packed": (k, v, ["--key-offsets", self.path("ko.npy")]),
+            "paged": (key_pool, value_pool,
+                      ["--block-table", self.path("bt.npy"), "--key-lengths",
+                       self.path("kl.npy")])}
+        for layout, (keys, values, options) in narrow_runs.items():
+            with self.subTest(narrow=layout):
+                bits, (v8, scales) = bfloat16_bits(keys), int8_rows(values)
+                common = ["sdpa", "--queries", self.path("q.npy"), "--query-offsets",
+                          self.path("qo.npy"), *options, "--causal"]
+                self.run_cli(*common, "--keys", self.save("kb.npy", bits), "--keys-dtype",
+                             "bfloat16", "--values", self.save("v8.npy", v8),
+                             "--value-scales", self.save("vs.npy", scales), "-o",
+                             self.path("narrow.npy"))
+                self.run_cli(*common, "--keys", self.save("kh.npy", held(bits=bits)),
+                             "--values", self.save("vh.npy", held(int8=(v8, scales))),
+                             "-o", self.path("held.npy"))
+                self.assertEqual(np.load(self.path("narrow.npy")).tobytes(),
+                                 np.load(self.path("held.npy")).tobytes())
+        self.expect_error(["sdpa", "--queries", self.save("q16.npy", q.astype(np.float16)),
+                           "--keys", self.path("k.npy"), "--values", self.path("v.npy"),
+                           "--query-offsets", self.path("qo.npy"), "--key-offsets",
+                           self.path("ko.npy"), "-o", self.path("out.npy")],
+                          "reduced-precision queries are taken without --query-offsets only")
         result = self.run_cli("sdpa", "--queries", self.path("q.npy"), "--keys",
                               self.path("k.npy"), "--values", self.path("v.npy"),
                               "--query-offsets", self.path("qo.npy"), "-o",

@@ -624,6 +624,15 @@ attnpool_status attnpool_pool_elements(const attnpool_pool_spec* spec,
                                        const attnpool_mask* mask,
                                        const attnpool_execution* execution);
 
+/* attnpool_pool_elements with queries (n x d) of any element type too
+ * (pool.h: widened once; bfloat16 queries and keys take the bf16 dot-product
+ * tile where attnpool_bf16_dot_instruction() names one). */
+attnpool_status attnpool_pool_element_queries(
+    const attnpool_pool_spec* spec, const attnpool_element_tensor* queries,
+    const attnpool_element_tensor* keys, const attnpool_element_tensor* values,
+    const attnpool_matrix* out, const attnpool_mask* mask,
+    const attnpool_execution* execution);
+
 /* attnpool_pool_partial over a shard of keys and values of any element
  * type (float queries and state; merge and finish as for float). */
 attnpool_status attnpool_pool_partial_elements(
@@ -643,6 +652,14 @@ attnpool_status attnpool_pairwise_distances_elements(
  * type; queries and out are float. */
 attnpool_status attnpool_scaled_dot_product_attention_elements(
     const attnpool_const_tensor* queries, const attnpool_element_tensor* keys,
+    const attnpool_element_tensor* values, const attnpool_tensor* out,
+    const attnpool_attention_mask* mask, const double* scale,
+    attnpool_empty_rows empty_rows, const attnpool_execution* execution);
+
+/* attnpool_scaled_dot_product_attention_elements with queries of any element
+ * type too (attention.h: widened once; the bf16 tile as above). */
+attnpool_status attnpool_scaled_dot_product_attention_element_queries(
+    const attnpool_element_tensor* queries, const attnpool_element_tensor* keys,
     const attnpool_element_tensor* values, const attnpool_tensor* out,
     const attnpool_attention_mask* mask, const double* scale,
     attnpool_empty_rows empty_rows, const attnpool_execution* execution);

@@ -155,6 +155,29 @@ void Save(const std::string& path, const NpyArray& array) {
   }
 }
 
+attnpool::ElementRows ElementRowsOf(const InputMatrix& matrix,
+                                    const StoredElements& elements) {
+  attnpool::ElementRows rows;
+  rows.type = elements.type;
+  rows.data = matrix.array.storage.get();
+  rows.rows = matrix.rows;
+  rows.cols = matrix.cols;
+  rows.stride = matrix.cols;
+  if (rows.type == attnpool::ElementType::int8) {
+    rows.scales = elements.scales.data<float>();
+  }
+  return rows;
+}
+
+attnpool::ElementRows ElementRowsSlice(attnpool::ElementRows rows, size_t begin,
+                                       size_t count) {
+  const size_t bytes = attnpool::kElementTypes[int(rows.type)].bytes;
+  rows.data = static_cast<const char*>(rows.data) + begin * rows.stride * bytes;
+  if (rows.scales != nullptr) rows.scales += begin * rows.scale_stride;
+  rows.rows = count;
+  return rows;
+}
+
 bool IsNarrow(const NpyArray& array) {
   return array.type == NpyType::float16 || array.type == NpyType::uint16 ||
          array.type == NpyType::int8;

@@ -149,6 +149,15 @@ StoredElements ReadStoredElements(
     const std::vector<size_t>& rows_shape, const std::string& dtype_option,
     const std::string& scales_option, size_t part = 0, size_t parts = 1);
 
+// Queries, keys or values stored in a reduced-precision element type (a
+// StoredElements), as the library's rows.
+attnpool::ElementRows ElementRowsOf(const InputMatrix& matrix,
+                                    const StoredElements& elements);
+
+// Rows [begin, begin + count) of `rows` (with their scales).
+attnpool::ElementRows ElementRowsSlice(attnpool::ElementRows rows, size_t begin,
+                                       size_t count);
+
 // --visible: a bool or uint8 array.
 NpyArray LoadVisible(const std::string& path);
 

@@ -256,7 +256,7 @@ std::vector<double> HeadEntries(const std::string& option,
 // Reads the mask options of `heads` query heads; 2-D inputs are one
 // sequence.
 LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
-                        const InputTensor& keys, size_t heads) {
+                        const InputTensor& keys, size_t heads, NpyType type) {
   LayerMask mask;
   const size_t batch = queries.batch, n = queries.rows, m = keys.rows;
   const bool flat = queries.rank() == 2;
@@ -299,7 +299,14 @@ LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
     const std::string label = "--bias " + *path;
     mask.bias = Load("--bias", *path);
     RequireFloat(label, *mask.bias);
-    RequireTypeOf(queries, label, mask.bias->type);
+    if (type != queries.array.type) {  // narrow inputs: float32
+      if (mask.bias->type != type) {
+        throw CliError{label + " must be " + NpyTypeName(type) +
+                       " beside reduced-precision inputs"};
+      }
+    } else {
+      RequireTypeOf(queries, label, mask.bias->type);
+    }
     MaskExtents(label, mask.bias->shape, batch, heads, n, m, &mask.bias_batch,
                 &mask.bias_heads);
   }
@@ -319,20 +326,24 @@ struct LayerInputs {
 };
 
 // Keys and values of `key_layout` (a paged cache's pools), or of `layout`;
-// with `narrow`, of any element type (the queries then float32).
+// with `narrow`, queries, keys and values of any element type (those not
+// narrow then float32).
 LayerInputs LoadLayerInputs(const Arguments& arguments, Layout layout,
                             Layout key_layout, bool narrow) {
   LayerInputs inputs{
-      LoadTensor("--queries", arguments.Required("--queries"), layout),
+      LoadTensor("--queries", arguments.Required("--queries"), layout, narrow),
       LoadTensor("--keys", arguments.Required("--keys"), key_layout, narrow),
       LoadTensor("--values", arguments.Required("--values"), key_layout,
                  narrow)};
   const InputTensor &queries = inputs.queries, &keys = inputs.keys,
                     &values = inputs.values;
-  const bool any_narrow = IsNarrow(keys.array) || IsNarrow(values.array);
-  if (any_narrow && queries.array.type != NpyType::float32) {
+  const bool any_narrow =
+      IsNarrow(queries.array) || IsNarrow(keys.array) || IsNarrow(values.array);
+  if (any_narrow && !IsNarrow(queries.array) &&
+      queries.array.type != NpyType::float32) {
     throw CliError{queries.Label() +
-                   " must be float32 beside reduced-precision keys or values"};
+                   " must be float32 or reduced-precision beside "
+                   "reduced-precision keys or values"};
   }
   for (const InputTensor* other : {&keys, &values}) {
     if (!any_narrow) RequireSameType(queries, *other);
@@ -385,12 +396,14 @@ struct LayerCall {
   attnpool::EmptyRows empty_rows;
   attnpool::Execution execution;
   // Keys and values in reduced precision (sdpa; then keys and values above
-  // are empty and T float).
-  std::optional<attnpool::ElementTensor> narrow_keys, narrow_values;
+  // are empty and T float), and the queries where they are too (then the
+  // queries above are empty).
+  std::optional<attnpool::ElementTensor> narrow_keys, narrow_values,
+      narrow_queries;
 };
 
-// Keys or values of any element type as the library's tensor (scales, for
-// int8, of the tensor's (batch, heads, rows) in its layout).
+// Queries, keys or values of any element type as the library's tensor
+// (scales, for int8, of the tensor's (batch, heads, rows) in its layout).
 attnpool::ElementTensor ElementTensorOf(const InputTensor& tensor,
                                         const StoredElements& elements) {
   attnpool::ElementTensor result =
@@ -412,7 +425,8 @@ attnpool::ElementTensor ElementTensorOf(const InputTensor& tensor,
 class LayerRun {
  public:
   // Inputs 2-D, or of `layout` (keys and values of `key_layout`).
-  // With `narrow`, keys and values of any element type (element.h).
+  // With `narrow`, queries, keys and values of any element type
+  // (element.h).
   LayerRun(const Arguments& arguments, const RunSettings& settings,
            Layout layout, std::optional<Layout> key_layout = {},
            bool narrow = false)
@@ -421,11 +435,18 @@ class LayerRun {
         reading_(arguments, settings),
         inputs_(LoadLayerInputs(arguments, layout, key_layout.value_or(layout),
                                 narrow)) {
-    if (IsNarrow(inputs_.keys.array) || IsNarrow(inputs_.values.array)) {
-      const auto rows_shape = [](const InputTensor& tensor) {
-        return std::vector<size_t>(tensor.array.shape.begin(),
-                                   tensor.array.shape.end() - 1);
-      };
+    const auto rows_shape = [](const InputTensor& tensor) {
+      return std::vector<size_t>(tensor.array.shape.begin(),
+                                 tensor.array.shape.end() - 1);
+    };
+    if (IsNarrow(inputs_.queries.array)) {
+      query_elements_ =
+          ReadStoredElements(arguments, inputs_.queries.Label(), "--queries",
+                             inputs_.queries.array, rows_shape(inputs_.queries),
+                             "--queries-dtype", "--query-scales");
+    }
+    if (query_elements_ || IsNarrow(inputs_.keys.array) ||
+        IsNarrow(inputs_.values.array)) {
       key_elements_ = ReadStoredElements(
           arguments, inputs_.keys.Label(), "--keys", inputs_.keys.array,
           rows_shape(inputs_.keys), "--keys-dtype", "--key-scales");
@@ -433,17 +454,19 @@ class LayerRun {
           arguments, inputs_.values.Label(), "--values", inputs_.values.array,
           rows_shape(inputs_.values), "--values-dtype", "--value-scales");
     } else if (narrow) {
-      for (const char* option : {"--keys-dtype", "--values-dtype",
-                                 "--key-scales", "--value-scales"}) {
+      for (const char* option :
+           {"--queries-dtype", "--keys-dtype", "--values-dtype",
+            "--query-scales", "--key-scales", "--value-scales"}) {
         if (arguments.Get(option)) {
           throw CliError{std::string(option) +
-                         " applies to reduced-precision keys or values only"};
+                         " applies to reduced-precision inputs only"};
         }
       }
     }
   }
 
   const LayerInputs& inputs() const { return inputs_; }
+  bool narrow_queries() const { return query_elements_.has_value(); }
 
   // Runs `layer(T(), LayerCall<T>)`, T the inputs' element type, into a new
   // output: the queries' batch, heads and rows, of extents.out_cols
@@ -451,30 +474,36 @@ class LayerRun {
   template <class Layer>
   int Call(const LayerExtents& extents, const Layer& layer) const {
     const InputTensor& queries = inputs_.queries;
-    const LayerMask mask =
-        LoadLayerMask(arguments_, queries, inputs_.keys, extents.mask_heads);
-    return reading_.Compute(queries.array.type, [&](auto zero, const Run& run) {
+    // Narrow inputs compute in float.
+    const NpyType type = key_elements_ ? NpyType::float32 : queries.array.type;
+    const LayerMask mask = LoadLayerMask(arguments_, queries, inputs_.keys,
+                                         extents.mask_heads, type);
+    return reading_.Compute(type, [&](auto zero, const Run& run) {
       using T = decltype(zero);
-      Results results{
-          arguments_.Required("-o"),
-          attnpool_tools::MakeNpyArray(queries.array.type,
-                                       OutputShape(queries, extents.out_cols))};
-      LayerCall<T> call{queries.View<T>(),
-                        key_elements_ ? attnpool::TensorView<const T>()
-                                      : inputs_.keys.View<T>(),
-                        key_elements_ ? attnpool::TensorView<const T>()
-                                      : inputs_.values.View<T>(),
-                        LayoutView(results.out.mutable_data<T>(),
-                                   queries.layout, queries.batch, queries.heads,
-                                   queries.rows, extents.out_cols),
-                        mask.Get<T>(),
-                        empty_rows_,
-                        run.settings.execution,
-                        {},
-                        {}};
+      Results results{arguments_.Required("-o"),
+                      attnpool_tools::MakeNpyArray(
+                          type, OutputShape(queries, extents.out_cols))};
+      LayerCall<T> call{
+          query_elements_ ? attnpool::TensorView<const T>() : queries.View<T>(),
+          key_elements_ ? attnpool::TensorView<const T>()
+                        : inputs_.keys.View<T>(),
+          key_elements_ ? attnpool::TensorView<const T>()
+                        : inputs_.values.View<T>(),
+          LayoutView(results.out.mutable_data<T>(), queries.layout,
+                     queries.batch, queries.heads, queries.rows,
+                     extents.out_cols),
+          mask.Get<T>(),
+          empty_rows_,
+          run.settings.execution,
+          {},
+          {},
+          {}};
       if (key_elements_) {
         call.narrow_keys = ElementTensorOf(inputs_.keys, *key_elements_);
         call.narrow_values = ElementTensorOf(inputs_.values, *value_elements_);
+      }
+      if (query_elements_) {
+        call.narrow_queries = ElementTensorOf(queries, *query_elements_);
       }
       const auto start = Clock::now();
       try {
@@ -491,8 +520,9 @@ class LayerRun {
   const attnpool::EmptyRows empty_rows_;
   const InputReading reading_;
   const LayerInputs inputs_;
-  // Set when keys or values are narrow.
-  std::optional<StoredElements> key_elements_, value_elements_;
+  // Set when any input is narrow (keys and values), and when the queries
+  // are.
+  std::optional<StoredElements> key_elements_, value_elements_, query_elements_;
 };
 
 // The offsets of packed sequences (--query-offsets, --key-offsets) or a
@@ -542,8 +572,14 @@ int Sdpa(const Arguments& arguments) {
   const LayerRun run(arguments, settings,
                      packed ? Layout::packed : Layout::heads,
                      paged ? std::optional<Layout>(Layout::pool) : std::nullopt,
-                     /*narrow=*/!packed);
+                     /*narrow=*/true);
   const LayerInputs& inputs = run.inputs();
+  if (packed && run.narrow_queries()) {
+    throw CliError{
+        "--queries: reduced-precision queries are taken without "
+        "--query-offsets only (packed and paged calls take "
+        "float32 queries)"};
+  }
   RequireSameColumns(inputs.queries, inputs.keys);
   std::vector<size_t> query_offsets, key_offsets, key_lengths;
   std::vector<int32_t> block_table;
@@ -580,6 +616,38 @@ int Sdpa(const Arguments& arguments) {
   return run.Call(
       {inputs.queries.heads, inputs.values.cols, TensorShapeText(inputs)},
       [&](auto zero, const auto& call) {
+        if constexpr (std::is_same<decltype(zero), float>::value) {
+          if (call.narrow_keys) {
+            if (paged) {
+              attnpool::PagedElementCache cache;
+              cache.keys = *call.narrow_keys;
+              cache.values = *call.narrow_values;
+              cache.block_table = block_table.data();
+              cache.block_table_stride = table_stride;
+              cache.lengths = key_lengths.data();
+              return attnpool::scaled_dot_product_attention_paged(
+                  call.queries, cache, call.out, key_lengths.size(),
+                  query_offsets.data(), call.mask, scale, call.empty_rows,
+                  call.execution);
+            }
+            if (packed) {
+              return attnpool::scaled_dot_product_attention_varlen(
+                  call.queries, *call.narrow_keys, *call.narrow_values,
+                  call.out,
+                  {query_offsets.size() - 1, query_offsets.data(),
+                   key_offsets.data()},
+                  call.mask, scale, call.empty_rows, call.execution);
+            }
+            if (call.narrow_queries) {
+              return attnpool::scaled_dot_product_attention(
+                  *call.narrow_queries, *call.narrow_keys, *call.narrow_values,
+                  call.out, call.mask, scale, call.empty_rows, call.execution);
+            }
+            return attnpool::scaled_dot_product_attention(
+                call.queries, *call.narrow_keys, *call.narrow_values, call.out,
+                call.mask, scale, call.empty_rows, call.execution);
+          }
+        }
         if (paged) {
           attnpool::PagedKVCache<typename std::remove_const_t<
               std::remove_pointer_t<decltype(call.keys.data)>>>
@@ -599,12 +667,6 @@ int Sdpa(const Arguments& arguments) {
               {query_offsets.size() - 1, query_offsets.data(),
                key_offsets.data()},
               call.mask, scale, call.empty_rows, call.execution);
-        } else if (call.narrow_keys) {
-          if constexpr (std::is_same<decltype(zero), float>::value) {
-            attnpool::scaled_dot_product_attention(
-                call.queries, *call.narrow_keys, *call.narrow_values, call.out,
-                call.mask, scale, call.empty_rows, call.execution);
-          }
         } else {
           attnpool::scaled_dot_product_attention(
               call.queries, call.keys, call.values, call.out, call.mask, scale,

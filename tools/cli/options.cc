@@ -36,15 +36,30 @@ const OptionInfo kOut{"-o", "OUT.npy",
 const OptionInfo kDistance{
     "--distance", "NAME", kDistanceHelp.c_str(), {"distance"}};
 
-const std::vector<OptionInfo> kReducedPrecisionOptions = {
+const std::vector<OptionInfo> kNarrowKeyOptions = {
     {"--keys-dtype", "NAME",
      "bfloat16: the keys file ('<u2') holds bfloat16 bit patterns (float16 "
-     "'<f2' and int8 '|i1' keys need no option; queries then float32)"},
-    {"--values-dtype", "NAME", "bfloat16: the same for the values"},
+     "'<f2' and int8 '|i1' keys need no option)"},
     {"--key-scales", "S.npy",
      "int8 keys' row scales, float32, the keys' shape without its last axis: "
-     "key j is S[j] * K[j]"},
-    {"--value-scales", "S.npy", "int8 values' row scales, likewise"}};
+     "key j is S[j] * K[j]"}};
+
+const std::vector<OptionInfo> kReducedPrecisionOptions = [] {
+  std::vector<OptionInfo> options = {
+      {"--queries-dtype", "NAME",
+       "bfloat16: the queries file ('<u2') holds bfloat16 bit patterns "
+       "(float16 '<f2' and int8 '|i1' queries need no option; the others "
+       "then float32 or reduced too; bfloat16 queries and keys use the "
+       "CPU's bf16 dot-product instruction where it has one)"},
+      {"--query-scales", "S.npy", "int8 queries' row scales, likewise"}};
+  options.insert(options.end(), kNarrowKeyOptions.begin(),
+                 kNarrowKeyOptions.end());
+  options.push_back(
+      {"--values-dtype", "NAME", "bfloat16: the same for the values"});
+  options.push_back(
+      {"--value-scales", "S.npy", "int8 values' row scales, likewise"});
+  return options;
+}();
 
 const std::vector<OptionInfo> kRunOptions = {
     {"--isa", "TARGET",

@@ -94,8 +94,12 @@ extern const OptionInfo kOut;
 extern const OptionInfo kDistance;
 // Options of every command, after its own.
 extern const std::vector<OptionInfo> kRunOptions;
-// The element types of reduced-precision keys and values (pool, sdpa):
-// --keys-dtype, --values-dtype, --key-scales, --value-scales.
+// The element type of reduced-precision keys (distances): --keys-dtype,
+// --key-scales.
+extern const std::vector<OptionInfo> kNarrowKeyOptions;
+// Those of reduced-precision queries, keys and values (pool, sdpa):
+// --queries-dtype, --query-scales, kNarrowKeyOptions, --values-dtype,
+// --value-scales.
 extern const std::vector<OptionInfo> kReducedPrecisionOptions;
 
 // --empty-rows (ParseEmptyRows), `help` saying when a row is empty.

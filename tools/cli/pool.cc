@@ -17,35 +17,24 @@
 namespace attnpool_cli {
 namespace {
 
-// Keys or values stored in a reduced-precision element type (arrays.h's
-// StoredElements), as the library's rows.
-attnpool::ElementRows ElementRowsOf(const InputMatrix& matrix,
-                                    const StoredElements& elements) {
-  attnpool::ElementRows rows;
-  rows.type = elements.type;
-  rows.data = matrix.array.storage.get();
-  rows.rows = matrix.rows;
-  rows.cols = matrix.cols;
-  rows.stride = matrix.cols;
-  if (rows.type == attnpool::ElementType::int8) {
-    rows.scales = elements.scales.data<float>();
-  }
-  return rows;
-}
-
+// Keys and values are this rank's part of their files' rows; queries are
+// whole on every rank.
 StoredElements StoredElementsOf(const Arguments& arguments,
                                 const InputMatrix& matrix,
                                 const std::string& dtype_option,
-                                const std::string& scales_option) {
-  return ReadStoredElements(
-      arguments, matrix.Label(), matrix.option, matrix.array, {matrix.rows},
-      dtype_option, scales_option, CurrentRanks().rank, CurrentRanks().size);
+                                const std::string& scales_option,
+                                bool ranks_part = true) {
+  return ReadStoredElements(arguments, matrix.Label(), matrix.option,
+                            matrix.array, {matrix.rows}, dtype_option,
+                            scales_option, ranks_part ? CurrentRanks().rank : 0,
+                            ranks_part ? CurrentRanks().size : 1);
 }
 
 struct PoolInputs {
   InputMatrix queries, keys, values;
-  // Set when keys or values are narrow (the queries then float32).
-  std::optional<StoredElements> stored_keys, stored_values;
+  // Set when queries, keys or values are narrow (the others then float32 or
+  // narrow); stored_queries only when the queries are.
+  std::optional<StoredElements> stored_queries, stored_keys, stored_values;
   std::optional<InputMatrix> bias;
   std::optional<NpyArray> visible;
   std::vector<size_t> valid_lengths;
@@ -102,12 +91,18 @@ std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
   return LengthEntries(label, array, key_count);
 }
 
+// The type of the computation and the result: float32 where any input is
+// narrow, else the inputs' own.
+NpyType ComputeType(const PoolInputs& inputs) {
+  return inputs.stored_keys ? NpyType::float32 : inputs.queries.array.type;
+}
+
 template <typename T>
 int RunPool(const PoolInputs& inputs, const std::string& out_path,
             const std::optional<std::string>& weights_path, const Run& run) {
   const size_t rows = inputs.queries.rows, key_count = inputs.keys.rows;
   Results results = PoolResults(out_path, weights_path, rows, inputs.values,
-                                key_count, inputs.queries.array.type);
+                                key_count, ComputeType(inputs));
   const std::string shape = "n=" + std::to_string(rows) +
                             " m=" + std::to_string(inputs.key_total) +
                             " d=" + std::to_string(inputs.queries.cols) +
@@ -123,7 +118,10 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   if (inputs.visible) {
     mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
   }
-  const auto queries = View<T>(inputs.queries);
+  // Narrow queries (float calls only; not under mpirun) go to the library
+  // as stored, which widens them once per block of rows.
+  const auto queries = inputs.stored_queries ? attnpool::ConstMatrixView<T>{}
+                                             : View<T>(inputs.queries);
   if (CurrentRanks().launched) {  // the result on rank 0, which writes it
     const auto start = Clock::now();
     const auto across = [&](const auto& keys, const auto& values) {
@@ -145,10 +143,21 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
   const auto pool = [&](const auto& keys, const auto& values) {
     return ComputeInChunks(
         run, rows, key_count, [&](size_t begin, size_t count) {
+          const auto out = MatrixRows<T>(results.out, begin, count);
+          const auto block_mask = MaskRows(mask, begin, count);
+          if constexpr (std::is_same<T, float>::value) {
+            if (inputs.stored_queries) {
+              return attnpool::attention_pool(
+                  inputs.spec,
+                  ElementRowsSlice(
+                      ElementRowsOf(inputs.queries, *inputs.stored_queries),
+                      begin, count),
+                  keys, values, out, block_mask, run.settings.execution);
+            }
+          }
           PoolBlock<T>(inputs.spec, Rows(queries, begin, count), keys, values,
-                       MatrixRows<T>(results.out, begin, count),
-                       WeightRows<T>(results, begin, count),
-                       MaskRows(mask, begin, count), run.settings.execution);
+                       out, WeightRows<T>(results, begin, count), block_mask,
+                       run.settings.execution);
         });
   };
   std::chrono::steady_clock::duration compute_time{};
@@ -220,21 +229,33 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
   }
 
   reading.emplace(arguments, settings);
-  inputs.queries = LoadMatrix(arguments, "--queries");
+  inputs.queries = LoadAnyMatrix("--queries", arguments.Required("--queries"));
   size_t value_total = 0;
   inputs.keys =
       LoadKeyRows("--keys", arguments.Required("--keys"), &inputs.key_total);
   inputs.values =
       LoadKeyRows("--values", arguments.Required("--values"), &value_total);
   if (CurrentRanks().launched) RequireSplittable(arguments);
-  if (IsNarrow(inputs.keys.array) || IsNarrow(inputs.values.array)) {
-    if (inputs.queries.array.type != NpyType::float32) {
-      throw CliError{inputs.queries.Label() +
-                     " must be float32 beside reduced-precision keys or "
-                     "values"};
-    }
+  const bool narrow_queries = IsNarrow(inputs.queries.array);
+  if (narrow_queries || IsNarrow(inputs.keys.array) ||
+      IsNarrow(inputs.values.array)) {
     if (arguments.Get("--weights")) {
-      throw CliError{"--weights: not with reduced-precision keys or values"};
+      throw CliError{
+          "--weights: not with reduced-precision queries, keys or values"};
+    }
+    if (narrow_queries) {
+      if (CurrentRanks().launched) {
+        throw CliError{inputs.queries.Label() +
+                       ": reduced-precision queries are not taken under "
+                       "mpirun (give float32 queries)"};
+      }
+      inputs.stored_queries =
+          StoredElementsOf(arguments, inputs.queries, "--queries-dtype",
+                           "--query-scales", false);
+    } else if (inputs.queries.array.type != NpyType::float32) {
+      throw CliError{inputs.queries.Label() +
+                     " must be float32 or reduced-precision beside "
+                     "reduced-precision keys or values"};
     }
     inputs.stored_keys = StoredElementsOf(arguments, inputs.keys,
                                           "--keys-dtype", "--key-scales");
@@ -242,12 +263,14 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
                                             "--values-dtype", "--value-scales");
   } else {
     for (const char* option :
-         {"--keys-dtype", "--values-dtype", "--key-scales", "--value-scales"}) {
+         {"--queries-dtype", "--keys-dtype", "--values-dtype", "--query-scales",
+          "--key-scales", "--value-scales"}) {
       if (arguments.Get(option)) {
         throw CliError{std::string(option) +
-                       " applies to reduced-precision keys or values only"};
+                       " applies to reduced-precision inputs only"};
       }
     }
+    RequireFloat(inputs.queries.Label(), inputs.queries.array);
     RequireFloat(inputs.keys.Label(), inputs.keys.array);
     RequireFloat(inputs.values.Label(), inputs.values.array);
     RequireSameType(inputs.queries, inputs.keys);
@@ -266,7 +289,14 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
   }
   if (const auto path = arguments.Get("--bias")) {
     inputs.bias = LoadMatrix("--bias", *path);
-    RequireSameType(inputs.queries, *inputs.bias);
+    if (inputs.stored_keys) {
+      if (inputs.bias->array.type != NpyType::float32) {
+        throw CliError{inputs.bias->Label() +
+                       " must be float32 beside reduced-precision inputs"};
+      }
+    } else {
+      RequireSameType(inputs.queries, *inputs.bias);
+    }
     RequireShape(*inputs.bias, {rows, key_count}, "queries x keys");
   }
   if (const auto path = arguments.Get("--visible")) {
@@ -286,11 +316,10 @@ int Pool(const Arguments& arguments) {
     ReportInputReading({inputs.keys.path, inputs.values.path},
                        BytesRead() - bytes_read);
   }
-  return reading->Compute(
-      inputs.queries.array.type, [&](auto zero, const Run& run) {
-        return RunPool<decltype(zero)>(inputs, arguments.Required("-o"),
-                                       arguments.Get("--weights"), run);
-      });
+  return reading->Compute(ComputeType(inputs), [&](auto zero, const Run& run) {
+    return RunPool<decltype(zero)>(inputs, arguments.Required("-o"),
+                                   arguments.Get("--weights"), run);
+  });
 }
 
 }  // namespace

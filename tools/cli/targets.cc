@@ -18,6 +18,9 @@ int Targets() {
   std::printf("compiled:  %s\n", join(attnpool::compiled_targets()).c_str());
   std::printf("supported: %s\n", join(attnpool::supported_targets()).c_str());
   std::printf("active:    %s\n", attnpool::active_target().c_str());
+  // The instruction bf16 query-key dot products run on beside it.
+  const std::string bf16_dot = attnpool::bf16_dot_instruction();
+  std::printf("bf16 dot:  %s\n", bf16_dot.empty() ? "none" : bf16_dot.c_str());
   return 0;
 }
 
