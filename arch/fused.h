@@ -115,6 +115,9 @@ struct FusedPlan {
   // sum: key blocks where every weight is 0 skip the weighted sum (zero
   // weights contribute nothing, arch/contributions.h).
   bool skip_zero_blocks = false;
+  // gaussian_one_pass: every key coordinate is finite, so that a finite
+  // query's logits are never NaN (arch/fused_small_depth-inl.h).
+  bool keys_finite = false;
 };
 
 constexpr size_t kFusedSmallDepth = 8;

@@ -197,6 +197,17 @@ bool KeysSorted(const detail::RowList<T>& keys) {
   return true;
 }
 
+// Whether every coordinate of the keys is finite.
+template <typename T>
+bool KeysFinite(const detail::RowList<T>& keys) {
+  for (size_t j = 0; j < keys.rows; ++j) {
+    for (size_t c = 0; c < keys.cols; ++c) {
+      if (!std::isfinite(keys(j, c))) return false;
+    }
+  }
+  return true;
+}
+
 // Columns [first, cols) of `view`.
 template <typename U>
 MatrixView<U> ColumnsFrom(MatrixView<U> view, size_t first) {
@@ -315,6 +326,9 @@ class FusedJob {
     if (detail::PacksValues(plan_.path)) {
       packed_values_ = detail::PackKeys(Distance::dot, values, threads);
       plan_.packed_values = packed_values_.view;
+    }
+    if (plan_.path == detail::FusedPath::gaussian_one_pass) {
+      plan_.keys_finite = KeysFinite(keys);
     }
     // Compact kernels under none or sum: all-zero key blocks are skipped
     // (arch/fused.h).

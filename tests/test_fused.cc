@@ -371,6 +371,69 @@ void PathCases() {
   }
 }
 
+// A quiet NaN whose low payload bits are set.
+template <typename T>
+T PayloadNaN() {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  Bits bits;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  std::memcpy(&bits, &nan, sizeof bits);
+  bits |= 0x1ff;
+  T result;
+  std::memcpy(&result, &bits, sizeof result);
+  return result;
+}
+
+// gaussian_one_pass over many chunks of panels (its logits are formed a
+// chunk at a time): visible limits inside a chunk, at its edges and past
+// the keys, every depth and value width it takes; a row with a NaN or an
+// infinite coordinate, and keys with one, take the two-pass route (the
+// one-pass loop tracks no NaN) with the same result as the staged pipeline.
+template <typename T>
+void GaussianOnePassChunks() {
+  std::mt19937_64 rng(kSeed + 47);
+  INFO("seed " << kSeed + 47);
+  const size_t m = 1500;  // 47 panels of up to 32 keys: several chunks
+  const PoolSpec spec{
+      Distance::sqeuclidean, {Kernel::gaussian, 0.7}, Normalization::sum};
+  for (size_t d : {1u, 2u, 5u}) {
+    for (size_t dv : {1u, 3u, 4u}) {
+      INFO("d=" << d << " dv=" << dv);
+      const size_t n = 9;
+      TestMatrix<T> queries(n, d), keys(m, d), values(m, dv);
+      queries.FillRandom(rng, 0);
+      keys.FillRandom(rng, 0);
+      values.FillRandom(rng, 1);
+      const std::vector<size_t> lengths = {m,    1,    511,   512, 513,
+                                           1024, 1025, m - 1, 0};
+      Mask<T> mask;
+      mask.valid_lengths = lengths.data();
+      CheckFused<T>(spec, mask, queries, keys, values);
+      REQUIRE(attnpool::last_fused_path() == "gaussian_one_pass");
+      queries(2, 0) = std::numeric_limits<T>::quiet_NaN();
+      queries(5, d - 1) = std::numeric_limits<T>::infinity();
+      CheckFused<T>(spec, mask, queries, keys, values);
+      keys(700, 0) = -std::numeric_limits<T>::infinity();
+      CheckFused<T>(spec, mask, queries, keys, values);
+      // One lane's logit NaN, with payload bits that an exponent built from
+      // the NaN's low bits would carry.
+      keys(700, 0) = PayloadNaN<T>();
+      CheckFused<T>(spec, mask, queries, keys, values);
+      REQUIRE(attnpool::last_fused_path() == "gaussian_one_pass");
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(OnePassChunksFloat, "fused.one_pass_chunks.float",
+                          "[fused]") {
+  GaussianOnePassChunks<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(OnePassChunksDouble, "fused.one_pass_chunks.double",
+                          "[fused]") {
+  GaussianOnePassChunks<double>();
+}
+
 ATTNPOOL_TEST_EACH_TARGET(PathsFloat, "fused.paths.float", "[fused]") {
   PathCases<float>();
 }
