@@ -36,6 +36,7 @@
 #include "bench/bench_data.h"
 #include "bench/compare_probes.h"
 #include "bench/unfused_attention.h"
+#include "hwy/aligned_allocator.h"
 
 #if ATTNPOOL_BENCH_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -179,19 +180,20 @@ void Probes(int threads) {
   Report("P", "exp_rate", threads, "G/s", threads * count * rounds / 1e9,
          exp_timing, "ExpArray, 4096 floats in L1");
 
-  // Reading 1 GiB (each thread its half).
+  // Reading 1 GiB (each thread its half) with the strongest plain loop
+  // (compare_probes.h: vector loads, eight sums). Until 2026-11 a loop of
+  // four scalar sums stood here: it was add-bound, not memory-bound (Zen 5:
+  // 28.9 GB/s, which decode beat).
+  // Vector-aligned: a misaligned 512-bit load touches two cache lines.
   const size_t floats = (g_quick ? 64u : 256u) << 20;
-  std::vector<float> big(floats, 1.0f);
+  const auto big = hwy::AllocateAligned<float>(floats);
+  std::fill(big.get(), big.get() + floats, 1.0f);
   const Timing read = Time([&] {
     double total = 0;
 #pragma omp parallel for num_threads(threads) reduction(+ : total)
     for (long block = 0; block < 64; ++block) {
-      const float* p = big.data() + block * (floats / 64);
-      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (size_t i = 0; i < floats / 64; i += 4) {
-        s0 += p[i], s1 += p[i + 1], s2 += p[i + 2], s3 += p[i + 3];
-      }
-      total += s0 + s1 + s2 + s3;
+      total += attnpool_compare::ReadSum(big.get() + block * (floats / 64),
+                                         floats / 64);
     }
     if (total == 42) std::printf("\n");
   });

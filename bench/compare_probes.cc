@@ -1,6 +1,7 @@
-// The FMA-peak probe: enough independent accumulators to cover the latency
-// of every FMA pipe (4 cycles × 2 pipes ≥ 8 chains; 12 leave slack), no
-// memory traffic, the result kept live so nothing is optimized away.
+// The machine-limit probes. FMA peak: enough independent accumulators to
+// cover the latency of every FMA pipe (4 cycles × 2 pipes ≥ 8 chains; 12
+// leave slack), no memory traffic, the result kept live so nothing is
+// optimized away. Read bandwidth: vector loads into eight sums.
 #include "arch/target_policy.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -40,6 +41,29 @@ double FmaLoop(size_t iterations) {
   return 2.0 * kChains * hn::Lanes(d) * static_cast<double>(iterations);
 }
 
+float ReadSum(const float* HWY_RESTRICT data, size_t count) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
+       s7 = s0;
+  size_t i = 0;
+  for (; i + 8 * N <= count; i += 8 * N) {
+    s0 = hn::Add(s0, hn::LoadU(d, data + i));
+    s1 = hn::Add(s1, hn::LoadU(d, data + i + N));
+    s2 = hn::Add(s2, hn::LoadU(d, data + i + 2 * N));
+    s3 = hn::Add(s3, hn::LoadU(d, data + i + 3 * N));
+    s4 = hn::Add(s4, hn::LoadU(d, data + i + 4 * N));
+    s5 = hn::Add(s5, hn::LoadU(d, data + i + 5 * N));
+    s6 = hn::Add(s6, hn::LoadU(d, data + i + 6 * N));
+    s7 = hn::Add(s7, hn::LoadU(d, data + i + 7 * N));
+  }
+  float tail = 0;
+  for (; i < count; ++i) tail += data[i];
+  const auto sum = hn::Add(hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)),
+                           hn::Add(hn::Add(s4, s5), hn::Add(s6, s7)));
+  return hn::GetLane(hn::SumOfLanes(d, sum)) + tail;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnpool_compare
 HWY_AFTER_NAMESPACE();
@@ -49,6 +73,10 @@ namespace attnpool_compare {
 HWY_EXPORT(FmaLoop);
 double FmaLoop(size_t iterations) {
   return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations);
+}
+HWY_EXPORT(ReadSum);
+float ReadSum(const float* data, size_t count) {
+  return HWY_DYNAMIC_DISPATCH(ReadSum)(data, count);
 }
 }  // namespace attnpool_compare
 #endif

@@ -11,4 +11,9 @@ namespace attnpool_compare {
 // done (2 per lane per multiply-add).
 double FmaLoop(size_t iterations);
 
+// Σ data[0, count): the plain streaming read, as strong as a loop can make
+// it (the widest vectors, eight independent accumulators, no other work);
+// the sum is returned so that the reads cannot be optimized away.
+float ReadSum(const float* data, size_t count);
+
 }  // namespace attnpool_compare
