@@ -3,17 +3,46 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace attnpool_bench {
 
+// An allocator of 64-byte-aligned storage: inputs start on a cache line, as
+// inference engines' tensors and KV caches do (a large std::vector's data
+// from glibc's malloc lies 16 bytes past a page, so that every 64-byte load
+// of it straddles two lines).
+template <typename T>
+struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <typename U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}  // NOLINT
+  T* allocate(size_t count) {
+    return static_cast<T*>(
+        ::operator new(count * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <typename U>
+  bool operator==(const CacheLineAllocator<U>&) const {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const CacheLineAllocator<U>&) const {
+    return false;
+  }
+};
+
+// Floats starting on a cache line.
+using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
+
 // `count` draws of N(0, sigma²), the same for the same seed.
-inline std::vector<float> Normal(size_t count, float sigma, unsigned seed) {
+inline AlignedFloats Normal(size_t count, float sigma, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0, sigma);
-  std::vector<float> v(count);
+  AlignedFloats v(count);
   for (float& x : v) x = normal(rng);
   return v;
 }

@@ -41,7 +41,8 @@ const Shape kShapes[] = {
 std::string Name(const Shape& s) { return ShapeName(s.n, s.m, s.d); }
 
 struct Inputs {
-  std::vector<float> queries, keys, out;
+  AlignedFloats queries, keys;
+  std::vector<float> out;
   explicit Inputs(const Shape& s)
       : queries(Normal(s.n * s.d, 1, 42)),
         keys(Normal(s.m * s.d, 1, 43)),

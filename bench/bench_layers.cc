@@ -67,8 +67,8 @@ constexpr size_t kTokens = 1024, kModel = 512, kHeads = 8,
                  kHeadDim = kModel / kHeads;
 
 struct MultiHeadInputs {
-  std::vector<float> x = Normal(kTokens * kModel, 1, 3);
-  std::vector<float> w_q = Normal(kModel * kModel, 0.044f, 4),
+  AlignedFloats x = Normal(kTokens * kModel, 1, 3);
+  AlignedFloats w_q = Normal(kModel * kModel, 0.044f, 4),
                      w_k = Normal(kModel * kModel, 0.044f, 5),
                      w_v = Normal(kModel * kModel, 0.044f, 6),
                      w_o = Normal(kModel * kModel, 0.044f, 7);
@@ -110,7 +110,7 @@ void MultiHeadOpenblas(benchmark::State& state, int threads) {
   std::vector<float> q(kTokens * kModel), k(kTokens * kModel),
       v(kTokens * kModel), concat(kTokens * kModel), scores(kTokens * kTokens);
   openblas_set_num_threads(threads);
-  const auto project = [&](const std::vector<float>& w, std::vector<float>& y,
+  const auto project = [&](const AlignedFloats& w, std::vector<float>& y,
                            const float* x, size_t ld_x) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kTokens, kModel,
                 kModel, 1.0f, x, ld_x, w.data(), kModel, 0.0f, y.data(),
@@ -145,7 +145,7 @@ void Additive(benchmark::State& state, std::string target, int threads) {
              w_k = Normal(kHidden * kAdditiveDepth, 0.125f, 12),
              w_v = Normal(kHidden, 1, 13);
   std::vector<float> out(kAdditiveRows * kAdditiveDepth);
-  const auto view = [](const std::vector<float>& data) {
+  const auto view = [](const AlignedFloats& data) {
     return attnpool::dense_tensor<const float>(data.data(), 1, 1, kAdditiveRows,
                                                kAdditiveDepth);
   };

@@ -38,7 +38,9 @@ std::string Name(const Shape& s) { return ShapeName(s.n, s.m, s.dv); }
 // Weights as a softmax leaves them (positive, rows summing to 1) and normal
 // values.
 struct Inputs {
-  std::vector<float> weights, values, out;
+  std::vector<float> weights;
+  AlignedFloats values;
+  std::vector<float> out;
   explicit Inputs(const Shape& s)
       : weights(s.n * s.m), values(Normal(s.m * s.dv, 1, 43)), out(s.n * s.dv) {
     std::mt19937 rng(42);

@@ -45,6 +45,7 @@
 
 namespace {
 
+using attnpool_bench::AlignedFloats;
 using attnpool_bench::Normal;
 #if ATTNPOOL_BENCH_OPENBLAS
 using attnpool_bench::OpenblasHead;
@@ -167,7 +168,7 @@ void Probes(int threads) {
 
   // exp on an L1-resident array through the library's own exp.
   const size_t count = 4096, rounds = g_quick ? 100 : 4000;
-  const std::vector<float> inputs = Normal(count, 3, 5);
+  const AlignedFloats inputs = Normal(count, 3, 5);
   const Timing exp_timing = Time([&] {
 #pragma omp parallel num_threads(threads)
     {
@@ -358,7 +359,7 @@ void W4(int threads) {
              v = Normal(heads * n * d, 1, 6);
   std::vector<float> out(heads * n * d);
   const double gflop = heads * 4.0 * n * n * d / 1e9;
-  const auto view = [&](const std::vector<float>& data) {
+  const auto view = [&](const AlignedFloats& data) {
     return attnpool::dense_tensor<const float>(data.data(), 1, heads, n, d);
   };
   const Timing ours = Time([&] {
@@ -445,7 +446,7 @@ void W5(int threads) {
   // NaN: only the visible eighth is read (README "Hidden keys").
   {
     const size_t length = m / 8;
-    std::vector<float> padded_k = k, padded_v = v;
+    AlignedFloats padded_k = k, padded_v = v;
     for (size_t h = 0; h < heads; ++h) {
       std::fill(padded_k.begin() + (h * m + length) * d,
                 padded_k.begin() + (h + 1) * m * d, NAN);
@@ -784,7 +785,8 @@ void W8(int threads) {
 template <typename E = float>
 struct PageBuffer {
   std::unique_ptr<E, decltype(&std::free)> data{nullptr, &std::free};
-  PageBuffer(const std::vector<E>& values, bool huge) {
+  template <class Values>
+  PageBuffer(const Values& values, bool huge) {
     const size_t align = size_t{2} << 20;
     const size_t bytes =
         (values.size() * sizeof(E) + align - 1) / align * align;
@@ -911,7 +913,7 @@ void W9(int threads) {
          "blocks listed in memory order");
 
   // W9n: the cache in bfloat16, read in place and widened in registers.
-  const auto to_bf16 = [](const std::vector<float>& from) {
+  const auto to_bf16 = [](const auto& from) {
     std::vector<attnpool::bf16> bits(from.size());
     attnpool::to_bfloat16(from.data(), from.size(), bits.data());
     return bits;
