@@ -322,7 +322,10 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   return BlockWeights(d, mode, row, count, visible, key, state);
 }
 
-// Rows a paged decode prefetches its keys ahead in runs shorter than this.
+// Rows a decode prefetches its keys ahead: of runs shorter than this (a
+// paged cache's scattered pages) each key's lines, with its value's; of
+// longer runs (rows one stride apart) the key's lines alone (prefetching
+// values there, a run ahead in the weighted sum, cost 25%).
 constexpr size_t kPrefetchRows = 64;
 
 // Prefetches `count` rows of a list from row j (each cache line of each).
@@ -601,6 +604,10 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           const size_t run = plan.keys.Run(key + j, visible - j);
           const bool prefetch =
               r == 0 && !plan.keys.strided() && run < kPrefetchRows;
+          // Long runs: each key's row kPrefetchRows ahead too, never past
+          // the keys a row sees. Hardware prefetchers alone left decode at
+          // 0.76-0.84 of a plain read; with it 0.83-0.90 (Zen 5, W5).
+          const bool prefetch_ahead = r == 0 && !prefetch;
           if (plan.keys.is_narrow()) {
             for (size_t k = 0; prefetch && k < run; ++k) {
               const size_t ahead = key + j + k + kPrefetchRows;
@@ -613,6 +620,16 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           }
           const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
           for (size_t k = 0; k < run; ++k, key_row += plan.keys.stride) {
+            if (prefetch_ahead && key + j + k + kPrefetchRows < widest) {
+              // A line per 64 bytes from the row's start (PrefetchRows' exact
+              // cover of a misaligned row's lines cost this loop its gain).
+              const char* ahead = reinterpret_cast<const char*>(
+                  key_row + kPrefetchRows * plan.keys.stride);
+              for (size_t byte = 0; byte < plan.queries.cols * sizeof(T);
+                   byte += 64) {
+                hwy::Prefetch(ahead + byte);
+              }
+            }
             if (prefetch) {
               const size_t ahead = key + j + k + kPrefetchRows;
               if (ahead < limits[0]) PrefetchRows(plan.keys, ahead, 1);
