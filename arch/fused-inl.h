@@ -354,19 +354,30 @@ HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
 
 // scores[k] = query · key (j + k) for k < count, the keys narrow rows read
 // in place and widened in registers (int8: times the row's scale, as
-// WidenRow does, so that every path sees the same float keys).
+// WidenRow does, so that every path sees the same float keys). With
+// `ahead_limit` (rows one stride apart), the row kPrefetchRows ahead is
+// prefetched beside each, below that row: bf16 and f16 decode 1.2x faster
+// (Zen 5, W5n); int8 rows are not (it cost int8 decode a third).
 template <typename T>
 HWY_INLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
                            size_t count, const T* HWY_RESTRICT query,
-                           T* HWY_RESTRICT scores) {
+                           T* HWY_RESTRICT scores, size_t ahead_limit = 0) {
   if constexpr (std::is_same<T, float>::value) {
     const hn::ScalableTag<float> d;
     const size_t N = hn::Lanes(d), depth = keys.cols;
     VisitNarrow(keys.element, [&](auto tag) {
       using E = decltype(tag);
       constexpr bool kScaled = std::is_same<E, int8_t>::value;
+      const size_t ahead = kPrefetchRows;
       for (size_t k = 0; k < count; ++k) {
         const E* HWY_RESTRICT key = keys.template narrow_row<E>(j + k);
+        if (!kScaled && j + k + ahead < ahead_limit) {
+          const char* row =
+              reinterpret_cast<const char*>(key + ahead * keys.stride);
+          for (size_t byte = 0; byte < depth * sizeof(E); byte += 64) {
+            hwy::Prefetch(row + byte);
+          }
+        }
         const auto scale = hn::Set(d, kScaled ? keys.scale(j + k) : 1.0f);
         const auto load = [&](size_t p, size_t left) {
           const auto widened = left == N ? LoadWide(d, key + p)
@@ -614,7 +625,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
               if (ahead < limits[0]) PrefetchRows(plan.keys, ahead, 1);
               PrefetchRows(plan.values, key + j + k, 1);
             }
-            NarrowDots(plan.keys, key + j, run, query, row_scores + j);
+            NarrowDots(plan.keys, key + j, run, query, row_scores + j,
+                       prefetch_ahead ? widest : 0);
             j += run;
             continue;
           }
