@@ -356,8 +356,8 @@ HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
 // in place and widened in registers (int8: times the row's scale, as
 // WidenRow does, so that every path sees the same float keys). With
 // `ahead_limit` (rows one stride apart), the row kPrefetchRows ahead is
-// prefetched beside each, below that row: bf16 and f16 decode 1.2x faster
-// (Zen 5, W5n); int8 rows are not (it cost int8 decode a third).
+// prefetched beside each, below that row: bf16 and f16 decode 1.2-1.6x
+// faster (Zen 5, W5n); int8 rows are not (it cost int8 decode a third).
 template <typename T>
 HWY_INLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
                            size_t count, const T* HWY_RESTRICT query,
@@ -372,6 +372,8 @@ HWY_INLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
       for (size_t k = 0; k < count; ++k) {
         const E* HWY_RESTRICT key = keys.template narrow_row<E>(j + k);
         if (!kScaled && j + k + ahead < ahead_limit) {
+          // A line per 64 bytes from the row's start, written out here: the
+          // same loop as a helper function cost the float decode 5%.
           const char* row =
               reinterpret_cast<const char*>(key + ahead * keys.stride);
           for (size_t byte = 0; byte < depth * sizeof(E); byte += 64) {
@@ -618,7 +620,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           // Long runs: each key's row kPrefetchRows ahead too, never past
           // the keys a row sees. Hardware prefetchers alone left decode at
           // 0.76-0.84 of a plain read; with it 0.83-0.90 (Zen 5, W5).
-          const bool prefetch_ahead = r == 0 && !prefetch;
+          const bool prefetch_ahead = r == 0 && plan.keys.strided();
           if (plan.keys.is_narrow()) {
             for (size_t k = 0; prefetch && k < run; ++k) {
               const size_t ahead = key + j + k + kPrefetchRows;
@@ -633,8 +635,6 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
           for (size_t k = 0; k < run; ++k, key_row += plan.keys.stride) {
             if (prefetch_ahead && key + j + k + kPrefetchRows < widest) {
-              // A line per 64 bytes from the row's start (PrefetchRows' exact
-              // cover of a misaligned row's lines cost this loop its gain).
               const char* ahead = reinterpret_cast<const char*>(
                   key_row + kPrefetchRows * plan.keys.stride);
               for (size_t byte = 0; byte < plan.queries.cols * sizeof(T);

@@ -115,9 +115,12 @@ struct FusedPlan {
   // sum: key blocks where every weight is 0 skip the weighted sum (zero
   // weights contribute nothing, arch/contributions.h).
   bool skip_zero_blocks = false;
-  // gaussian_one_pass: every key coordinate is finite, so that a finite
-  // query's logits are never NaN (arch/fused_small_depth-inl.h).
-  bool keys_finite = false;
+  // gaussian_one_pass: nonfinite_keys[j] counts the keys before key j with
+  // a coordinate that is not finite (keys.rows + 1 entries). A row whose
+  // visible keys have none takes the one-pass loop, which tracks no NaN
+  // (arch/fused_small_depth-inl.h): the choice depends on no key the row
+  // cannot see.
+  const size_t* nonfinite_keys = nullptr;
 };
 
 constexpr size_t kFusedSmallDepth = 8;

@@ -80,16 +80,31 @@ HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
 // and products p·v that carry the result could leave the normal range:
 // returns false, and the row takes the two-pass route, relative to its max.
 // Above the floor, weights within 2^-24 (2^-53) of the largest stay normal,
-// and so do their products with any |v| ≥ 2^-82 (2^-769). Runs only for a
-// finite query over finite keys (plan.keys_finite), whose logits are never
-// NaN (r² is finite or +inf: t ≤ 0 or −inf); rows with a NaN or infinite
-// coordinate take the two-pass route. (Tracking NaN lanes here cost 19% of
-// W1 on Zen 5.) Keys past the visible limit have logit −inf and, in the
+// and so do their products with any |v| ≥ 2^-82 (2^-769). Runs only where
+// OnePassLogitsFinite (no logit NaN: t ≤ 0 or −inf); other rows take the
+// two-pass route. (Tracking NaN lanes here cost 19% of W1 on Zen 5.) Keys past the visible limit have logit −inf and, in the
 // panel across it, values read from a copy with their lanes 0: they
 // contribute nothing (arch/contributions.h).
 // kDepth: d at compile time (0: plan.queries.cols).
 template <typename T>
 constexpr T kOnePassFloor = sizeof(T) == 4 ? T(-20) : T(-200);
+
+// Whether a row's logits c·r² over its visible keys [key_begin, limit) can
+// never be NaN: the query and those keys finite (r² finite or +inf) and the
+// factor negative, not 0 (a bandwidth so wide that c underflows makes
+// 0·inf).
+template <typename T>
+bool OnePassLogitsFinite(const detail::FusedPlan<T>& plan,
+                         const T* HWY_RESTRICT query, size_t key_begin,
+                         size_t limit, T factor) {
+  const size_t depth = plan.queries.cols;
+  return static_cast<T>(double(factor) * 1.4426950408889634) < 0 &&
+         plan.nonfinite_keys != nullptr &&
+         plan.nonfinite_keys[std::max(key_begin, limit)] ==
+             plan.nonfinite_keys[key_begin] &&
+         std::all_of(query, query + depth,
+                     [](T x) { return std::isfinite(x); });
+}
 
 template <size_t kDepth, class D, typename T = hn::TFromD<D>>
 HWY_INLINE bool GaussianRowOnePass(D d, const detail::FusedPlan<T>& plan,
@@ -323,9 +338,8 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
                       &panel_end);
     }
     if (kGaussianOfSquares &&
-        plan.path == detail::FusedPath::gaussian_one_pass && plan.keys_finite &&
-        std::all_of(query, query + depth,
-                    [](T x) { return std::isfinite(x); })) {
+        plan.path == detail::FusedPath::gaussian_one_pass &&
+        OnePassLogitsFinite(plan, query, key_begin, limit, gaussian_factor)) {
       T* HWY_RESTRICT acc = state.accumulator.row(row);
       std::fill(acc, acc + columns, T(0));
       bool done = false;

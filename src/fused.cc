@@ -197,15 +197,19 @@ bool KeysSorted(const detail::RowList<T>& keys) {
   return true;
 }
 
-// Whether every coordinate of the keys is finite.
+// counts[j] = the number of keys before key j with a coordinate that is not
+// finite (keys.rows + 1 entries).
 template <typename T>
-bool KeysFinite(const detail::RowList<T>& keys) {
+std::vector<size_t> NonFiniteKeyCounts(const detail::RowList<T>& keys) {
+  std::vector<size_t> counts(keys.rows + 1, 0);
   for (size_t j = 0; j < keys.rows; ++j) {
+    bool finite = true;
     for (size_t c = 0; c < keys.cols; ++c) {
-      if (!std::isfinite(keys(j, c))) return false;
+      finite = finite && std::isfinite(keys(j, c));
     }
+    counts[j + 1] = counts[j] + (finite ? 0 : 1);
   }
-  return true;
+  return counts;
 }
 
 // Columns [first, cols) of `view`.
@@ -328,7 +332,8 @@ class FusedJob {
       plan_.packed_values = packed_values_.view;
     }
     if (plan_.path == detail::FusedPath::gaussian_one_pass) {
-      plan_.keys_finite = KeysFinite(keys);
+      nonfinite_keys_ = NonFiniteKeyCounts(keys);
+      plan_.nonfinite_keys = nonfinite_keys_.data();
     }
     // Compact kernels under none or sum: all-zero key blocks are skipped
     // (arch/fused.h).
@@ -413,6 +418,7 @@ class FusedJob {
 
   hwy::AlignedFreeUniquePtr<uint32_t[]> bf16_panels_;
   size_t bf16_panel_count_ = 0;
+  std::vector<size_t> nonfinite_keys_;  // gaussian_one_pass (arch/fused.h)
   detail::FusedState<T> state_;
   detail::FusedRowMode mode_;
   std::optional<T> sink_;
