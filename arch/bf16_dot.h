@@ -23,7 +23,10 @@
 #else
 #define ATTNPOOL_BF16_DOT_X86 0
 #endif
-#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+// ARM: GCC (clang 14 lacks the target attribute's +bf16) on Linux
+// (HWCAP2_BF16 from getauxval).
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__linux__)
 #define ATTNPOOL_BF16_DOT_ARM 1
 #else
 #define ATTNPOOL_BF16_DOT_ARM 0
@@ -32,7 +35,8 @@
 namespace attnpool {
 namespace detail {
 
-// Keys per panel: two vectors of 16 fp32 lanes.
+// Keys per panel: the fused plan's panel width on the tile_bf16 path (two
+// AVX-512 vectors of fp32 lanes; eight NEON vectors).
 constexpr size_t kBf16PanelKeys = 32;
 
 // Whether this CPU runs the bf16 tile.

@@ -82,10 +82,10 @@ HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
 // Above the floor, weights within 2^-24 (2^-53) of the largest stay normal,
 // and so do their products with any |v| ≥ 2^-82 (2^-769). Runs only where
 // OnePassLogitsFinite (no logit NaN: t ≤ 0 or −inf); other rows take the
-// two-pass route. (Tracking NaN lanes here cost 19% of W1 on Zen 5.) Keys past the visible limit have logit −inf and, in the
-// panel across it, values read from a copy with their lanes 0: they
-// contribute nothing (arch/contributions.h).
-// kDepth: d at compile time (0: plan.queries.cols).
+// two-pass route. (Tracking NaN lanes here cost 19% of W1 on Zen 5.) Keys past
+// the visible limit have logit −inf and, in the panel across it, values read
+// from a copy with their lanes 0: they contribute nothing
+// (arch/contributions.h). kDepth: d at compile time (0: plan.queries.cols).
 template <typename T>
 constexpr T kOnePassFloor = sizeof(T) == 4 ? T(-20) : T(-200);
 

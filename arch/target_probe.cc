@@ -22,11 +22,12 @@ namespace detail {
 HWY_EXPORT(ThisTarget);
 int64_t DispatchedTarget() { return HWY_DYNAMIC_DISPATCH(ThisTarget)(); }
 bool DispatchesBf16Family() {
+  // By rank, not by name: a later Highway's targets (AVX3_ZEN4, AVX3_SPR,
+  // NEON_BF16, …) rank the same way.
 #if HWY_ARCH_X86
-  return (DispatchedTarget() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
+  return DispatchedTarget() <= HWY_AVX3;  // AVX3 and every better target
 #elif HWY_ARCH_ARM_A64
-  return (DispatchedTarget() &
-          (HWY_NEON | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)) != 0;
+  return (DispatchedTarget() & (HWY_EMU128 | HWY_SCALAR)) == 0;
 #else
   return false;
 #endif

@@ -10,8 +10,8 @@ namespace detail {
 int64_t DispatchedTarget();
 
 // Whether that target is one beside which the bf16 dot-product tile
-// (arch/bf16_dot.h) runs: x86 AVX-512 (AVX3, AVX3_DL); ARM NEON and the SVE
-// family.
+// (arch/bf16_dot.h) runs: x86 AVX3 and better (AVX3_DL, …); on ARM every
+// vector target (NEON, the SVE family), not the emulated EMU128/SCALAR.
 bool DispatchesBf16Family();
 
 }  // namespace detail

@@ -56,6 +56,36 @@ attnpool::ElementRows ElementRowsOf(const attnpool_element_tensor* tensor,
   return t.matrix(0, 0);
 }
 
+// attnpool_pool_elements and _element_queries: queries already viewed.
+template <class Queries>
+void PoolElements(const attnpool_pool_spec* spec, const Queries& queries,
+                  const attnpool_element_tensor* keys,
+                  const attnpool_element_tensor* values,
+                  const attnpool_matrix* out, const attnpool_mask* mask,
+                  const attnpool_execution* execution) {
+  const attnpool::PoolSpec pool_spec = PoolSpecOf(Required(spec, "spec"));
+  const auto k = ElementRowsOf(keys, "keys");
+  const auto v = ElementRowsOf(values, "values");
+  attnpool::attention_pool(pool_spec, queries, k, v, ViewOf<float>(out, "out"),
+                           MaskOf<float>(mask), ExecutionOf(execution));
+}
+
+// attnpool_scaled_dot_product_attention_elements and _element_queries.
+template <class Queries>
+void SdpaElements(const Queries& queries, const attnpool_element_tensor* keys,
+                  const attnpool_element_tensor* values,
+                  const attnpool_tensor* out,
+                  const attnpool_attention_mask* mask, const double* scale,
+                  attnpool_empty_rows empty_rows,
+                  const attnpool_execution* execution) {
+  const auto k = ElementTensorOf(keys, "keys");
+  const auto v = ElementTensorOf(values, "values");
+  const auto o = Tensor<float>(out, "out");
+  attnpool::scaled_dot_product_attention(
+      queries, k, v, o, AttentionMaskOf<float>(mask), ScaleOf(scale),
+      static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+}
+
 }  // namespace
 
 extern "C" {
@@ -68,12 +98,8 @@ attnpool_status attnpool_pool_elements(const attnpool_pool_spec* spec,
                                        const attnpool_mask* mask,
                                        const attnpool_execution* execution) {
   return Guard([&] {
-    const attnpool::PoolSpec pool_spec = PoolSpecOf(Required(spec, "spec"));
-    const auto q = ViewOf<float>(queries, "queries");
-    const auto k = ElementRowsOf(keys, "keys");
-    const auto v = ElementRowsOf(values, "values");
-    attnpool::attention_pool(pool_spec, q, k, v, ViewOf<float>(out, "out"),
-                             MaskOf<float>(mask), ExecutionOf(execution));
+    PoolElements(spec, ViewOf<float>(queries, "queries"), keys, values, out,
+                 mask, execution);
   });
 }
 
@@ -83,12 +109,8 @@ attnpool_status attnpool_pool_element_queries(
     const attnpool_matrix* out, const attnpool_mask* mask,
     const attnpool_execution* execution) {
   return Guard([&] {
-    const attnpool::PoolSpec pool_spec = PoolSpecOf(Required(spec, "spec"));
-    const auto q = ElementRowsOf(queries, "queries");
-    const auto k = ElementRowsOf(keys, "keys");
-    const auto v = ElementRowsOf(values, "values");
-    attnpool::attention_pool(pool_spec, q, k, v, ViewOf<float>(out, "out"),
-                             MaskOf<float>(mask), ExecutionOf(execution));
+    PoolElements(spec, ElementRowsOf(queries, "queries"), keys, values, out,
+                 mask, execution);
   });
 }
 
@@ -128,13 +150,8 @@ attnpool_status attnpool_scaled_dot_product_attention_elements(
     const attnpool_attention_mask* mask, const double* scale,
     attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
   return Guard([&] {
-    const auto q = Tensor<float>(queries, "queries");
-    const auto k = ElementTensorOf(keys, "keys");
-    const auto v = ElementTensorOf(values, "values");
-    const auto o = Tensor<float>(out, "out");
-    attnpool::scaled_dot_product_attention(
-        q, k, v, o, AttentionMaskOf<float>(mask), ScaleOf(scale),
-        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+    SdpaElements(Tensor<float>(queries, "queries"), keys, values, out, mask,
+                 scale, empty_rows, execution);
   });
 }
 
@@ -144,13 +161,8 @@ attnpool_status attnpool_scaled_dot_product_attention_element_queries(
     const attnpool_attention_mask* mask, const double* scale,
     attnpool_empty_rows empty_rows, const attnpool_execution* execution) {
   return Guard([&] {
-    const auto q = ElementTensorOf(queries, "queries");
-    const auto k = ElementTensorOf(keys, "keys");
-    const auto v = ElementTensorOf(values, "values");
-    const auto o = Tensor<float>(out, "out");
-    attnpool::scaled_dot_product_attention(
-        q, k, v, o, AttentionMaskOf<float>(mask), ScaleOf(scale),
-        static_cast<attnpool::EmptyRows>(empty_rows), ExecutionOf(execution));
+    SdpaElements(ElementTensorOf(queries, "queries"), keys, values, out, mask,
+                 scale, empty_rows, execution);
   });
 }
 

@@ -1213,15 +1213,44 @@ static void test_elements(void) {
           ATTNPOOL_OK);
     CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &hq, &hk, &hv, &e, NULL,
                         NULL) == ATTNPOOL_OK);
-    if (attnpool_bf16_dot_instruction()[0] == '\0') {
-      CHECK(memcmp(out, expected, sizeof(out)) == 0);
-    } else {
-      float largest = 0;
-      for (int i = 0; i < M * DV; ++i) {
-        largest = fmaxf(largest, fabsf(held_values[i]));
-      }
-      for (int i = 0; i < N * DV; ++i) {
-        CHECK(fabsf(out[i] - expected[i]) <= 1e-4f * largest);
+    CHECK(memcmp(out, expected, sizeof(out)) == 0); /* d 3: small depth */
+    /* The tile's shape (12 rows, d 16): bf16 queries and keys take the bf16
+     * dot-product tile where one is reported (within a rounding of each
+     * score of the float call), else bitwise the float call. */
+    {
+      enum { TN = 12, TM = 40, TD = 16, TV = 4 };
+      uint16_t tq16[TN * TD], tk16[TM * TD];
+      float tq[TN * TD], tk[TM * TD], tv[TM * TV], tout[TN * TV],
+          texpected[TN * TV];
+      for (int i = 0; i < TN * TD; ++i) tq[i] = (float)sin(0.37 * i);
+      for (int i = 0; i < TM * TD; ++i) tk[i] = (float)cos(0.23 * i);
+      for (int i = 0; i < TM * TV; ++i) tv[i] = (float)sin(0.11 * i + 1);
+      CHECK(attnpool_to_bfloat16(tq, TN * TD, tq16) == ATTNPOOL_OK);
+      CHECK(attnpool_to_bfloat16(tk, TM * TD, tk16) == ATTNPOOL_OK);
+      CHECK(attnpool_bfloat16_to_float(tq16, TN * TD, tq) == ATTNPOOL_OK);
+      CHECK(attnpool_bfloat16_to_float(tk16, TM * TD, tk) == ATTNPOOL_OK);
+      attnpool_element_tensor bq, bk, fv;
+      memset(&bq, 0, sizeof(bq));
+      memset(&bk, 0, sizeof(bk));
+      memset(&fv, 0, sizeof(fv));
+      bq.element = bk.element = ATTNPOOL_ELEMENT_BFLOAT16;
+      bq.data = (attnpool_const_tensor){tq16, 1, 1, TN, TD, 0, 0, 0};
+      bk.data = (attnpool_const_tensor){tk16, 1, 1, TM, TD, 0, 0, 0};
+      fv.element = ATTNPOOL_ELEMENT_FLOAT32;
+      fv.data = (attnpool_const_tensor){tv, 1, 1, TM, TV, 0, 0, 0};
+      const attnpool_const_matrix fq = {tq, TN, TD, 0}, fk = {tk, TM, TD, 0},
+                                  fvm = {tv, TM, TV, 0};
+      const attnpool_matrix to = {tout, TN, TV, 0}, te = {texpected, TN, TV, 0};
+      CHECK(attnpool_pool_element_queries(&spec, &bq, &bk, &fv, &to, NULL,
+                                          NULL) == ATTNPOOL_OK);
+      CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &fq, &fk, &fvm, &te, NULL,
+                          NULL) == ATTNPOOL_OK);
+      if (attnpool_bf16_dot_instruction()[0] == '\0') {
+        CHECK(memcmp(tout, texpected, sizeof(tout)) == 0);
+      } else {
+        for (int i = 0; i < TN * TV; ++i) {
+          CHECK(fabsf(tout[i] - texpected[i]) <= 1e-4f);
+        }
       }
     }
     /* SDPA: the same queries as two heads of 3 rows over one key head. */
@@ -1249,7 +1278,7 @@ static void test_elements(void) {
               &eq, &k, &v, &to, NULL, NULL, ATTNPOOL_EMPTY_ROWS_NAN, NULL) ==
           ATTNPOOL_INVALID_ARGUMENT);
     CHECK(strcmp(attnpool_last_error_argument(), "queries.element") == 0);
-    eq.element = ATTNPOOL_ELEMENT_FLOAT16;  /* two heads: not a matrix */
+    eq.element = ATTNPOOL_ELEMENT_FLOAT16; /* two heads: not a matrix */
     CHECK(attnpool_pool_element_queries(&spec, &eq, &k, &v, &o, NULL, NULL) ==
           ATTNPOOL_INVALID_ARGUMENT);
     CHECK(strcmp(attnpool_last_error_argument(), "queries.heads") == 0);

@@ -19,6 +19,24 @@ import kernel_formulas
 CLI = None
 
 
+def bfloat16_bits(x):
+    """float32 → bfloat16 bit patterns, rounding to nearest even."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bfloat16_held(bits):
+    """The float32 values bfloat16 bit patterns hold."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def int8_rows(x):
+    """Per-row symmetric int8 quantization: (int8 rows, float32 scales)."""
+    scales = (np.abs(x).max(axis=-1) / np.float32(127)).astype(np.float32)
+    scales[scales == 0] = 1
+    return np.rint(x / scales[..., None]).astype(np.int8), scales
+
+
 def softmax(logits):
     shifted = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(shifted)
@@ -98,6 +116,20 @@ class CliTest(unittest.TestCase):
             f.write(content)
         return self.path(name)
 
+    def stored_variants(self, x, stem, dtype_option, scales_option):
+        """float16, bfloat16-bit and int8 (row scales) files of x: name ->
+        (the CLI arguments that pass them, the float32 values they hold)."""
+        bits = bfloat16_bits(x)
+        x8, scales = int8_rows(x)
+        return {
+            "f16": ([self.save(f"{stem}16.npy", x.astype(np.float16))],
+                    x.astype(np.float16).astype(np.float32)),
+            "bf16": ([self.save(f"{stem}b.npy", bits), dtype_option, "bfloat16"],
+                     bfloat16_held(bits)),
+            "int8": ([self.save(f"{stem}8.npy", x8), scales_option,
+                      self.save(f"{stem}s.npy", scales)],
+                     (scales[:, None] * x8.astype(np.float32)).astype(np.float32))}
+
     def run_cli(self, *args, expect=0):
         result = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, expect,
@@ -139,12 +171,11 @@ class CliTest(unittest.TestCase):
         q = self.rng.standard_normal((6, 8)).astype(np.float32)
         k = self.rng.standard_normal((40, 8)).astype(np.float32)
         v = self.rng.standard_normal((40, 3)).astype(np.float32)
-        bits = ((k.view(np.uint32).astype(np.uint64) + 0x7FFF +
-                 ((k.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        bits = bfloat16_bits(k)
         scales = (np.abs(v).max(axis=1) / np.float32(127)).astype(np.float32)
         v8 = np.rint(v * (np.float32(127) / np.abs(v).max(axis=1))[:, None]).astype(np.int8)
         held_keys = {"f16": k.astype(np.float16).astype(np.float32),
-                     "bf16": (bits.astype(np.uint32) << 16).view(np.float32)}
+                     "bf16": bfloat16_held(bits)}
         stored_keys = {"f16": (self.save("k16.npy", k.astype(np.float16)), []),
                        "bf16": (self.save("kb.npy", bits), ["--keys-dtype", "bfloat16"])}
         held_values = (scales[:, None] * v8.astype(np.float32)).astype(np.float32)
@@ -163,32 +194,27 @@ class CliTest(unittest.TestCase):
                              self.path("held.npy"))
                 np.testing.assert_array_equal(np.load(self.path("narrow.npy")),
                                               np.load(self.path("held.npy")))
-        # Queries stored narrow too, rows per call split: float16 and int8
-        # queries bitwise the float32 run on the values they hold; bfloat16
-        # queries with the bfloat16 keys take the bf16 dot-product tile where
-        # `attnpool targets` reports one (within a score rounding), else
-        # bitwise.
-        q_bits = ((q.view(np.uint32).astype(np.uint64) + 0x7FFF +
-                   ((q.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
-        q_scales = (np.abs(q).max(axis=1) / np.float32(127)).astype(np.float32)
-        q8 = np.rint(q * (np.float32(127) / np.abs(q).max(axis=1))[:, None]).astype(np.int8)
-        stored_queries = {
-            "f16": ([self.save("q16.npy", q.astype(np.float16))],
-                    q.astype(np.float16).astype(np.float32)),
-            "bf16": ([self.save("qb.npy", q_bits), "--queries-dtype", "bfloat16"],
-                     (q_bits.astype(np.uint32) << 16).view(np.float32)),
-            "int8": ([self.save("q8.npy", q8), "--query-scales", self.save("qs.npy", q_scales)],
-                     (q_scales[:, None] * q8.astype(np.float32)).astype(np.float32))}
+        # Queries stored narrow too, in calls of 6 rows (the tile path: d 16):
+        # float16 and int8 queries bitwise the float32 run on the values they
+        # hold; bfloat16 queries with bfloat16 keys take the bf16
+        # dot-product tile where `attnpool targets` reports one (within a
+        # score rounding), else bitwise.
+        q2 = self.rng.standard_normal((12, 16)).astype(np.float32)
+        k2_bits = bfloat16_bits(self.rng.standard_normal((40, 16)).astype(np.float32))
+        self.save("kb2.npy", k2_bits)
+        stored_queries = self.stored_variants(q2, "q", "--queries-dtype",
+                                              "--query-scales")
         bf16_dot = "bf16 dot:  none" not in self.run_cli("targets").stdout
         for name, (options, held_queries) in stored_queries.items():
             with self.subTest(queries=name):
-                self.run_cli("pool", "--queries", *options, "--keys", self.path("kb.npy"),
+                self.run_cli("pool", "--queries", *options, "--keys", self.path("kb2.npy"),
                              "--keys-dtype", "bfloat16", "--values", self.path("v8.npy"),
                              "--value-scales", self.path("vs.npy"), *spec,
-                             "--rows-per-call", "4", "-o", self.path("narrow.npy"))
+                             "--rows-per-call", "6", "-o", self.path("narrow.npy"))
                 self.run_cli("pool", "--queries", self.save("qh.npy", held_queries),
-                             "--keys", self.save("kh.npy", held_keys["bf16"]), "--values",
-                             self.path("vh.npy"), *spec, "-o", self.path("held.npy"))
+                             "--keys", self.save("kh2.npy", bfloat16_held(k2_bits)),
+                             "--values", self.path("vh.npy"), *spec, "-o",
+                             self.path("held.npy"))
                 narrow, held = np.load(self.path("narrow.npy")), np.load(self.path("held.npy"))
                 self.assertEqual(narrow.dtype, np.float32)
                 if name == "bf16" and bf16_dot:
@@ -206,15 +232,21 @@ class CliTest(unittest.TestCase):
                 (q32 + ["--keys", self.path("kh.npy"), "--values", self.path("vh.npy"),
                         "--key-scales", self.path("vs.npy")],
                  "--key-scales applies to reduced-precision inputs only"),
-                (["--queries", self.path("qb.npy"), "--keys", self.path("kh.npy"),
+                (["--queries", self.path("qb.npy"), "--keys", self.path("kh2.npy"),
                   "--values", self.path("vh.npy")],
                  "give --queries-dtype bfloat16"),
-                (["--queries", self.path("q8.npy"), "--keys", self.path("kh.npy"),
+                (["--queries", self.path("q8.npy"), "--keys", self.path("kh2.npy"),
                   "--values", self.path("vh.npy")],
                  "give its row scales with --query-scales"),
-                (["--queries", self.path("q16.npy"), "--keys", self.path("kh.npy"),
-                  "--values", self.path("vh.npy"), "--bias", self.save("b64.npy", np.zeros((6, 40)))],
+                (["--queries", self.path("q16.npy"), "--keys", self.path("kh2.npy"),
+                  "--values", self.path("vh.npy"), "--bias", self.save("b64.npy", np.zeros((12, 40)))],
                  "must be float32 beside reduced-precision inputs"),
+                (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("vh.npy"),
+                        "--queries-dtype", "bfloat16"],
+                 "--queries-dtype bfloat16 but --queries"),
+                (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("vh.npy"),
+                        "--query-scales", self.path("qs.npy")],
+                 "--query-scales applies to int8 --queries only"),
                 (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("vh.npy"),
                         "--weights", self.path("w.npy")],
                  "--weights: not with reduced-precision"),
@@ -231,11 +263,10 @@ class CliTest(unittest.TestCase):
         q = self.rng.standard_normal((2, 4, 3, 8)).astype(np.float32)
         k = self.rng.standard_normal((2, 2, 30, 8)).astype(np.float32)
         v = self.rng.standard_normal((2, 2, 30, 5)).astype(np.float32)
-        bits = ((k.view(np.uint32).astype(np.uint64) + 0x7FFF +
-                 ((k.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        bits = bfloat16_bits(k)
         scales = (np.abs(v).max(axis=-1) / np.float32(127)).astype(np.float32)
         v8 = np.rint(v * (np.float32(127) / np.abs(v).max(axis=-1))[..., None]).astype(np.int8)
-        held_k = (bits.astype(np.uint32) << 16).view(np.float32)
+        held_k = bfloat16_held(bits)
         held_v = (scales[..., None] * v8.astype(np.float32)).astype(np.float32)
         common = ["sdpa", "--queries", self.save("q.npy", q), "--causal",
                   "--causal-offset", "27"]
@@ -246,29 +277,32 @@ class CliTest(unittest.TestCase):
                      self.save("vh.npy", held_v), "-o", self.path("held.npy"))
         np.testing.assert_array_equal(np.load(self.path("narrow.npy")),
                                       np.load(self.path("held.npy")))
-        # Queries narrow too: float16 bitwise the float32 run on the values
-        # they hold; bfloat16 (with the bfloat16 keys) within a score
-        # rounding where the bf16 dot-product tile runs, else bitwise.
-        q_bits = ((q.view(np.uint32).astype(np.uint64) + 0x7FFF +
-                   ((q.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
+        # Queries narrow too (12 rows per head, d 16: the tile path):
+        # float16 bitwise the float32 run on the values they hold; bfloat16
+        # (with bfloat16 keys) within a score rounding where the bf16
+        # dot-product tile runs, else bitwise.
+        q3 = self.rng.standard_normal((1, 2, 12, 16)).astype(np.float32)
+        k3_bits = bfloat16_bits(self.rng.standard_normal((1, 1, 40, 16)).astype(np.float32))
+        v3 = self.rng.standard_normal((1, 1, 40, 5)).astype(np.float32)
+        q_bits = bfloat16_bits(q3)
         bf16_dot = "bf16 dot:  none" not in self.run_cli("targets").stdout
         for name, stored, options, held_q in [
-                ("f16", q.astype(np.float16), [], q.astype(np.float16).astype(np.float32)),
-                ("bf16", q_bits, ["--queries-dtype", "bfloat16"],
-                 (q_bits.astype(np.uint32) << 16).view(np.float32))]:
+                ("f16", q3.astype(np.float16), [], q3.astype(np.float16).astype(np.float32)),
+                ("bf16", q_bits, ["--queries-dtype", "bfloat16"], bfloat16_held(q_bits))]:
             with self.subTest(queries=name):
                 self.run_cli("sdpa", "--queries", self.save("qn.npy", stored), *options,
-                             "--causal", "--causal-offset", "27", "--keys", self.path("kb.npy"),
-                             "--keys-dtype", "bfloat16", "--values", self.path("v8.npy"),
-                             "--value-scales", self.path("vs.npy"), "-o", self.path("narrow.npy"))
+                             "--causal", "--causal-offset", "28", "--keys",
+                             self.save("kb3.npy", k3_bits), "--keys-dtype", "bfloat16",
+                             "--values", self.save("v3.npy", v3), "-o", self.path("narrow.npy"))
                 self.run_cli("sdpa", "--queries", self.save("qh.npy", held_q), "--causal",
-                             "--causal-offset", "27", "--keys", self.path("kh.npy"), "--values",
-                             self.path("vh.npy"), "-o", self.path("held.npy"))
+                             "--causal-offset", "28", "--keys",
+                             self.save("kh3.npy", bfloat16_held(k3_bits)), "--values",
+                             self.path("v3.npy"), "-o", self.path("held.npy"))
                 narrow, expected = np.load(self.path("narrow.npy")), np.load(self.path("held.npy"))
                 self.assertEqual(narrow.dtype, np.float32)
                 if name == "bf16" and bf16_dot:
                     np.testing.assert_allclose(narrow, expected, rtol=0,
-                                               atol=1e-4 * np.abs(held_v).max())
+                                               atol=1e-4 * np.abs(v3).max())
                 else:
                     np.testing.assert_array_equal(narrow, expected)
         self.expect_error(
@@ -470,17 +504,7 @@ class CliTest(unittest.TestCase):
         # split: bitwise the float32 run on the values they hold.
         q = self.rng.standard_normal((9, 5)).astype(np.float32)
         k = self.rng.standard_normal((13, 5)).astype(np.float32)
-        bits = ((k.view(np.uint32).astype(np.uint64) + 0x7FFF +
-                 ((k.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16)
-        scales = (np.abs(k).max(axis=1) / np.float32(127)).astype(np.float32)
-        k8 = np.rint(k / scales[:, None]).astype(np.int8)
-        stored = {
-            "f16": ([self.save("k16.npy", k.astype(np.float16))],
-                    k.astype(np.float16).astype(np.float32)),
-            "bf16": ([self.save("kb.npy", bits), "--keys-dtype", "bfloat16"],
-                     (bits.astype(np.uint32) << 16).view(np.float32)),
-            "int8": ([self.save("k8.npy", k8), "--key-scales", self.save("ks.npy", scales)],
-                     (scales[:, None] * k8.astype(np.float32)).astype(np.float32))}
+        stored = self.stored_variants(k, "k", "--keys-dtype", "--key-scales")
         self.save("q.npy", q)
         for name, (options, held) in stored.items():
             for distance in ("sqeuclidean", "dot", "cosine"):
@@ -558,18 +582,9 @@ class CliTest(unittest.TestCase):
         self.assertEqual(np.load(self.path("paged.npy")).tobytes(), out.tobytes())
         # bfloat16 keys and int8 values (row scales), packed and paged: bit
         # for bit the float32 runs on the values they hold.
-        def bfloat16_bits(x):
-            u = x.view(np.uint32).astype(np.uint64)
-            return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-        def int8_rows(x):
-            scales = (np.abs(x).max(axis=-1) / np.float32(127)).astype(np.float32)
-            scales[scales == 0] = 1
-            return np.rint(x / scales[..., None]).astype(np.int8), scales
-
         def held(bits=None, int8=None):
             if bits is not None:
-                return (bits.astype(np.uint32) << 16).view(np.float32)
+                return bfloat16_held(bits)
             return (int8[1][..., None] * int8[0].astype(np.float32)).astype(np.float32)
 
         narrow_runs = {

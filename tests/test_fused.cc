@@ -426,13 +426,12 @@ void GaussianOnePassChunks() {
       REQUIRE(attnpool::last_fused_path() == "gaussian_one_pass");
       // Rows that do not see key 700 keep their bits: which loop a row
       // takes depends on no key hidden from it.
-      attnpool::attention_pool(spec, queries.view(), keys.view(),
-                               values.view(), after.view(), mask);
+      attnpool::attention_pool(spec, queries.view(), keys.view(), values.view(),
+                               after.view(), mask);
       for (size_t i = 0; i < n; ++i) {
         if (lengths[i] > 700) continue;
         INFO("row " << i);
-        REQUIRE(std::memcmp(&before(i, 0), &after(i, 0), dv * sizeof(T)) ==
-                0);
+        REQUIRE(std::memcmp(&before(i, 0), &after(i, 0), dv * sizeof(T)) == 0);
       }
     }
   }

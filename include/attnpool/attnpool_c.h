@@ -582,9 +582,9 @@ const char* attnpool_supported_targets(void);
  * the same function. */
 const char* attnpool_active_target(void);
 const char* attnpool_last_run_target(void);
-/* The bf16 dot-product instruction that dot products of bfloat16 queries
- * and keys run on beside the active target ("AVX512_BF16", "BF16" on ARM),
- * or "" (targets.h). Valid until the thread's next call of it. */
+/* The bf16 dot-product instruction that the fused score tile of bfloat16
+ * queries and keys runs on beside the active target ("AVX512_BF16", "BF16"
+ * on ARM), or "" (targets.h). Valid until the thread's next call of it. */
 const char* attnpool_bf16_dot_instruction(void);
 /* Forces a target ("avx2", "AVX3", "avx512", "neon", "scalar", ...;
  * case-insensitive) for the whole process: ATTNPOOL_UNSUPPORTED_TARGET when
@@ -625,8 +625,9 @@ attnpool_status attnpool_pool_elements(const attnpool_pool_spec* spec,
                                        const attnpool_execution* execution);
 
 /* attnpool_pool_elements with queries (n x d) of any element type too
- * (pool.h: widened once; bfloat16 queries and keys take the bf16 dot-product
- * tile where attnpool_bf16_dot_instruction() names one). */
+ * (pool.h: widened once; dot products of bfloat16 queries and keys take the
+ * bf16 dot-product tile on the fused tile path where
+ * attnpool_bf16_dot_instruction() names one). */
 attnpool_status attnpool_pool_element_queries(
     const attnpool_pool_spec* spec, const attnpool_element_tensor* queries,
     const attnpool_element_tensor* keys, const attnpool_element_tensor* values,

@@ -43,11 +43,12 @@ void force_target(const std::string& name);
 // Back to the best supported target (ignores ATTNPOOL_ISA).
 void reset_target();
 
-// The bf16 dot-product instruction that dot products of bfloat16 queries
-// and keys run on now (pool.h, the "tile_bf16" path): "AVX512_BF16" (x86
-// vdpbf16ps, beside AVX3) or "BF16" (ARMv8.6 BFDOT, beside NEON and SVE);
-// "" where they do not (the CPU lacks it, or the active target is another,
-// forced or not).
+// The bf16 dot-product instruction that the score tile of dot products of
+// bfloat16 queries and keys runs on now (pool.h, the "tile_bf16" path: the
+// fused tile, so more than 4 queries per call over keys in one strided
+// array): "AVX512_BF16" (x86 vdpbf16ps, beside AVX3) or "BF16" (ARMv8.6
+// BFDOT, beside NEON and SVE; GCC builds on Linux); "" where it does not
+// (the CPU lacks it, or the active target is another, forced or not).
 std::string bf16_dot_instruction();
 
 // The target on which the calling thread's most recent attnpool computation

@@ -208,7 +208,7 @@ StoredElements ReadStoredElements(
       break;
     default:
       throw CliError{label + " is " + NpyTypeName(array.type) +
-                     ": beside reduced-precision keys or values, use float32 "
+                     ": beside reduced-precision inputs, use float32 "
                      "('<f4'), float16 ('<f2'), bfloat16 bits ('<u2') or int8 "
                      "('|i1')"};
   }

@@ -426,10 +426,10 @@ class LayerRun {
  public:
   // Inputs 2-D, or of `layout` (keys and values of `key_layout`).
   // With `narrow`, queries, keys and values of any element type
-  // (element.h).
+  // (element.h), except the queries where `no_narrow_queries` says why.
   LayerRun(const Arguments& arguments, const RunSettings& settings,
            Layout layout, std::optional<Layout> key_layout = {},
-           bool narrow = false)
+           bool narrow = false, const char* no_narrow_queries = nullptr)
       : arguments_(arguments),
         empty_rows_(ParseEmptyRows(arguments)),
         reading_(arguments, settings),
@@ -439,14 +439,19 @@ class LayerRun {
       return std::vector<size_t>(tensor.array.shape.begin(),
                                  tensor.array.shape.end() - 1);
     };
-    if (IsNarrow(inputs_.queries.array)) {
-      query_elements_ =
+    const bool narrow_queries = IsNarrow(inputs_.queries.array);
+    if (narrow_queries && no_narrow_queries != nullptr) {
+      throw CliError{inputs_.queries.Label() +
+                     ": reduced-precision queries are " + no_narrow_queries};
+    }
+    if (narrow_queries || IsNarrow(inputs_.keys.array) ||
+        IsNarrow(inputs_.values.array)) {
+      // The queries' options are checked against their file, float32 too.
+      const StoredElements queries =
           ReadStoredElements(arguments, inputs_.queries.Label(), "--queries",
                              inputs_.queries.array, rows_shape(inputs_.queries),
                              "--queries-dtype", "--query-scales");
-    }
-    if (query_elements_ || IsNarrow(inputs_.keys.array) ||
-        IsNarrow(inputs_.values.array)) {
+      if (narrow_queries) query_elements_ = queries;
       key_elements_ = ReadStoredElements(
           arguments, inputs_.keys.Label(), "--keys", inputs_.keys.array,
           rows_shape(inputs_.keys), "--keys-dtype", "--key-scales");
@@ -466,7 +471,6 @@ class LayerRun {
   }
 
   const LayerInputs& inputs() const { return inputs_; }
-  bool narrow_queries() const { return query_elements_.has_value(); }
 
   // Runs `layer(T(), LayerCall<T>)`, T the inputs' element type, into a new
   // output: the queries' batch, heads and rows, of extents.out_cols
@@ -572,14 +576,11 @@ int Sdpa(const Arguments& arguments) {
   const LayerRun run(arguments, settings,
                      packed ? Layout::packed : Layout::heads,
                      paged ? std::optional<Layout>(Layout::pool) : std::nullopt,
-                     /*narrow=*/true);
+                     /*narrow=*/true,
+                     packed ? "taken without --query-offsets only (packed and "
+                              "paged calls take float32 queries)"
+                            : nullptr);
   const LayerInputs& inputs = run.inputs();
-  if (packed && run.narrow_queries()) {
-    throw CliError{
-        "--queries: reduced-precision queries are taken without "
-        "--query-offsets only (packed and paged calls take "
-        "float32 queries)"};
-  }
   RequireSameColumns(inputs.queries, inputs.keys);
   std::vector<size_t> query_offsets, key_offsets, key_lengths;
   std::vector<int32_t> block_table;

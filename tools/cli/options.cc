@@ -49,8 +49,9 @@ const std::vector<OptionInfo> kReducedPrecisionOptions = [] {
       {"--queries-dtype", "NAME",
        "bfloat16: the queries file ('<u2') holds bfloat16 bit patterns "
        "(float16 '<f2' and int8 '|i1' queries need no option; the others "
-       "then float32 or reduced too; bfloat16 queries and keys use the "
-       "CPU's bf16 dot-product instruction where it has one)"},
+       "then float32 or reduced too; the scores of bfloat16 queries and "
+       "keys use the CPU's bf16 dot-product instruction where it has one, "
+       "see 'attnpool targets')"},
       {"--query-scales", "S.npy", "int8 queries' row scales, likewise"}};
   options.insert(options.end(), kNarrowKeyOptions.begin(),
                  kNarrowKeyOptions.end());

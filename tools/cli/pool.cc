@@ -17,17 +17,15 @@
 namespace attnpool_cli {
 namespace {
 
-// Keys and values are this rank's part of their files' rows; queries are
-// whole on every rank.
+// Keys and values: this rank's part of their files' rows (queries are
+// whole: under mpirun they are float32, see PreparePool).
 StoredElements StoredElementsOf(const Arguments& arguments,
                                 const InputMatrix& matrix,
                                 const std::string& dtype_option,
-                                const std::string& scales_option,
-                                bool ranks_part = true) {
-  return ReadStoredElements(arguments, matrix.Label(), matrix.option,
-                            matrix.array, {matrix.rows}, dtype_option,
-                            scales_option, ranks_part ? CurrentRanks().rank : 0,
-                            ranks_part ? CurrentRanks().size : 1);
+                                const std::string& scales_option) {
+  return ReadStoredElements(
+      arguments, matrix.Label(), matrix.option, matrix.array, {matrix.rows},
+      dtype_option, scales_option, CurrentRanks().rank, CurrentRanks().size);
 }
 
 struct PoolInputs {
@@ -243,20 +241,22 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
       throw CliError{
           "--weights: not with reduced-precision queries, keys or values"};
     }
-    if (narrow_queries) {
-      if (CurrentRanks().launched) {
-        throw CliError{inputs.queries.Label() +
-                       ": reduced-precision queries are not taken under "
-                       "mpirun (give float32 queries)"};
-      }
-      inputs.stored_queries =
-          StoredElementsOf(arguments, inputs.queries, "--queries-dtype",
-                           "--query-scales", false);
-    } else if (inputs.queries.array.type != NpyType::float32) {
+    if (narrow_queries && CurrentRanks().launched) {
+      throw CliError{inputs.queries.Label() +
+                     ": reduced-precision queries are not taken under "
+                     "mpirun (give float32 queries)"};
+    }
+    if (!narrow_queries && inputs.queries.array.type != NpyType::float32) {
       throw CliError{inputs.queries.Label() +
                      " must be float32 or reduced-precision beside "
                      "reduced-precision keys or values"};
     }
+    // The queries' options are checked against their file, float32 too.
+    const StoredElements queries = ReadStoredElements(
+        arguments, inputs.queries.Label(), inputs.queries.option,
+        inputs.queries.array, {inputs.queries.rows}, "--queries-dtype",
+        "--query-scales");
+    if (narrow_queries) inputs.stored_queries = queries;
     inputs.stored_keys = StoredElementsOf(arguments, inputs.keys,
                                           "--keys-dtype", "--key-scales");
     inputs.stored_values = StoredElementsOf(arguments, inputs.values,
