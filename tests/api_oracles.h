@@ -538,6 +538,7 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
     for (size_t c = 0; c < dv && report.ok(); ++c) {
       double scale = 0;  // over the keys that contribute
       double largest_value = 0;
+      double values_sum = 0;  // Σ |v| over the visible finite values
       bool infinite_value = false;
       for (size_t j = 0; j < m; ++j) {
         if (attnpool::reference::hidden(before.mask, i, j) ||
@@ -549,8 +550,10 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
         // Non-finite factors make both sums non-finite: Close() compares
         // those (finite ones that overflow are not compared, below).
         if (std::isfinite(w) && std::isfinite(v)) scale += std::fabs(w * v);
-        if (std::isfinite(v))
+        if (std::isfinite(v)) {
           largest_value = std::max(largest_value, std::fabs(v));
+          values_sum += std::fabs(v);
+        }
       }
       if (!(scale <= double(std::numeric_limits<T>::max()) / 4)) continue;
       const double got = fused(i, c), want = staged(i, c);
@@ -561,7 +564,12 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
         continue;
       }
       const bool argmax = spec.normalization == Normalization::argmax;
-      double bound = argmax ? 0 : Times(relative, scale) + 4 * kTiny<T>;
+      // A weight below the smallest normal number is 0 in the staged
+      // pipeline (exp's contract) but kept by the fused kernel, whose state
+      // is relative to its own max until the sink or a merge scales it:
+      // up to kTiny·|v| per key (the sink of a row whose keys are far).
+      double bound =
+          argmax ? 0 : Times(relative, scale) + kTiny<T> * (4 + values_sum);
       // Normalized weights make both outputs convex combinations of the
       // contributing values: within 2·max|v| of each other whatever the
       // logits' error (which for huge logits leaves no relative bound).
