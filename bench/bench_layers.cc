@@ -69,9 +69,9 @@ constexpr size_t kTokens = 1024, kModel = 512, kHeads = 8,
 struct MultiHeadInputs {
   AlignedFloats x = Normal(kTokens * kModel, 1, 3);
   AlignedFloats w_q = Normal(kModel * kModel, 0.044f, 4),
-                     w_k = Normal(kModel * kModel, 0.044f, 5),
-                     w_v = Normal(kModel * kModel, 0.044f, 6),
-                     w_o = Normal(kModel * kModel, 0.044f, 7);
+                w_k = Normal(kModel * kModel, 0.044f, 5),
+                w_v = Normal(kModel * kModel, 0.044f, 6),
+                w_o = Normal(kModel * kModel, 0.044f, 7);
   std::vector<float> out = std::vector<float>(kTokens * kModel);
 };
 
