@@ -617,62 +617,51 @@ int Sdpa(const Arguments& arguments) {
   return run.Call(
       {inputs.queries.heads, inputs.values.cols, TensorShapeText(inputs)},
       [&](auto zero, const auto& call) {
-        if constexpr (std::is_same<decltype(zero), float>::value) {
-          if (call.narrow_keys) {
+        using T = decltype(zero);
+        // One call over the keys and values as given: a paged cache of them
+        // (`cache`, PagedKVCache<T> or PagedElementCache, filled here),
+        // packed sequences, or tensors. Narrow queries (ElementTensor) come
+        // only without offsets.
+        const auto attend = [&](const auto& queries, const auto& keys,
+                                const auto& values, auto cache) {
+          using Queries = std::decay_t<decltype(queries)>;
+          if constexpr (!std::is_same<Queries,
+                                      attnpool::ElementTensor>::value) {
             if (paged) {
-              attnpool::PagedElementCache cache;
-              cache.keys = *call.narrow_keys;
-              cache.values = *call.narrow_values;
+              cache.keys = keys;
+              cache.values = values;
               cache.block_table = block_table.data();
               cache.block_table_stride = table_stride;
               cache.lengths = key_lengths.data();
               return attnpool::scaled_dot_product_attention_paged(
-                  call.queries, cache, call.out, key_lengths.size(),
+                  queries, cache, call.out, key_lengths.size(),
                   query_offsets.data(), call.mask, scale, call.empty_rows,
                   call.execution);
             }
             if (packed) {
               return attnpool::scaled_dot_product_attention_varlen(
-                  call.queries, *call.narrow_keys, *call.narrow_values,
-                  call.out,
+                  queries, keys, values, call.out,
                   {query_offsets.size() - 1, query_offsets.data(),
                    key_offsets.data()},
                   call.mask, scale, call.empty_rows, call.execution);
             }
-            if (call.narrow_queries) {
-              return attnpool::scaled_dot_product_attention(
-                  *call.narrow_queries, *call.narrow_keys, *call.narrow_values,
-                  call.out, call.mask, scale, call.empty_rows, call.execution);
-            }
-            return attnpool::scaled_dot_product_attention(
-                call.queries, *call.narrow_keys, *call.narrow_values, call.out,
-                call.mask, scale, call.empty_rows, call.execution);
+          }
+          attnpool::scaled_dot_product_attention(
+              queries, keys, values, call.out, call.mask, scale,
+              call.empty_rows, call.execution);
+        };
+        if constexpr (std::is_same<T, float>::value) {
+          if (call.narrow_queries) {
+            return attend(*call.narrow_queries, *call.narrow_keys,
+                          *call.narrow_values, attnpool::PagedElementCache());
+          }
+          if (call.narrow_keys) {
+            return attend(call.queries, *call.narrow_keys, *call.narrow_values,
+                          attnpool::PagedElementCache());
           }
         }
-        if (paged) {
-          attnpool::PagedKVCache<typename std::remove_const_t<
-              std::remove_pointer_t<decltype(call.keys.data)>>>
-              cache;
-          cache.keys = call.keys;
-          cache.values = call.values;
-          cache.block_table = block_table.data();
-          cache.block_table_stride = table_stride;
-          cache.lengths = key_lengths.data();
-          attnpool::scaled_dot_product_attention_paged(
-              call.queries, cache, call.out, key_lengths.size(),
-              query_offsets.data(), call.mask, scale, call.empty_rows,
-              call.execution);
-        } else if (packed) {
-          attnpool::scaled_dot_product_attention_varlen(
-              call.queries, call.keys, call.values, call.out,
-              {query_offsets.size() - 1, query_offsets.data(),
-               key_offsets.data()},
-              call.mask, scale, call.empty_rows, call.execution);
-        } else {
-          attnpool::scaled_dot_product_attention(
-              call.queries, call.keys, call.values, call.out, call.mask, scale,
-              call.empty_rows, call.execution);
-        }
+        attend(call.queries, call.keys, call.values,
+               attnpool::PagedKVCache<T>());
       });
 }
 
