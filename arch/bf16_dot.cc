@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "arch/target_probe.h"
 
@@ -15,8 +16,11 @@ void PackBf16Panels(const uint16_t* keys, size_t stride, size_t count,
                     size_t depth, size_t panel_begin, size_t panel_end,
                     uint32_t* panels) {
   const size_t pairs = (depth + 1) / 2;
+  const size_t padded_pairs = Bf16PanelPairs(depth);
   for (size_t panel = panel_begin; panel < panel_end; ++panel) {
     uint32_t* packed = panels + panel * Bf16PanelElements(depth);
+    std::fill(packed + pairs * kBf16PanelKeys,
+              packed + padded_pairs * kBf16PanelKeys, 0u);
     for (size_t lane = 0; lane < kBf16PanelKeys; ++lane) {
       const size_t key = panel * kBf16PanelKeys + lane;
       for (size_t pair = 0; pair < pairs; ++pair) {
@@ -31,10 +35,45 @@ bool Bf16TileDispatched() {
   return Bf16DotSupported() && DispatchesBf16Family();
 }
 
+namespace {
+
+// The forced instruction; vector's rank + 1 (none forced) is "the best".
+constexpr int kBest = static_cast<int>(Bf16DotInstruction::amx) + 1;
+int forced_instruction = kBest;
+
+}  // namespace
+
+std::vector<Bf16DotInstruction> SupportedBf16DotInstructions() {
+  std::vector<Bf16DotInstruction> supported;
+  if (!Bf16DotSupported()) return supported;
+  if (AmxBf16Supported()) supported.push_back(Bf16DotInstruction::amx);
+  supported.push_back(Bf16DotInstruction::vector);
+  return supported;
+}
+
+Bf16DotInstruction ActiveBf16DotInstruction() {
+  if (!Bf16TileDispatched()) return Bf16DotInstruction::none;
+  return forced_instruction == kBest
+             ? SupportedBf16DotInstructions().front()
+             : static_cast<Bf16DotInstruction>(forced_instruction);
+}
+
+void ForceBf16DotInstruction(Bf16DotInstruction instruction) {
+  forced_instruction = static_cast<int>(instruction);
+}
+
+void ResetBf16DotInstruction() { forced_instruction = kBest; }
+
 void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
                    const uint32_t* panels, size_t panel_begin, size_t panel_end,
                    size_t row_begin, size_t row_end, float* scores,
                    size_t score_stride, size_t row_origin, size_t key_origin) {
+  if (ActiveBf16DotInstruction() == Bf16DotInstruction::amx) {
+    AmxBf16Scores(queries, query_stride, depth, panels, panel_begin, panel_end,
+                  row_begin, row_end, scores, score_stride, row_origin,
+                  key_origin);
+    return;
+  }
   const size_t panel_elements = Bf16PanelElements(depth);
   const size_t tile_rows = Bf16TileRows();
   for (size_t first = row_begin; first < row_end; first += tile_rows) {
@@ -54,6 +93,14 @@ void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
     }
   }
 }
+
+#if !ATTNPOOL_BF16_DOT_AMX
+bool AmxBf16Supported() { return false; }
+void AmxBf16Scores(const uint16_t*, size_t, size_t, const uint32_t*, size_t,
+                   size_t, size_t, size_t, float*, size_t, size_t, size_t) {
+  std::abort();  // unreachable: AmxBf16Supported() is false
+}
+#endif
 
 #if !ATTNPOOL_BF16_DOT_X86 && !ATTNPOOL_BF16_DOT_ARM  // no instruction
 

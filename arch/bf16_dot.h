@@ -4,10 +4,14 @@
 // inputs count as 0):
 //   x86 AVX512_BF16 vdpbf16ps (arch/bf16_dot_x86.cc): rounds to nearest
 //     even, as a chain of two fused multiply-adds;
+//   x86 AMX-BF16 tdpbf16ps (arch/bf16_dot_amx.cc): the same chain of two
+//     roundings to nearest even per pair, subnormal results flushed to 0;
+//     chosen over vdpbf16ps where the CPU has it and Linux grants the tile
+//     state;
 //   ARMv8.6 BF16 BFDOT (arch/bf16_dot_arm.cc): the pair's sum, then the
 //     accumulation, each rounded to odd (at most one float ulp each, not
 //     half), subnormal results flushed to 0.
-// Either stays within the float tile's bound of d + 2 roundings. Not a
+// Each stays within the float tile's bound of d + 2 roundings. Not a
 // Highway target: functions compiled for that extension alone, chosen at
 // run time where the CPU has it and the active target is one of its
 // family's vector targets (Bf16TileDispatched, src/fused.cc). Elsewhere
@@ -16,12 +20,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 // Which file compiles the instruction's tile: one at most.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ATTNPOOL_BF16_DOT_X86 1
 #else
 #define ATTNPOOL_BF16_DOT_X86 0
+#endif
+// AMX: x86-64 Linux (the tile state is granted by arch_prctl).
+#if ATTNPOOL_BF16_DOT_X86 && defined(__linux__)
+#define ATTNPOOL_BF16_DOT_AMX 1
+#else
+#define ATTNPOOL_BF16_DOT_AMX 0
 #endif
 // ARM: GCC (clang 14 lacks the target attribute's +bf16) on Linux
 // (HWCAP2_BF16 from getauxval).
@@ -42,21 +53,47 @@ constexpr size_t kBf16PanelKeys = 32;
 // Whether this CPU runs the bf16 tile.
 bool Bf16DotSupported();
 
+// The instructions the tile can run on, worst first (the vector dot-product
+// instruction: vdpbf16ps or BFDOT).
+enum class Bf16DotInstruction { none, vector, amx };
+
+// The instructions this CPU runs the tile on, best first (none: empty).
+std::vector<Bf16DotInstruction> SupportedBf16DotInstructions();
+
+// The instruction the tile runs on now: none unless Bf16TileDispatched();
+// else the forced one (ForceBf16DotInstruction), else the best the CPU has.
+Bf16DotInstruction ActiveBf16DotInstruction();
+
+// Forces `instruction` (which the CPU must have; none turns the tile off)
+// until ResetBf16DotInstruction(). Process-global, like the forced target.
+void ForceBf16DotInstruction(Bf16DotInstruction instruction);
+void ResetBf16DotInstruction();
+
+// Whether this CPU has AMX-BF16 and Linux grants its tile state (asked for
+// once, at the first call: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)).
+bool AmxBf16Supported();
+
 // Whether the tile_bf16 path runs now: the CPU has the instruction and the
 // dispatched target is one beside which it exists (x86: AVX3; ARM: NEON and
 // SVE, not the emulated EMU128/SCALAR), so forcing a target off turns it
 // off.
 bool Bf16TileDispatched();
 
+// Coordinate pairs a packed panel holds for `depth` coordinates: a multiple
+// of 16 (an AMX tile step), zero past the keys' (depth + 1) / 2 pairs.
+inline size_t Bf16PanelPairs(size_t depth) {
+  return ((depth + 1) / 2 + 15) / 16 * 16;
+}
+
 // uint32 elements of one packed panel of keys of `depth` coordinates.
 inline size_t Bf16PanelElements(size_t depth) {
-  return (depth + 1) / 2 * kBf16PanelKeys;
+  return Bf16PanelPairs(depth) * kBf16PanelKeys;
 }
 
 // Packs panels [panel_begin, panel_end) of `count` bf16 key rows (`depth`
 // coordinates, row j at keys + j·stride): panel p's element [pair][lane]
 // holds key p·32 + lane's coordinates 2·pair (low half) and 2·pair + 1
-// (high half), 0 past depth and past the keys.
+// (high half), 0 past depth (to Bf16PanelPairs) and past the keys.
 void PackBf16Panels(const uint16_t* keys, size_t stride, size_t count,
                     size_t depth, size_t panel_begin, size_t panel_end,
                     uint32_t* panels);
@@ -66,6 +103,13 @@ void PackBf16Panels(const uint16_t* keys, size_t stride, size_t count,
 // queries + i·query_stride) and the keys j of panels [panel_begin,
 // panel_end) (whole panels: their padding keys get 0).
 void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
+                   const uint32_t* panels, size_t panel_begin, size_t panel_end,
+                   size_t row_begin, size_t row_end, float* scores,
+                   size_t score_stride, size_t row_origin, size_t key_origin);
+
+// Bf16DotScores on AMX tiles (arch/bf16_dot_amx.cc), where
+// AmxBf16Supported().
+void AmxBf16Scores(const uint16_t* queries, size_t query_stride, size_t depth,
                    const uint32_t* panels, size_t panel_begin, size_t panel_end,
                    size_t row_begin, size_t row_end, float* scores,
                    size_t score_stride, size_t row_origin, size_t key_origin);

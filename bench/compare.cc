@@ -552,8 +552,14 @@ void W2n(int threads) {
   run("attnpool_sdpa_bfloat16",
       attnpool::ConstMatrixView<attnpool::bf16>(kb.data(), m, d),
       attnpool::ConstMatrixView<attnpool::bf16>(vb.data(), m, d));
-  {
-    // bf16 queries too: the bf16 dot-product tile where the CPU has one.
+  // bf16 queries too: the bf16 dot-product tile on each instruction the CPU
+  // runs it on (forced; the best one's row is unsuffixed), or none.
+  auto instructions = attnpool::supported_bf16_dot_instructions();
+  if (instructions.empty()) instructions.push_back("");
+  for (const std::string& instruction : instructions) {
+    if (!instruction.empty()) {
+      attnpool::force_bf16_dot_instruction(instruction);
+    }
     const Timing timing = Time([&] {
       attnpool::attention_pool(
           kSdpaSpec, attnpool::ConstMatrixView<attnpool::bf16>(qb.data(), n, d),
@@ -561,9 +567,15 @@ void W2n(int threads) {
           attnpool::ConstMatrixView<attnpool::bf16>(vb.data(), m, d),
           {out.data(), n, d}, {}, {threads});
     });
-    Report("W2n", "attnpool_sdpa_bfloat16_qkv", threads, "GFLOP/s", gflop,
-           timing,
-           attnpool::last_run_target() + ", " + attnpool::last_fused_path());
+    const std::string name = instruction == instructions.front()
+                                 ? std::string("attnpool_sdpa_bfloat16_qkv")
+                                 : "attnpool_sdpa_bfloat16_qkv_" + instruction;
+    Report("W2n", name, threads, "GFLOP/s", gflop, timing,
+           attnpool::last_run_target() + ", " + attnpool::last_fused_path() +
+               ", " + attnpool::bf16_dot_instruction());
+  }
+  if (!instructions.front().empty()) {  // back to the best
+    attnpool::force_bf16_dot_instruction(instructions.front());
   }
   {
     std::vector<attnpool::f16> kh(k.size()), vh(v.size());
@@ -995,6 +1007,11 @@ void Summary(const std::vector<int>& thread_counts) {
       {"W2n",
        "attnpool_sdpa_bfloat16_qkv",
        {"attnpool_sdpa_float"},
+       "fma_peak",
+       1.0},
+      {"W2n",
+       "attnpool_sdpa_bfloat16_qkv",
+       {"attnpool_sdpa_bfloat16_qkv_AVX512_BF16"},
        "fma_peak",
        1.0},
       {"W2n",

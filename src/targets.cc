@@ -94,6 +94,18 @@ void Force(int64_t target) {
 
 thread_local int64_t last_run = 0;
 
+std::string Bf16DotName(detail::Bf16DotInstruction instruction) {
+  switch (instruction) {
+    case detail::Bf16DotInstruction::none:
+      return "";
+    case detail::Bf16DotInstruction::vector:
+      return HWY_ARCH_X86 ? "AVX512_BF16" : "BF16";
+    case detail::Bf16DotInstruction::amx:
+      return "AMX_BF16";
+  }
+  return "";
+}
+
 }  // namespace
 
 namespace detail {
@@ -140,12 +152,34 @@ void reset_target() {
   detail::EnsureDispatchReady();
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  detail::ResetBf16DotInstruction();
 }
 
 std::string bf16_dot_instruction() {
   detail::EnsureDispatchReady();
-  if (!detail::Bf16TileDispatched()) return "";
-  return HWY_ARCH_X86 ? "AVX512_BF16" : "BF16";
+  return Bf16DotName(detail::ActiveBf16DotInstruction());
+}
+
+std::vector<std::string> supported_bf16_dot_instructions() {
+  std::vector<std::string> names;
+  for (const auto instruction : detail::SupportedBf16DotInstructions()) {
+    names.push_back(Bf16DotName(instruction));
+  }
+  return names;
+}
+
+void force_bf16_dot_instruction(const std::string& name) {
+  for (const auto instruction : detail::SupportedBf16DotInstructions()) {
+    if (Lower(Bf16DotName(instruction)) == Lower(name)) {
+      detail::ForceBf16DotInstruction(instruction);
+      return;
+    }
+  }
+  std::string message = "'" + name +
+                        "' is not a bf16 dot-product instruction this CPU "
+                        "runs (supported: ";
+  Join(message, supported_bf16_dot_instructions());
+  throw Error("instruction", message + ")");
 }
 
 std::string last_run_target() {

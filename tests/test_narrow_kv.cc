@@ -592,10 +592,27 @@ void RequireWithinScoreRounding(const TestMatrix<float>& narrow,
 // under qemu's max CPU, BFDOT rounding to odd; another order of the products'
 // sum: within what a rounding of each score moves the result), else bitwise the
 // float call on the held values.
+void NarrowQueriesOn(const std::string& instruction);
+
 ATTNPOOL_TEST_EACH_TARGET(NarrowQueries, "narrow_kv.bf16_queries",
                           "[narrow_kv]") {
+  // Each instruction the CPU runs the tile on, forced; "" where none.
+  auto instructions = attnpool::supported_bf16_dot_instructions();
+  if (instructions.empty()) instructions.push_back("");
+  for (const std::string& instruction : instructions) {
+    if (!instruction.empty()) {
+      attnpool::force_bf16_dot_instruction(instruction);
+    }
+    NarrowQueriesOn(instruction);
+  }
+  if (!instructions.front().empty()) {  // back to the best
+    attnpool::force_bf16_dot_instruction(instructions.front());
+  }
+}
+
+void NarrowQueriesOn(const std::string& instruction) {
   std::mt19937_64 rng(kSeed + 93);
-  INFO("seed " << kSeed + 93);
+  INFO("seed " << kSeed + 93 << ", instruction '" << instruction << "'");
   const bool dot_instruction = !attnpool::bf16_dot_instruction().empty();
   for (size_t d : {64u, 13u, 1u}) {
     for (size_t n : {40u, 3u}) {

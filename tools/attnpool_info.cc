@@ -38,8 +38,12 @@ int main() {
                 Join(attnpool::supported_targets()).c_str());
     std::printf("active target:     %s\n", attnpool::active_target().c_str());
     const std::string bf16_dot = attnpool::bf16_dot_instruction();
-    std::printf("bf16 dot tile:     %s\n",
-                bf16_dot.empty() ? "none" : bf16_dot.c_str());
+    std::printf(
+        "bf16 dot tile:     %s (supported: %s)\n",
+        bf16_dot.empty() ? "none" : bf16_dot.c_str(),
+        attnpool::supported_bf16_dot_instructions().empty()
+            ? "none"
+            : Join(attnpool::supported_bf16_dot_instructions()).c_str());
     std::printf("OpenMP threads:    %d\n", omp_get_max_threads());
     std::printf("CPU model:         %s\n", CpuModel().c_str());
   } catch (const attnpool::Error& error) {

@@ -66,10 +66,10 @@ for cpu in max a64fx cortex-a72; do
 done
 # BFDOT: max has FEAT_BF16; a64fx and cortex-a72 do not.
 [[ $(QEMU_CPU=max qemu-aarch64 "$build/tools/attnpool-info" |
-  grep -c "bf16 dot tile: *BF16$") == 1 ]] || { echo "max: no BFDOT tile"; failed=1; }
+  grep -c "bf16 dot tile: *BF16 (supported: BF16)$") == 1 ]] || { echo "max: no BFDOT tile"; failed=1; }
 for cpu in a64fx cortex-a72; do
   [[ $(QEMU_CPU=$cpu qemu-aarch64 "$build/tools/attnpool-info" |
-    grep -c "bf16 dot tile: *none$") == 1 ]] || { echo "$cpu: a BFDOT tile"; failed=1; }
+    grep -c "bf16 dot tile: *none (supported: none)$") == 1 ]] || { echo "$cpu: a BFDOT tile"; failed=1; }
 done
 [[ $(QEMU_CPU=a64fx qemu-aarch64 "$build/tools/attnpool-info" |
   grep -c "active target: *SVE$") == 1 ]] || { echo "a64fx: SVE not chosen"; failed=1; }

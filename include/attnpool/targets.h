@@ -40,16 +40,31 @@ std::string active_target();
 // CPU: never a silent fallback.
 void force_target(const std::string& name);
 
-// Back to the best supported target (ignores ATTNPOOL_ISA).
+// Back to the best supported target (ignores ATTNPOOL_ISA) and the best
+// bf16 dot-product instruction.
 void reset_target();
 
 // The bf16 dot-product instruction that the score tile of dot products of
 // bfloat16 queries and keys runs on now (pool.h, the "tile_bf16" path: the
 // fused tile, so more than 4 queries per call over keys in one strided
-// array): "AVX512_BF16" (x86 vdpbf16ps, beside AVX3) or "BF16" (ARMv8.6
-// BFDOT, beside NEON and SVE; GCC builds on Linux); "" where it does not
-// (the CPU lacks it, or the active target is another, forced or not).
+// array): "AMX_BF16" (x86 AMX tiles, tdpbf16ps, where the CPU has them and
+// Linux grants their state to the process: the library asks for it with
+// arch_prctl(ARCH_REQ_XCOMP_PERM) at its first use, which enlarges the
+// process's signal frames), "AVX512_BF16" (x86 vdpbf16ps) — either beside
+// AVX3 — or "BF16" (ARMv8.6 BFDOT, beside NEON and SVE; GCC builds on
+// Linux); "" where it does not (the CPU lacks it, or the active target is
+// another, forced or not). Each result is within the same bound (pool.h).
 std::string bf16_dot_instruction();
+
+// The bf16 dot-product instructions this CPU runs that tile on, best first
+// (independent of forcing; empty where it has none).
+std::vector<std::string> supported_bf16_dot_instructions();
+
+// Makes the tile run on `name` (one of supported_bf16_dot_instructions(),
+// case-insensitive) while the active target is of its family, until
+// reset_target(). Throws attnpool::Error (argument "instruction") for any
+// other name. Process-global and not thread-safe, like force_target().
+void force_bf16_dot_instruction(const std::string& name);
 
 // The target on which the calling thread's most recent attnpool computation
 // actually ran, or "" if it ran none yet (or the last call had nothing to do).

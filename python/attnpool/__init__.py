@@ -53,8 +53,13 @@ reset_target = _core.reset_target
 #: The target the last call of this thread ran on.
 last_run_target = _core.last_run_target
 #: The bf16 dot-product instruction bf16 query·key dot products run on now
-#: ("AVX512_BF16", "BF16" on ARM), or "" where none runs.
+#: ("AMX_BF16", "AVX512_BF16", "BF16" on ARM), or "" where none runs.
 bf16_dot_instruction = _core.bf16_dot_instruction
+#: The bf16 dot-product instructions this CPU runs that tile on, best first.
+supported_bf16_dot_instructions = _core.supported_bf16_dot_instructions
+#: Makes the tile run on one of them (ValueError otherwise) until
+#: reset_target().
+force_bf16_dot_instruction = _core.force_bf16_dot_instruction
 #: The fused path the last attention_pool of this thread took.
 last_fused_path = _core.last_fused_path
 
@@ -65,7 +70,8 @@ __all__ = [
     "additive_attention", "multi_head_attention", "alibi_slopes", "NadarayaWatson",
     "cross_validate", "bandwidth_rule", "targets", "supported_targets",
     "active_target", "force_target", "reset_target", "last_run_target",
-    "bf16_dot_instruction",
+    "bf16_dot_instruction", "supported_bf16_dot_instructions",
+    "force_bf16_dot_instruction",
     "last_fused_path", "KERNELS", "DISTANCES", "NORMALIZATIONS", "Int8Rows",
     "to_bfloat16", "bfloat16_to_float", "quantize_rows", "dequantize_rows",
 ]

@@ -54,6 +54,9 @@ NB_MODULE(_core, m) {
   m.def("reset_target", &attnpool::reset_target);
   m.def("last_run_target", &attnpool::last_run_target);
   m.def("bf16_dot_instruction", &attnpool::bf16_dot_instruction);
+  m.def("supported_bf16_dot_instructions",
+        &attnpool::supported_bf16_dot_instructions);
+  m.def("force_bf16_dot_instruction", &attnpool::force_bf16_dot_instruction);
   m.def("last_fused_path", &attnpool::last_fused_path);
   m.def("input_copies", [] { return g_input_copies.load(); });
   m.def("kernel_names", [] { return NamesOf(attnpool::kKernels); });

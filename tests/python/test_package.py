@@ -281,3 +281,16 @@ def test_targets_and_version():
     assert attnpool.active_target() in attnpool.supported_targets()
     with pytest.raises(ValueError):
         attnpool.force_target("NOT_A_TARGET")
+
+
+def test_bf16_dot_instructions():
+    supported = attnpool.supported_bf16_dot_instructions()
+    with pytest.raises(ValueError, match="instruction"):
+        attnpool.force_bf16_dot_instruction("NOT_AN_INSTRUCTION")
+    try:
+        for name in supported:
+            attnpool.force_bf16_dot_instruction(name.lower())
+            assert attnpool.bf16_dot_instruction() in (name, "")
+    finally:
+        attnpool.reset_target()
+    assert attnpool.bf16_dot_instruction() in (supported[:1] + [""])
