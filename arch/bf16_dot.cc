@@ -37,9 +37,9 @@ bool Bf16TileDispatched() {
 
 namespace {
 
-// The forced instruction; vector's rank + 1 (none forced) is "the best".
-constexpr int kBest = static_cast<int>(Bf16DotInstruction::amx) + 1;
-int forced_instruction = kBest;
+// The forced instruction; amx's rank + 1: none forced (the chosen one).
+constexpr int kChosen = static_cast<int>(Bf16DotInstruction::amx) + 1;
+int forced_instruction = kChosen;
 
 }  // namespace
 
@@ -51,10 +51,21 @@ std::vector<Bf16DotInstruction> SupportedBf16DotInstructions() {
   return supported;
 }
 
+bool VectorBf16DotPays() { return !CpuListsAmxBf16(); }
+
+Bf16DotInstruction ChosenBf16DotInstruction() {
+  for (const auto instruction : SupportedBf16DotInstructions()) {
+    if (instruction != Bf16DotInstruction::vector || VectorBf16DotPays()) {
+      return instruction;
+    }
+  }
+  return Bf16DotInstruction::none;
+}
+
 Bf16DotInstruction ActiveBf16DotInstruction() {
   if (!Bf16TileDispatched()) return Bf16DotInstruction::none;
-  return forced_instruction == kBest
-             ? SupportedBf16DotInstructions().front()
+  return forced_instruction == kChosen
+             ? ChosenBf16DotInstruction()
              : static_cast<Bf16DotInstruction>(forced_instruction);
 }
 
@@ -62,7 +73,7 @@ void ForceBf16DotInstruction(Bf16DotInstruction instruction) {
   forced_instruction = static_cast<int>(instruction);
 }
 
-void ResetBf16DotInstruction() { forced_instruction = kBest; }
+void ResetBf16DotInstruction() { forced_instruction = kChosen; }
 
 void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
                    const uint32_t* panels, size_t panel_begin, size_t panel_end,
@@ -96,6 +107,7 @@ void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
 
 #if !ATTNPOOL_BF16_DOT_AMX
 bool AmxBf16Supported() { return false; }
+bool CpuListsAmxBf16() { return false; }
 void AmxBf16Scores(const uint16_t*, size_t, size_t, const uint32_t*, size_t,
                    size_t, size_t, size_t, float*, size_t, size_t, size_t) {
   std::abort();  // unreachable: AmxBf16Supported() is false

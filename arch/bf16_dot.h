@@ -60,8 +60,21 @@ enum class Bf16DotInstruction { none, vector, amx };
 // The instructions this CPU runs the tile on, best first (none: empty).
 std::vector<Bf16DotInstruction> SupportedBf16DotInstructions();
 
+// The instruction this CPU's tile runs on unless another is forced: AMX
+// where granted, else the vector instruction where VectorBf16DotPays(),
+// else none (the float tile).
+Bf16DotInstruction ChosenBf16DotInstruction();
+
+// Whether the vector instruction's tile beats the float tile here: not on
+// x86 CPUs that list AMX-BF16 (Sapphire/Emerald Rapids: the vdpbf16ps tile
+// ran at 0.72–0.75× the float tile's rate on W2, bench/compare W2n, two
+// runs, 1 and 2 threads), whose bf16 tile is AMX's or, where Linux refuses
+// the tile state, the float tile; everywhere else it does (Zen 5:
+// 1.10–1.16×; ARM's BFDOT is not measured natively).
+bool VectorBf16DotPays();
+
 // The instruction the tile runs on now: none unless Bf16TileDispatched();
-// else the forced one (ForceBf16DotInstruction), else the best the CPU has.
+// else the forced one (ForceBf16DotInstruction), else the chosen one.
 Bf16DotInstruction ActiveBf16DotInstruction();
 
 // Forces `instruction` (which the CPU must have; none turns the tile off)
@@ -72,6 +85,9 @@ void ResetBf16DotInstruction();
 // Whether this CPU has AMX-BF16 and Linux grants its tile state (asked for
 // once, at the first call: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)).
 bool AmxBf16Supported();
+
+// Whether CPUID lists AMX-BF16 and AMX-TILE (granted or not).
+bool CpuListsAmxBf16();
 
 // Whether the tile_bf16 path runs now: the CPU has the instruction and the
 // dispatched target is one beside which it exists (x86: AVX3; ARM: NEON and

@@ -32,11 +32,10 @@ constexpr long kArchGetXcompPerm = 0x1022;
 constexpr long kArchReqXcompPerm = 0x1023;
 constexpr long kXfeatureXtileData = 18;
 
+// CPUID lists the units, and the OS enables their state in XCR0.
 bool CpuHasAmxBf16() {
+  if (!CpuListsAmxBf16()) return false;
   unsigned eax, ebx, ecx, edx;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool amx_bf16 = (edx >> 22) & 1, amx_tile = (edx >> 24) & 1;
-  if (!amx_bf16 || !amx_tile) return false;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !((ecx >> 27) & 1)) {
     return false;  // no OSXSAVE: XCR0 unreadable
   }
@@ -115,6 +114,13 @@ ATTNPOOL_AMX_TARGET void LoadConfig(const TileConfig& config) {
 ATTNPOOL_AMX_TARGET void ReleaseTiles() { _tile_release(); }
 
 }  // namespace
+
+bool CpuListsAmxBf16() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amx_bf16 = (edx >> 22) & 1, amx_tile = (edx >> 24) & 1;
+  return amx_bf16 && amx_tile;
+}
 
 bool AmxBf16Supported() {
   static const bool supported = CpuHasAmxBf16() && LinuxGrantsTiles();

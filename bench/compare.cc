@@ -552,14 +552,17 @@ void W2n(int threads) {
   run("attnpool_sdpa_bfloat16",
       attnpool::ConstMatrixView<attnpool::bf16>(kb.data(), m, d),
       attnpool::ConstMatrixView<attnpool::bf16>(vb.data(), m, d));
-  // bf16 queries too: the bf16 dot-product tile on each instruction the CPU
-  // runs it on (forced; the best one's row is unsuffixed), or none.
-  auto instructions = attnpool::supported_bf16_dot_instructions();
-  if (instructions.empty()) instructions.push_back("");
+  // bf16 queries too: the tile on this CPU's choice of bf16 dot-product
+  // instruction (the unsuffixed row; maybe none: the float tile) and on each
+  // other instruction it runs, forced.
+  attnpool::force_bf16_dot_instruction("");
+  const std::string chosen = attnpool::bf16_dot_instruction();
+  std::vector<std::string> instructions{""};
+  for (const std::string& other : attnpool::supported_bf16_dot_instructions()) {
+    if (other != chosen) instructions.push_back(other);
+  }
   for (const std::string& instruction : instructions) {
-    if (!instruction.empty()) {
-      attnpool::force_bf16_dot_instruction(instruction);
-    }
+    attnpool::force_bf16_dot_instruction(instruction);
     const Timing timing = Time([&] {
       attnpool::attention_pool(
           kSdpaSpec, attnpool::ConstMatrixView<attnpool::bf16>(qb.data(), n, d),
@@ -567,16 +570,14 @@ void W2n(int threads) {
           attnpool::ConstMatrixView<attnpool::bf16>(vb.data(), m, d),
           {out.data(), n, d}, {}, {threads});
     });
-    const std::string name = instruction == instructions.front()
+    const std::string name = instruction.empty()
                                  ? std::string("attnpool_sdpa_bfloat16_qkv")
                                  : "attnpool_sdpa_bfloat16_qkv_" + instruction;
     Report("W2n", name, threads, "GFLOP/s", gflop, timing,
            attnpool::last_run_target() + ", " + attnpool::last_fused_path() +
                ", " + attnpool::bf16_dot_instruction());
   }
-  if (!instructions.front().empty()) {  // back to the best
-    attnpool::force_bf16_dot_instruction(instructions.front());
-  }
+  attnpool::force_bf16_dot_instruction("");
   {
     std::vector<attnpool::f16> kh(k.size()), vh(v.size());
     attnpool::to_float16(k.data(), k.size(), kh.data());

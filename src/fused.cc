@@ -303,11 +303,13 @@ class FusedJob {
     plan_.path = ChooseFusedPath(spec, plans, mode_, queries, keys, values);
     // Dot products of bf16 queries and keys: the score tile on the bf16
     // dot-product instruction, where the CPU has one beside the dispatched
-    // target.
+    // target (and it pays there, arch/bf16_dot.h).
     if (plan_.path == detail::FusedPath::tile &&
         spec.distance == Distance::dot && bf16_queries.data != nullptr &&
         keys.is_narrow() && keys.strided() &&
-        keys.element == ElementType::bfloat16 && detail::Bf16TileDispatched()) {
+        keys.element == ElementType::bfloat16 &&
+        detail::ActiveBf16DotInstruction() !=
+            detail::Bf16DotInstruction::none) {
       plan_.path = detail::FusedPath::tile_bf16;
     }
     if (key_count == 0) return;  // no items; Merge writes empty states

@@ -169,6 +169,7 @@ std::vector<std::string> supported_bf16_dot_instructions() {
 }
 
 void force_bf16_dot_instruction(const std::string& name) {
+  if (name.empty()) return detail::ResetBf16DotInstruction();
   for (const auto instruction : detail::SupportedBf16DotInstructions()) {
     if (Lower(Bf16DotName(instruction)) == Lower(name)) {
       detail::ForceBf16DotInstruction(instruction);

@@ -64,15 +64,22 @@ TEST_CASE("bf16_dot.instructions", "[bf16_dot]") {
     return;
   }
   // Reported only beside a target of the instructions' family (the best one
-  // unless ATTNPOOL_ISA forces another).
+  // unless ATTNPOOL_ISA forces another). Unforced: the best that pays here.
   const bool family = detail::Bf16TileDispatched();
+  const bool vector_pays = detail::VectorBf16DotPays();
+  const std::string chosen =
+      supported.front() != "AMX_BF16" && !vector_pays ? "" : supported.front();
   for (const std::string& name : supported) {
     attnpool::force_bf16_dot_instruction(name);
     REQUIRE(attnpool::bf16_dot_instruction() == (family ? name : ""));
+    attnpool::force_bf16_dot_instruction("");
+    REQUIRE(attnpool::bf16_dot_instruction() == (family ? chosen : ""));
   }
+  attnpool::force_bf16_dot_instruction(supported.back());
   attnpool::reset_target();
-  REQUIRE(attnpool::bf16_dot_instruction() ==
-          (family ? supported.front() : ""));
+  REQUIRE(attnpool::bf16_dot_instruction() == (family ? chosen : ""));
+  // AMX's own CPUs are the ones where the vector instruction does not pay.
+  REQUIRE(vector_pays == !detail::CpuListsAmxBf16());
 }
 
 TEST_CASE("bf16_dot.tile_against_reference", "[bf16_dot]") {

@@ -596,17 +596,13 @@ void NarrowQueriesOn(const std::string& instruction);
 
 ATTNPOOL_TEST_EACH_TARGET(NarrowQueries, "narrow_kv.bf16_queries",
                           "[narrow_kv]") {
-  // Each instruction the CPU runs the tile on, forced; "" where none.
+  // Each instruction the CPU runs the tile on, forced; then this CPU's
+  // choice ("", which restores it).
   auto instructions = attnpool::supported_bf16_dot_instructions();
-  if (instructions.empty()) instructions.push_back("");
+  instructions.push_back("");
   for (const std::string& instruction : instructions) {
-    if (!instruction.empty()) {
-      attnpool::force_bf16_dot_instruction(instruction);
-    }
+    attnpool::force_bf16_dot_instruction(instruction);
     NarrowQueriesOn(instruction);
-  }
-  if (!instructions.front().empty()) {  // back to the best
-    attnpool::force_bf16_dot_instruction(instructions.front());
   }
 }
 

@@ -40,8 +40,8 @@ std::string active_target();
 // CPU: never a silent fallback.
 void force_target(const std::string& name);
 
-// Back to the best supported target (ignores ATTNPOOL_ISA) and the best
-// bf16 dot-product instruction.
+// Back to the best supported target (ignores ATTNPOOL_ISA) and this CPU's
+// choice of bf16 dot-product instruction.
 void reset_target();
 
 // The bf16 dot-product instruction that the score tile of dot products of
@@ -52,8 +52,13 @@ void reset_target();
 // arch_prctl(ARCH_REQ_XCOMP_PERM) at its first use, which enlarges the
 // process's signal frames), "AVX512_BF16" (x86 vdpbf16ps) — either beside
 // AVX3 — or "BF16" (ARMv8.6 BFDOT, beside NEON and SVE; GCC builds on
-// Linux); "" where it does not (the CPU lacks it, or the active target is
-// another, forced or not). Each result is within the same bound (pool.h).
+// Linux); "" where it does not (the CPU lacks one, the active target is
+// another, forced or not, or none pays here: the float tile runs). Unless
+// forced, the best of supported_bf16_dot_instructions() that pays on this
+// CPU: all of them, except vdpbf16ps on x86 CPUs that list AMX (Sapphire/
+// Emerald Rapids, where its tile is slower than the float tile's), which
+// run AMX where Linux grants it, else the float tile. Each result is within
+// the same bound (pool.h).
 std::string bf16_dot_instruction();
 
 // The bf16 dot-product instructions this CPU runs that tile on, best first
@@ -62,8 +67,9 @@ std::vector<std::string> supported_bf16_dot_instructions();
 
 // Makes the tile run on `name` (one of supported_bf16_dot_instructions(),
 // case-insensitive) while the active target is of its family, until
-// reset_target(). Throws attnpool::Error (argument "instruction") for any
-// other name. Process-global and not thread-safe, like force_target().
+// reset_target() or force_bf16_dot_instruction("") (back to this CPU's
+// choice). Throws attnpool::Error (argument "instruction") for any other
+// name. Process-global and not thread-safe, like force_target().
 void force_bf16_dot_instruction(const std::string& name);
 
 // The target on which the calling thread's most recent attnpool computation

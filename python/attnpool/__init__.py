@@ -58,7 +58,7 @@ bf16_dot_instruction = _core.bf16_dot_instruction
 #: The bf16 dot-product instructions this CPU runs that tile on, best first.
 supported_bf16_dot_instructions = _core.supported_bf16_dot_instructions
 #: Makes the tile run on one of them (ValueError otherwise) until
-#: reset_target().
+#: reset_target(); "" restores this CPU's choice.
 force_bf16_dot_instruction = _core.force_bf16_dot_instruction
 #: The fused path the last attention_pool of this thread took.
 last_fused_path = _core.last_fused_path
