@@ -51,15 +51,22 @@ std::vector<Bf16DotInstruction> SupportedBf16DotInstructions() {
   return supported;
 }
 
-bool VectorBf16DotPays() { return !CpuListsAmxBf16(); }
+bool VectorBf16DotPays() {
+  static const bool pays = !CpuListsAmxBf16();  // CPUID: a VM exit
+  return pays;
+}
 
 Bf16DotInstruction ChosenBf16DotInstruction() {
-  for (const auto instruction : SupportedBf16DotInstructions()) {
-    if (instruction != Bf16DotInstruction::vector || VectorBf16DotPays()) {
-      return instruction;
+  // Read at every tile call: computed once.
+  static const Bf16DotInstruction chosen = [] {
+    for (const auto instruction : SupportedBf16DotInstructions()) {
+      if (instruction != Bf16DotInstruction::vector || VectorBf16DotPays()) {
+        return instruction;
+      }
     }
-  }
-  return Bf16DotInstruction::none;
+    return Bf16DotInstruction::none;
+  }();
+  return chosen;
 }
 
 Bf16DotInstruction ActiveBf16DotInstruction() {
