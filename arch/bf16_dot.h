@@ -70,8 +70,8 @@ Bf16DotInstruction ChosenBf16DotInstruction();
 // Whether the vector instruction's tile beats the float tile here: not on
 // x86 CPUs that list AMX-BF16 (Sapphire/Emerald Rapids: the vdpbf16ps tile
 // ran at 0.71–0.80× the float tile's rate on W2, bench/compare W2n,
-// three runs, 1 and 2 threads), whose bf16 tile is AMX's or, where Linux refuses
-// the tile state, the float tile; everywhere else it does (Zen 5:
+// three runs, 1 and 2 threads), whose bf16 tile is AMX's or, where Linux
+// refuses the tile state, the float tile; everywhere else it does (Zen 5:
 // 1.10–1.16×; ARM's BFDOT is not measured natively).
 bool VectorBf16DotPays();
 
