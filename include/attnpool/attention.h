@@ -181,7 +181,7 @@ void scaled_dot_product_attention(
 
 // The same with queries of any element type too (widened once, B·Hq·n·d
 // floats): bfloat16 queries and keys take the bf16 dot-product tile where
-// the CPU has one (pool.h, "tile_bf16").
+// the CPU has one that pays (pool.h, "tile_bf16").
 void scaled_dot_product_attention(
     const ElementTensor& queries, const ElementTensor& keys,
     const ElementTensor& values, TensorView<float> out,

@@ -584,7 +584,8 @@ const char* attnpool_active_target(void);
 const char* attnpool_last_run_target(void);
 /* The bf16 dot-product instruction that the fused score tile of bfloat16
  * queries and keys runs on beside the active target ("AMX_BF16",
- * "AVX512_BF16", "BF16" on ARM), or "" (targets.h). Valid until the thread's next call of it. */
+ * "AVX512_BF16", "BF16" on ARM), or "" (targets.h). Valid until the thread's
+ * next call of it. */
 const char* attnpool_bf16_dot_instruction(void);
 /* Forces a target ("avx2", "AVX3", "avx512", "neon", "scalar", ...;
  * case-insensitive) for the whole process: ATTNPOOL_UNSUPPORTED_TARGET when

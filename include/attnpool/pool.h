@@ -68,12 +68,13 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,
 
 // The same with queries stored in any element type too: widened once (n × d
 // floats). Dot products of bfloat16 queries and bfloat16 keys take the
-// "tile_bf16" path where the CPU has a bf16 dot-product instruction
-// (x86 AMX-BF16 or AVX512_BF16 beside the AVX3 target; ARMv8.6 BF16 beside
-// NEON or SVE; targets.h): the scores on it, products of the bf16 values exact and summed in
-// float, in another order than the float tile (within the same bound; bf16
-// subnormals count as 0 there, and ARM's BFDOT rounds its sums to odd); the
-// rest as the float path.
+// "tile_bf16" path where the CPU has a bf16 dot-product instruction that
+// beats the float tile there (x86 AMX-BF16 or AVX512_BF16 beside the AVX3
+// target; ARMv8.6 BF16 beside NEON or SVE; targets.h's
+// bf16_dot_instruction() names it): the scores on it, products of the bf16
+// values exact and summed in float, in another order than the float tile
+// (within the same bound; bf16 subnormals count as 0 there, and ARM's BFDOT
+// rounds its sums to odd); the rest as the float path.
 void attention_pool(const PoolSpec& spec, const ElementRows& queries,
                     const ElementRows& keys, const ElementRows& values,
                     MatrixView<float> out, const Mask<float>& mask = {},
