@@ -249,4 +249,17 @@ attnpool_status attnpool_reset_target(void) {
   return Guard([] { attnpool::reset_target(); });
 }
 
+const char* attnpool_supported_bf16_dot_instructions(void) {
+  static const std::string names =
+      JoinedOrEmpty(attnpool::supported_bf16_dot_instructions);
+  return names.c_str();
+}
+
+attnpool_status attnpool_force_bf16_dot_instruction(const char* name) {
+  return Guard([&] {
+    if (name == nullptr) throw attnpool::Error("name", "is a null pointer");
+    attnpool::force_bf16_dot_instruction(name);
+  });
+}
+
 }  // extern "C"

@@ -32,8 +32,9 @@ attnpool_status Guard(const Body& body) {
     body();
     return ATTNPOOL_OK;
   } catch (const attnpool::Error& error) {
-    const bool target =
-        error.argument() == "target" || error.argument() == "ATTNPOOL_ISA";
+    const bool target = error.argument() == "target" ||
+                        error.argument() == "ATTNPOOL_ISA" ||
+                        error.argument() == "instruction";
     return Fail(
         target ? ATTNPOOL_UNSUPPORTED_TARGET : ATTNPOOL_INVALID_ARGUMENT,
         error.argument(), error.what());

@@ -1417,6 +1417,27 @@ int main(void) {
     printf("%-8s %s\n", name, failures == before ? "ok" : "FAILED");
   }
   CHECK(attnpool_reset_target() == ATTNPOOL_OK);
+
+  /* Every bf16 dot-product instruction this CPU runs the tile on, forced
+   * one by one beside the best target; "" restores the CPU's choice. */
+  CHECK(attnpool_force_bf16_dot_instruction("no-such") ==
+        ATTNPOOL_UNSUPPORTED_TARGET);
+  CHECK(strcmp(attnpool_last_error_argument(), "instruction") == 0);
+  CHECK(attnpool_force_bf16_dot_instruction(NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  const char* chosen_instruction = attnpool_bf16_dot_instruction();
+  char chosen[64];
+  snprintf(chosen, sizeof(chosen), "%s", chosen_instruction);
+  snprintf(targets, sizeof(targets), "%s",
+           attnpool_supported_bf16_dot_instructions());
+  for (char* name = strtok(targets, " "); name; name = strtok(NULL, " ")) {
+    const int before = failures;
+    CHECK(attnpool_force_bf16_dot_instruction(name) == ATTNPOOL_OK);
+    CHECK(strcmp(attnpool_bf16_dot_instruction(), name) == 0);
+    test_elements();
+    printf("bf16 dot %-12s %s\n", name, failures == before ? "ok" : "FAILED");
+  }
+  CHECK(attnpool_force_bf16_dot_instruction("") == ATTNPOOL_OK);
+  CHECK(strcmp(attnpool_bf16_dot_instruction(), chosen) == 0);
   printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;
 }

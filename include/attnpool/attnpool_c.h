@@ -591,8 +591,15 @@ const char* attnpool_bf16_dot_instruction(void);
  * case-insensitive) for the whole process: ATTNPOOL_UNSUPPORTED_TARGET when
  * it is not compiled or this CPU lacks it. */
 attnpool_status attnpool_force_target(const char* name);
-/* Back to the best supported target. */
+/* Back to the best supported target (and this CPU's choice of bf16
+ * dot-product instruction). */
 attnpool_status attnpool_reset_target(void);
+/* The bf16 dot-product instructions this CPU runs that tile on, best first,
+ * space-separated ("" where none; targets.h). */
+const char* attnpool_supported_bf16_dot_instructions(void);
+/* Forces one of them (case-insensitive) for the whole process, "" restores
+ * this CPU's choice: ATTNPOOL_UNSUPPORTED_TARGET for any other name. */
+attnpool_status attnpool_force_bf16_dot_instruction(const char* name);
 
 /* ------------------------------------------ reduced-precision keys, values */
 
