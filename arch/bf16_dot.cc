@@ -4,6 +4,7 @@
 #include "arch/bf16_dot.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <vector>
 
@@ -12,13 +13,13 @@
 namespace attnpool {
 namespace detail {
 
-void PackBf16Panels(const uint16_t* keys, size_t stride, size_t count,
-                    size_t depth, size_t panel_begin, size_t panel_end,
-                    uint32_t* panels) {
+void PackBf16Panels(Bf16DotInstruction instruction, const uint16_t* keys,
+                    size_t stride, size_t count, size_t depth,
+                    size_t panel_begin, size_t panel_end, uint32_t* panels) {
   const size_t pairs = (depth + 1) / 2;
-  const size_t padded_pairs = Bf16PanelPairs(depth);
+  const size_t padded_pairs = Bf16PanelPairs(depth, instruction);
   for (size_t panel = panel_begin; panel < panel_end; ++panel) {
-    uint32_t* packed = panels + panel * Bf16PanelElements(depth);
+    uint32_t* packed = panels + panel * Bf16PanelElements(depth, instruction);
     std::fill(packed + pairs * kBf16PanelKeys,
               packed + padded_pairs * kBf16PanelKeys, 0u);
     for (size_t lane = 0; lane < kBf16PanelKeys; ++lane) {
@@ -38,8 +39,9 @@ bool Bf16TileDispatched() {
 namespace {
 
 // The forced instruction; amx's rank + 1: none forced (the chosen one).
+// Read by every fused call's plan, possibly in many threads.
 constexpr int kChosen = static_cast<int>(Bf16DotInstruction::amx) + 1;
-int forced_instruction = kChosen;
+std::atomic<int> forced_instruction{kChosen};
 
 }  // namespace
 
@@ -71,28 +73,32 @@ Bf16DotInstruction ChosenBf16DotInstruction() {
 
 Bf16DotInstruction ActiveBf16DotInstruction() {
   if (!Bf16TileDispatched()) return Bf16DotInstruction::none;
-  return forced_instruction == kChosen
-             ? ChosenBf16DotInstruction()
-             : static_cast<Bf16DotInstruction>(forced_instruction);
+  const int forced = forced_instruction.load(std::memory_order_relaxed);
+  return forced == kChosen ? ChosenBf16DotInstruction()
+                           : static_cast<Bf16DotInstruction>(forced);
 }
 
 void ForceBf16DotInstruction(Bf16DotInstruction instruction) {
-  forced_instruction = static_cast<int>(instruction);
+  forced_instruction.store(static_cast<int>(instruction),
+                           std::memory_order_relaxed);
 }
 
-void ResetBf16DotInstruction() { forced_instruction = kChosen; }
+void ResetBf16DotInstruction() {
+  forced_instruction.store(kChosen, std::memory_order_relaxed);
+}
 
-void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
-                   const uint32_t* panels, size_t panel_begin, size_t panel_end,
-                   size_t row_begin, size_t row_end, float* scores,
-                   size_t score_stride, size_t row_origin, size_t key_origin) {
-  if (ActiveBf16DotInstruction() == Bf16DotInstruction::amx) {
+void Bf16DotScores(Bf16DotInstruction instruction, const uint16_t* queries,
+                   size_t query_stride, size_t depth, const uint32_t* panels,
+                   size_t panel_begin, size_t panel_end, size_t row_begin,
+                   size_t row_end, float* scores, size_t score_stride,
+                   size_t row_origin, size_t key_origin) {
+  if (instruction == Bf16DotInstruction::amx) {
     AmxBf16Scores(queries, query_stride, depth, panels, panel_begin, panel_end,
                   row_begin, row_end, scores, score_stride, row_origin,
                   key_origin);
     return;
   }
-  const size_t panel_elements = Bf16PanelElements(depth);
+  const size_t panel_elements = Bf16PanelElements(depth, instruction);
   const size_t tile_rows = Bf16TileRows();
   for (size_t first = row_begin; first < row_end; first += tile_rows) {
     const size_t rows = std::min(tile_rows, row_end - first);

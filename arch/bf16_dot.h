@@ -15,9 +15,10 @@
 //     half), subnormal results flushed to 0.
 // Each stays within the float tile's bound of d + 2 roundings. Not a
 // Highway target: functions compiled for that extension alone, chosen at
-// run time where the CPU has it and the active target is one of its
-// family's vector targets (Bf16TileDispatched, src/fused.cc). Elsewhere
-// Bf16DotSupported() is false. Target-independent interface.
+// run time (ActiveBf16DotInstruction, once per fused call: src/fused.cc)
+// where the CPU has one that pays and the active target is one of its
+// family's vector targets (Bf16TileDispatched). Target-independent
+// interface.
 #pragma once
 
 #include <cstddef>
@@ -30,8 +31,11 @@
 #else
 #define ATTNPOOL_BF16_DOT_X86 0
 #endif
-// AMX: x86-64 Linux (the tile state is granted by arch_prctl).
-#if ATTNPOOL_BF16_DOT_X86 && defined(__linux__)
+// AMX: x86-64 Linux (the tile state is granted by arch_prctl), compilers
+// with the AMX target attributes (GCC 11, clang 12).
+#if ATTNPOOL_BF16_DOT_X86 && defined(__linux__) &&    \
+    ((defined(__clang__) && __clang_major__ >= 12) || \
+     (!defined(__clang__) && __GNUC__ >= 11))
 #define ATTNPOOL_BF16_DOT_AMX 1
 #else
 #define ATTNPOOL_BF16_DOT_AMX 0
@@ -52,7 +56,8 @@ namespace detail {
 // AVX-512 vectors of fp32 lanes; eight NEON vectors).
 constexpr size_t kBf16PanelKeys = 32;
 
-// Whether this CPU runs the bf16 tile.
+// Whether this CPU has the vector instruction (vdpbf16ps, BFDOT): every CPU
+// with a bf16 tile has it (AMX CPUs have AVX512_BF16).
 bool Bf16DotSupported();
 
 // The instructions the tile can run on, worst first (the vector dot-product
@@ -67,12 +72,14 @@ std::vector<Bf16DotInstruction> SupportedBf16DotInstructions();
 // else none (the float tile).
 Bf16DotInstruction ChosenBf16DotInstruction();
 
-// Whether the vector instruction's tile beats the float tile here: not on
-// x86 CPUs that list AMX-BF16 (Sapphire/Emerald Rapids: the vdpbf16ps tile
-// ran at 0.71–0.80× the float tile's rate on W2, bench/compare W2n,
-// three runs, 1 and 2 threads), whose bf16 tile is AMX's or, where Linux
-// refuses the tile state, the float tile; everywhere else it does (Zen 5:
-// 1.10–1.16×; ARM's BFDOT is not measured natively).
+// Whether the vector instruction's tile is taken to beat the float tile
+// here: not on x86 CPUs that list AMX-BF16 (on the Emerald Rapids-class
+// device measured, the vdpbf16ps tile ran at 0.71–0.80× the float tile's
+// rate on W2, bench/compare W2n, three runs, 1 and 2 threads), whose bf16
+// tile is AMX's or, where Linux refuses the tile state, the float tile.
+// Everywhere else yes: measured on Zen 5 (1.10–1.16×); assumed, not
+// measured, for ARM's BFDOT, Cooper Lake (AVX512_BF16 without AMX), and a
+// VM that hides AMX from a Sapphire/Emerald Rapids host.
 bool VectorBf16DotPays();
 
 // The instruction the tile runs on now: none unless Bf16TileDispatched();
@@ -85,45 +92,53 @@ void ForceBf16DotInstruction(Bf16DotInstruction instruction);
 void ResetBf16DotInstruction();
 
 // Whether this CPU has AMX-BF16 and Linux grants its tile state (asked for
-// once, at the first call: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)).
+// once, at the first call, which SupportedBf16DotInstructions() and so
+// every query of the instructions makes: arch_prctl(ARCH_REQ_XCOMP_PERM,
+// XTILEDATA)).
 bool AmxBf16Supported();
 
 // Whether CPUID lists AMX-BF16 and AMX-TILE (granted or not).
 bool CpuListsAmxBf16();
 
-// Whether the tile_bf16 path runs now: the CPU has the instruction and the
-// dispatched target is one beside which it exists (x86: AVX3; ARM: NEON and
-// SVE, not the emulated EMU128/SCALAR), so forcing a target off turns it
-// off.
+// Whether the dispatched target is one beside which the tile exists, on a
+// CPU that has one (x86: AVX3; ARM: NEON and SVE, not the emulated
+// EMU128/SCALAR): forcing a target off turns the tile off. Whether it runs
+// is ActiveBf16DotInstruction() != none.
 bool Bf16TileDispatched();
 
-// Coordinate pairs a packed panel holds for `depth` coordinates: a multiple
-// of 16 (an AMX tile step), zero past the keys' (depth + 1) / 2 pairs.
-inline size_t Bf16PanelPairs(size_t depth) {
-  return ((depth + 1) / 2 + 15) / 16 * 16;
+// Coordinate pairs a packed panel for `instruction` holds for `depth`
+// coordinates: the keys' (depth + 1) / 2, for AMX rounded up to a multiple
+// of 16 (a tile step) with zero pairs.
+inline size_t Bf16PanelPairs(size_t depth, Bf16DotInstruction instruction) {
+  const size_t pairs = (depth + 1) / 2;
+  return instruction == Bf16DotInstruction::amx ? (pairs + 15) / 16 * 16
+                                                : pairs;
 }
 
 // uint32 elements of one packed panel of keys of `depth` coordinates.
-inline size_t Bf16PanelElements(size_t depth) {
-  return Bf16PanelPairs(depth) * kBf16PanelKeys;
+inline size_t Bf16PanelElements(size_t depth, Bf16DotInstruction instruction) {
+  return Bf16PanelPairs(depth, instruction) * kBf16PanelKeys;
 }
 
 // Packs panels [panel_begin, panel_end) of `count` bf16 key rows (`depth`
-// coordinates, row j at keys + j·stride): panel p's element [pair][lane]
-// holds key p·32 + lane's coordinates 2·pair (low half) and 2·pair + 1
-// (high half), 0 past depth (to Bf16PanelPairs) and past the keys.
-void PackBf16Panels(const uint16_t* keys, size_t stride, size_t count,
-                    size_t depth, size_t panel_begin, size_t panel_end,
-                    uint32_t* panels);
+// coordinates, row j at keys + j·stride) for `instruction`: panel p's
+// element [pair][lane] holds key p·32 + lane's coordinates 2·pair (low
+// half) and 2·pair + 1 (high half), 0 past depth (to Bf16PanelPairs) and
+// past the keys.
+void PackBf16Panels(Bf16DotInstruction instruction, const uint16_t* keys,
+                    size_t stride, size_t count, size_t depth,
+                    size_t panel_begin, size_t panel_end, uint32_t* panels);
 
+// On `instruction` (not none; the CPU must have it) and its panels:
 // scores[(i − row_origin)·score_stride + (j − key_origin)] = Σ_p q(i, p)·
 // k(j, p) for the query rows i in [row_begin, row_end) (bf16, row i at
 // queries + i·query_stride) and the keys j of panels [panel_begin,
 // panel_end) (whole panels: their padding keys get 0).
-void Bf16DotScores(const uint16_t* queries, size_t query_stride, size_t depth,
-                   const uint32_t* panels, size_t panel_begin, size_t panel_end,
-                   size_t row_begin, size_t row_end, float* scores,
-                   size_t score_stride, size_t row_origin, size_t key_origin);
+void Bf16DotScores(Bf16DotInstruction instruction, const uint16_t* queries,
+                   size_t query_stride, size_t depth, const uint32_t* panels,
+                   size_t panel_begin, size_t panel_end, size_t row_begin,
+                   size_t row_end, float* scores, size_t score_stride,
+                   size_t row_origin, size_t key_origin);
 
 // Bf16DotScores on AMX tiles (arch/bf16_dot_amx.cc), where
 // AmxBf16Supported().

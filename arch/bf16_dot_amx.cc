@@ -131,13 +131,15 @@ void AmxBf16Scores(const uint16_t* queries, size_t query_stride, size_t depth,
                    const uint32_t* panels, size_t panel_begin, size_t panel_end,
                    size_t row_begin, size_t row_end, float* scores,
                    size_t score_stride, size_t row_origin, size_t key_origin) {
-  const size_t padded_depth = 2 * Bf16PanelPairs(depth);
-  const size_t panel_elements = Bf16PanelElements(depth);
+  const size_t padded_depth =
+      2 * Bf16PanelPairs(depth, Bf16DotInstruction::amx);
+  const size_t panel_elements =
+      Bf16PanelElements(depth, Bf16DotInstruction::amx);
   // The rows staged in blocks of 32, zero past their depth and past the last
   // row (the panels' padding pairs are 0 too: every padding product is 0·0).
   const size_t blocks = (row_end - row_begin + kRowBlock - 1) / kRowBlock;
   std::vector<uint16_t> staged(blocks * kRowBlock * padded_depth, 0);
-  for (size_t i = row_begin; i < row_end; ++i) {
+  for (size_t i = row_begin; i < row_end && depth != 0; ++i) {
     std::memcpy(staged.data() + (i - row_begin) * padded_depth,
                 queries + i * query_stride, depth * sizeof(uint16_t));
   }

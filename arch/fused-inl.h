@@ -585,10 +585,10 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       // (Panels of kBf16PanelKeys keys: the fused plan's panel width on this
       // path, whatever the target's float panels.)
       if constexpr (std::is_same<T, float>::value) {
-        detail::Bf16DotScores(plan.bf16_queries, plan.bf16_query_stride,
-                              plan.queries.cols, plan.bf16_panels, panel_begin,
-                              panel_end, row_begin, row_end, scores, key_block,
-                              row_begin, key);
+        detail::Bf16DotScores(
+            plan.bf16_instruction, plan.bf16_queries, plan.bf16_query_stride,
+            plan.queries.cols, plan.bf16_panels, panel_begin, panel_end,
+            row_begin, row_end, scores, key_block, row_begin, key);
       }
     } else if (plan.path == detail::FusedPath::tile) {
       const MatrixView<T> score_view(scores, rows, key_block, key_block);

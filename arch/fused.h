@@ -9,6 +9,7 @@
 #include <attnpool/distance.h>
 #include <attnpool/matrix.h>
 
+#include "arch/bf16_dot.h"
 #include "arch/distance.h"
 #include "arch/stages.h"
 
@@ -111,6 +112,9 @@ struct FusedPlan {
   const uint16_t* bf16_queries = nullptr;
   size_t bf16_query_stride = 0;
   const uint32_t* bf16_panels = nullptr;
+  // The instruction that packed them and computes the scores (chosen once
+  // per call: arch/bf16_dot.h).
+  Bf16DotInstruction bf16_instruction = Bf16DotInstruction::none;
   // Compact kernels (kernel.h: weight 0 at r ≥ support·h) under none or
   // sum: key blocks where every weight is 0 skip the weighted sum (zero
   // weights contribute nothing, arch/contributions.h).

@@ -303,14 +303,16 @@ class FusedJob {
     plan_.path = ChooseFusedPath(spec, plans, mode_, queries, keys, values);
     // Dot products of bf16 queries and keys: the score tile on the bf16
     // dot-product instruction, where the CPU has one beside the dispatched
-    // target (and it pays there, arch/bf16_dot.h).
+    // target (and it pays there, arch/bf16_dot.h; asked only here: the
+    // first answer may request AMX's tile state from Linux).
     if (plan_.path == detail::FusedPath::tile &&
         spec.distance == Distance::dot && bf16_queries.data != nullptr &&
         keys.is_narrow() && keys.strided() &&
-        keys.element == ElementType::bfloat16 &&
-        detail::ActiveBf16DotInstruction() !=
-            detail::Bf16DotInstruction::none) {
-      plan_.path = detail::FusedPath::tile_bf16;
+        keys.element == ElementType::bfloat16) {
+      plan_.bf16_instruction = detail::ActiveBf16DotInstruction();
+      if (plan_.bf16_instruction != detail::Bf16DotInstruction::none) {
+        plan_.path = detail::FusedPath::tile_bf16;
+      }
     }
     if (key_count == 0) return;  // no items; Merge writes empty states
     if (plan_.path == detail::FusedPath::decode) {
@@ -394,7 +396,9 @@ class FusedJob {
       return p.panels == nullptr ? size_t{0} : p.count * p.depth * sizeof(T);
     };
     return bytes(packed_.view) + bytes(packed_values_.view) +
-           bf16_panel_count_ * detail::Bf16PanelElements(plan_.keys.cols) *
+           bf16_panel_count_ *
+               detail::Bf16PanelElements(plan_.keys.cols,
+                                         plan_.bf16_instruction) *
                sizeof(uint32_t);
   }
 
@@ -405,13 +409,14 @@ class FusedJob {
     const size_t width = detail::kBf16PanelKeys;
     bf16_panel_count_ = (keys.rows + width - 1) / width;
     bf16_panels_ = detail::AllocateBuffer<uint32_t>(
-        bf16_panel_count_ * detail::Bf16PanelElements(keys.cols));
+        bf16_panel_count_ *
+        detail::Bf16PanelElements(keys.cols, plan_.bf16_instruction));
     const uint16_t* rows = keys.template narrow_row<uint16_t>(0);
     uint32_t* panels = bf16_panels_.get();
     detail::ForEachRowBlock(
         bf16_panel_count_, 16, threads, [&](size_t begin, size_t end) {
-          detail::PackBf16Panels(rows, keys.stride, keys.rows, keys.cols, begin,
-                                 end, panels);
+          detail::PackBf16Panels(plan_.bf16_instruction, rows, keys.stride,
+                                 keys.rows, keys.cols, begin, end, panels);
           return detail::DispatchedTarget();
         });
     packed_.view = {nullptr, nullptr, keys.rows, keys.cols, width};

@@ -169,6 +169,7 @@ std::vector<std::string> supported_bf16_dot_instructions() {
 }
 
 void force_bf16_dot_instruction(const std::string& name) {
+  detail::EnsureDispatchReady();
   if (name.empty()) return detail::ResetBf16DotInstruction();
   for (const auto instruction : detail::SupportedBf16DotInstructions()) {
     if (Lower(Bf16DotName(instruction)) == Lower(name)) {
@@ -179,7 +180,9 @@ void force_bf16_dot_instruction(const std::string& name) {
   std::string message = "'" + name +
                         "' is not a bf16 dot-product instruction this CPU "
                         "runs (supported: ";
-  Join(message, supported_bf16_dot_instructions());
+  const auto supported = supported_bf16_dot_instructions();
+  Join(message,
+       supported.empty() ? std::vector<std::string>{"none"} : supported);
   throw Error("instruction", message + ")");
 }
 

@@ -65,10 +65,13 @@ TEST_CASE("bf16_dot.instructions", "[bf16_dot]") {
   }
   // Reported only beside a target of the instructions' family (the best one
   // unless ATTNPOOL_ISA forces another). Unforced: the best that pays here.
-  const bool family = detail::Bf16TileDispatched();
-  const bool vector_pays = detail::VectorBf16DotPays();
+  // The documented choice: AMX where granted, else the vector instruction
+  // unless the CPU lists AMX (targets.h).
   const std::string chosen =
-      supported.front() != "AMX_BF16" && !vector_pays ? "" : supported.front();
+      supported.front() == "AMX_BF16" || !detail::CpuListsAmxBf16()
+          ? supported.front()
+          : "";
+  const bool family = detail::Bf16TileDispatched();
   for (const std::string& name : supported) {
     attnpool::force_bf16_dot_instruction(name);
     REQUIRE(attnpool::bf16_dot_instruction() == (family ? name : ""));
@@ -76,17 +79,17 @@ TEST_CASE("bf16_dot.instructions", "[bf16_dot]") {
     REQUIRE(attnpool::bf16_dot_instruction() == (family ? chosen : ""));
   }
   attnpool::force_bf16_dot_instruction(supported.back());
-  attnpool::reset_target();
-  REQUIRE(attnpool::bf16_dot_instruction() == (family ? chosen : ""));
-  // AMX's own CPUs are the ones where the vector instruction does not pay.
-  REQUIRE(vector_pays == !detail::CpuListsAmxBf16());
+  attnpool::reset_target();  // the best target: of the family
+  REQUIRE(detail::Bf16TileDispatched());
+  REQUIRE(attnpool::bf16_dot_instruction() == chosen);
 }
 
 TEST_CASE("bf16_dot.tile_against_reference", "[bf16_dot]") {
-  const auto supported = attnpool::supported_bf16_dot_instructions();
-  if (supported.empty()) return;  // bf16_dot.instructions checks the list
-  for (const std::string& name : supported) {
-    attnpool::force_bf16_dot_instruction(name);
+  // Each instruction given to the tile explicitly (none where the CPU has
+  // none: bf16_dot.instructions checks the list).
+  for (const auto instruction : detail::SupportedBf16DotInstructions()) {
+    const char* name =
+        instruction == detail::Bf16DotInstruction::amx ? "AMX" : "vector";
     std::mt19937_64 rng(kSeed);
     for (int trial = 0; trial < 60; ++trial) {
       const size_t depths[] = {1, 2, 13, 31, 32, 33, 64, 80, 96, 128, 130};
@@ -115,17 +118,19 @@ TEST_CASE("bf16_dot.tile_against_reference", "[bf16_dot]") {
           key_rows[j * key_stride + p] = RandomBf16(rng);
         }
       }
-      std::vector<uint32_t> packed(panels * detail::Bf16PanelElements(depth));
-      detail::PackBf16Panels(key_rows.data(), key_stride, keys, depth, 0,
-                             panels, packed.data());
+      std::vector<uint32_t> packed(
+          panels * detail::Bf16PanelElements(depth, instruction));
+      detail::PackBf16Panels(instruction, key_rows.data(), key_stride, keys,
+                             depth, 0, panels, packed.data());
       const size_t key_origin = panel_begin * detail::kBf16PanelKeys;
       const size_t columns = (panel_end - panel_begin) * detail::kBf16PanelKeys;
       const size_t score_stride = columns + 7;
       const float canary = -12345.0f;
       std::vector<float> scores(rows * score_stride, canary);
-      detail::Bf16DotScores(queries.data(), query_stride, depth, packed.data(),
-                            panel_begin, panel_end, row_begin, row_end,
-                            scores.data(), score_stride, row_begin, key_origin);
+      detail::Bf16DotScores(instruction, queries.data(), query_stride, depth,
+                            packed.data(), panel_begin, panel_end, row_begin,
+                            row_end, scores.data(), score_stride, row_begin,
+                            key_origin);
       for (size_t r = 0; r < rows; ++r) {
         for (size_t c = 0; c < score_stride; ++c) {
           const float score = scores[r * score_stride + c];
@@ -158,7 +163,6 @@ TEST_CASE("bf16_dot.tile_against_reference", "[bf16_dot]") {
       }
     }
   }
-  attnpool::reset_target();
 }
 
 }  // namespace

@@ -596,13 +596,19 @@ void NarrowQueriesOn(const std::string& instruction);
 
 ATTNPOOL_TEST_EACH_TARGET(NarrowQueries, "narrow_kv.bf16_queries",
                           "[narrow_kv]") {
-  // Each instruction the CPU runs the tile on, forced; then this CPU's
-  // choice ("", which restores it).
-  auto instructions = attnpool::supported_bf16_dot_instructions();
-  instructions.push_back("");
-  for (const std::string& instruction : instructions) {
+  // Each instruction the CPU runs the tile on, forced (reported beside the
+  // family's targets); then "", which restores this CPU's choice: run again
+  // only where that is none of them (the float tile).
+  const auto supported = attnpool::supported_bf16_dot_instructions();
+  for (const std::string& instruction : supported) {
     attnpool::force_bf16_dot_instruction(instruction);
+    const std::string reported = attnpool::bf16_dot_instruction();
+    REQUIRE((reported == instruction || reported.empty()));
     NarrowQueriesOn(instruction);
+  }
+  attnpool::force_bf16_dot_instruction("");
+  if (supported.empty() || attnpool::bf16_dot_instruction().empty()) {
+    NarrowQueriesOn("");
   }
 }
 

@@ -38,12 +38,10 @@ int main() {
                 Join(attnpool::supported_targets()).c_str());
     std::printf("active target:     %s\n", attnpool::active_target().c_str());
     const std::string bf16_dot = attnpool::bf16_dot_instruction();
-    std::printf(
-        "bf16 dot tile:     %s (supported: %s)\n",
-        bf16_dot.empty() ? "none" : bf16_dot.c_str(),
-        attnpool::supported_bf16_dot_instructions().empty()
-            ? "none"
-            : Join(attnpool::supported_bf16_dot_instructions()).c_str());
+    const auto bf16_supported = attnpool::supported_bf16_dot_instructions();
+    std::printf("bf16 dot tile:     %s (supported: %s)\n",
+                bf16_dot.empty() ? "none" : bf16_dot.c_str(),
+                bf16_supported.empty() ? "none" : Join(bf16_supported).c_str());
     std::printf("OpenMP threads:    %d\n", omp_get_max_threads());
     std::printf("CPU model:         %s\n", CpuModel().c_str());
   } catch (const attnpool::Error& error) {

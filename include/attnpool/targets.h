@@ -49,16 +49,20 @@ void reset_target();
 // fused tile, so more than 4 queries per call over keys in one strided
 // array): "AMX_BF16" (x86 AMX tiles, tdpbf16ps, where the CPU has them and
 // Linux grants their state to the process: the library asks for it with
-// arch_prctl(ARCH_REQ_XCOMP_PERM) at its first use, which enlarges the
-// process's signal frames), "AVX512_BF16" (x86 vdpbf16ps) — either beside
+// arch_prctl(ARCH_REQ_XCOMP_PERM) the first time this, the list below,
+// forcing one, or a fused call of bf16 queries and keys asks which
+// instruction runs; the grant enlarges the process's signal frames, so a
+// later sigaltstack() smaller than that fails, and Linux refuses the grant
+// while a smaller one is installed), "AVX512_BF16" (x86 vdpbf16ps) — either
+// beside
 // AVX3 — or "BF16" (ARMv8.6 BFDOT, beside NEON and SVE; GCC builds on
 // Linux); "" where it does not (the CPU lacks one, the active target is
 // another, forced or not, or none pays here: the float tile runs). Unless
-// forced, the best of supported_bf16_dot_instructions() that pays on this
-// CPU: all of them, except vdpbf16ps on x86 CPUs that list AMX (Sapphire/
-// Emerald Rapids, where its tile is slower than the float tile's), which
-// run AMX where Linux grants it, else the float tile. Each result is within
-// the same bound (pool.h).
+// forced, the best of supported_bf16_dot_instructions() taken to pay on
+// this CPU: all of them, except vdpbf16ps on x86 CPUs that list AMX (on
+// the Emerald Rapids-class machine measured its tile was slower than the
+// float tile), which run AMX where Linux grants it, else the float tile.
+// Each result is within the same bound (pool.h).
 std::string bf16_dot_instruction();
 
 // The bf16 dot-product instructions this CPU runs that tile on, best first
