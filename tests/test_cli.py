@@ -130,6 +130,17 @@ class CliTest(unittest.TestCase):
                       self.save(f"{stem}s.npy", scales)],
                      (scales[:, None] * x8.astype(np.float32)).astype(np.float32))}
 
+    def assert_bf16_tile_result(self, on_tile, largest_value):
+        """narrow.npy against held.npy (the float call on the values the narrow
+        inputs hold): float32, within a score rounding where the bf16
+        dot-product tile ran (on_tile), else bitwise."""
+        narrow, held = np.load(self.path("narrow.npy")), np.load(self.path("held.npy"))
+        self.assertEqual(narrow.dtype, np.float32)
+        if on_tile:
+            np.testing.assert_allclose(narrow, held, rtol=0, atol=1e-4 * largest_value)
+        else:
+            np.testing.assert_array_equal(narrow, held)
+
     def run_cli(self, *args, expect=0):
         result = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, expect,
@@ -215,13 +226,8 @@ class CliTest(unittest.TestCase):
                              "--keys", self.save("kh2.npy", bfloat16_held(k2_bits)),
                              "--values", self.path("vh.npy"), *spec, "-o",
                              self.path("held.npy"))
-                narrow, held = np.load(self.path("narrow.npy")), np.load(self.path("held.npy"))
-                self.assertEqual(narrow.dtype, np.float32)
-                if name == "bf16" and bf16_dot:
-                    np.testing.assert_allclose(narrow, held, rtol=0,
-                                               atol=1e-4 * np.abs(held_values).max())
-                else:
-                    np.testing.assert_array_equal(narrow, held)
+                self.assert_bf16_tile_result(name == "bf16" and bf16_dot,
+                                             np.abs(held_values).max())
         base = ["pool", "-o", self.path("o.npy")]
         q32 = ["--queries", self.path("q.npy")]
         for args, message in [
@@ -298,13 +304,7 @@ class CliTest(unittest.TestCase):
                              "--causal-offset", "28", "--keys",
                              self.save("kh3.npy", bfloat16_held(k3_bits)), "--values",
                              self.path("v3.npy"), "-o", self.path("held.npy"))
-                narrow, expected = np.load(self.path("narrow.npy")), np.load(self.path("held.npy"))
-                self.assertEqual(narrow.dtype, np.float32)
-                if name == "bf16" and bf16_dot:
-                    np.testing.assert_allclose(narrow, expected, rtol=0,
-                                               atol=1e-4 * np.abs(v3).max())
-                else:
-                    np.testing.assert_array_equal(narrow, expected)
+                self.assert_bf16_tile_result(name == "bf16" and bf16_dot, np.abs(v3).max())
         self.expect_error(
             ["sdpa", "--queries", self.path("q.npy"), "--keys", self.path("kh.npy"),
              "--values", self.path("v8.npy"), "--value-scales",
