@@ -112,12 +112,17 @@ enum class EmptyRowTerms { add, skip };
 // zeroed entry gave inf·0 = NaN: out(r, c) is then summed again from the
 // contributing keys alone (its value is ±inf or NaN, whatever the order).
 // weights: rows × keys of the block (key j is key key_begin + j of the
-// call); values: the block's original value rows.
+// call); values: the block's original value rows. With `row_runs`, row r's
+// weights here are those of its block's keys [row_runs[r].start,
+// row_runs[r].limit) alone: its other keys belong to its other blocks (the
+// fused kernel's rows whose blocks start at their first visible key) and
+// contribute there, not here.
 template <typename T>
 void AddNonFiniteTerms(const NormalizePlan<T>& plan, ConstMatrixView<T> weights,
                        ConstMatrixView<T> values, MatrixView<T> out,
                        size_t row_begin, size_t key_begin, size_t key_offset,
-                       EmptyRowTerms empty_rows = EmptyRowTerms::add) {
+                       EmptyRowTerms empty_rows = EmptyRowTerms::add,
+                       const KeyRun* row_runs = nullptr) {
   std::vector<size_t> nonfinite_keys;
   for (size_t j = 0; j < values.rows; ++j) {
     const T* value = values.row(j);
@@ -127,6 +132,10 @@ void AddNonFiniteTerms(const NormalizePlan<T>& plan, ConstMatrixView<T> weights,
     }
   }
   const auto contributes = [&](size_t r, size_t j) {
+    if (row_runs != nullptr &&
+        (j < row_runs[r].start || j >= row_runs[r].limit)) {
+      return false;
+    }
     return Contributes(plan, row_begin + r, key_begin + j, key_offset,
                        weights(r, j));
   };

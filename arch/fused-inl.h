@@ -18,15 +18,13 @@
 // across key ranges and finishes: out = acc / l (sum, softmax), acc (none)
 // or the best key's value row (argmax); empty and NaN rows as in the staged
 // pipeline.
-// Key blocks every row of the query block cannot see (valid lengths, causal,
-// sliding windows) are skipped, and score panels outside the run of keys
-// the rows see are not computed.
-// Every step is per row and in a fixed order over key blocks, which lie on
-// a grid from the call's first key, so results do not depend on threads or
-// on how a call's rows are grouped into work items — nor on how queries are
-// grouped into calls, unless a sliding window's left side cuts off the keys
-// before every query's window (src/fused.cc): then the grid starts at the
-// first key the call's queries see.
+// Each row takes the keys it sees (valid lengths, causal, sliding windows)
+// in key blocks from its first: keys no row of the query block sees are
+// never visited, and each row's softmax covers its own keys alone.
+// Every step is per row and in a fixed order over its key blocks, which
+// start at the row's first visible key, so results do not depend on
+// threads, on how a call's rows are grouped into work items, nor on how
+// queries are grouped into calls (but for src/fused.cc's key chunks).
 
 #if defined(ATTNPOOL_ARCH_FUSED_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNPOOL_ARCH_FUSED_INL_H_
@@ -95,16 +93,27 @@ struct RowState {
 // block whose max logit is not finite returns false: the general path.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
-                                 size_t count, size_t visible,
-                                 RowState<T>& state, T* rescale_out) {
+                                 size_t count, RowState<T>& state,
+                                 T* rescale_out) {
   const size_t N = hn::Lanes(d);
   const T infinity = std::numeric_limits<T>::infinity();
-  auto maximum = hn::Set(d, -infinity);
-  for (size_t j = 0; j < visible; j += N) {
-    maximum = hn::Max(maximum, LoadPadded(d, row, j, visible, -infinity));
+  // Four chains of maxima, not one waiting on each step's latency: a max
+  // is exact in any order (a NaN it drops makes the sum below NaN).
+  auto maximum = hn::Set(d, -infinity), maximum1 = maximum, maximum2 = maximum,
+       maximum3 = maximum;
+  size_t j = 0;
+  for (; j + 4 * N <= count; j += 4 * N) {
+    maximum = hn::Max(maximum, hn::LoadU(d, row + j));
+    maximum1 = hn::Max(maximum1, hn::LoadU(d, row + j + N));
+    maximum2 = hn::Max(maximum2, hn::LoadU(d, row + j + 2 * N));
+    maximum3 = hn::Max(maximum3, hn::LoadU(d, row + j + 3 * N));
   }
+  for (; j < count; j += N) {
+    maximum = hn::Max(maximum, LoadPadded(d, row, j, count, -infinity));
+  }
+  maximum = hn::Max(hn::Max(maximum, maximum1), hn::Max(maximum2, maximum3));
   // EMU128/SCALAR MaxOfLanes cannot return −inf (normalize-inl.h).
-  if (visible == 0 || hn::AllTrue(d, hn::Eq(maximum, hn::Set(d, -infinity)))) {
+  if (hn::AllTrue(d, hn::Eq(maximum, hn::Set(d, -infinity)))) {
     return false;
   }
   const T block_max = hn::GetLane(hn::MaxOfLanes(d, maximum)) * scale;
@@ -122,12 +131,11 @@ HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
   for (size_t j = 0; j < count; j += N) {
     auto p = attnpool::HWY_NAMESPACE::Exp(
         d, hn::MulAdd(LoadPadded(d, row, j, count, T(0)), factor, shift));
-    const size_t shown = visible > j ? visible - j : 0;
-    p = hn::IfThenElseZero(hn::FirstN(d, shown), p);
-    sum = hn::Add(sum, p);
     if (count - j >= N) {
+      sum = hn::Add(sum, p);
       hn::StoreU(p, d, row + j);
     } else {
+      sum = hn::Add(sum, hn::IfThenElseZero(hn::FirstN(d, count - j), p));
       StorePrefix(d, p, row + j, count - j);
     }
   }
@@ -136,15 +144,6 @@ HWY_INLINE bool ScaledSoftmaxRow(D d, T scale, T* HWY_RESTRICT row,
   *rescale_out =
       detail::AdvanceSoftmax(&state.max, &state.sum, new_max, block_sum);
   return true;
-}
-
-// Of a block of `count` keys from `key`, how many lie before the row's
-// first visible key `start`, and before its limit.
-inline size_t FirstVisible(size_t start, size_t key, size_t count) {
-  return start > key ? std::min(count, start - key) : 0;
-}
-inline size_t Visible(size_t limit, size_t key, size_t count) {
-  return limit > key ? std::min(count, limit - key) : 0;
 }
 
 // row[j] ← exp(row[j] − max) for j < count (logits ≤ max, −inf for hidden
@@ -175,12 +174,10 @@ HWY_INLINE T ExpRow(D d, T* HWY_RESTRICT row, size_t count, T max) {
 // scaled by first.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T BlockWeights(D d, RowMode mode, T* HWY_RESTRICT row, size_t count,
-                          size_t visible, size_t key, RowState<T>& state) {
+                          size_t key, RowState<T>& state) {
   const T infinity = std::numeric_limits<T>::infinity();
   if (mode == RowMode::weights) {
-    if (visible != 0) {
-      state.sum += RowSum(d, row, count);
-    }
+    state.sum += RowSum(d, row, count);
     return T(1);
   }
   bool has_nan = false;
@@ -214,16 +211,15 @@ HWY_INLINE T BlockWeights(D d, RowMode mode, T* HWY_RESTRICT row, size_t count,
 }
 
 // ProcessRow's softmax of exp(scale·s) scores with soft-capping or ALiBi
-// (and no bias or visible matrix): the adjusted logits of keys [first,
-// visible) (the others −inf) stored with their max on the way, then
-// p = exp(a − m) stored and summed. A block whose max is not finite, or a
-// row whose earlier max is +inf, goes on as BlockWeights does.
+// (and no bias or visible matrix): the adjusted logits stored with their
+// max on the way, then p = exp(a − m) stored and summed. A block whose max
+// is not finite, or a row whose earlier max is +inf, goes on as
+// BlockWeights does.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T AdjustedSoftmaxRow(D d, const detail::FusedPlan<T>& plan,
                                 const ScoreAdjuster<T>& adjust,
-                                T* HWY_RESTRICT row, size_t count, size_t first,
-                                size_t visible, size_t query, size_t key,
-                                RowState<T>& state) {
+                                T* HWY_RESTRICT row, size_t count, size_t query,
+                                size_t key, RowState<T>& state) {
   const size_t N = hn::Lanes(d);
   const T infinity = std::numeric_limits<T>::infinity();
   const Mask<T>& mask = plan.normalize.mask;
@@ -232,18 +228,14 @@ HWY_INLINE T AdjustedSoftmaxRow(D d, const detail::FusedPlan<T>& plan,
   const auto scale = hn::Set(d, plan.kernel.scale);
   auto maximum = hn::Set(d, -infinity);
   for (size_t j = 0; j < count; j += N) {
-    auto a = adjust(d, hn::Mul(LoadPadded(d, row, j, count, T(0)), scale),
-                    distance + static_cast<int64_t>(j));
-    if (j < first || j + N > visible) {  // a vector with hidden keys
-      const auto seen =
-          hn::AndNot(hn::FirstN(d, first > j ? first - j : 0),
-                     hn::FirstN(d, visible > j ? visible - j : 0));
-      a = hn::IfThenElse(seen, a, hn::Set(d, -infinity));
-    }
-    maximum = hn::Max(maximum, a);
+    const auto a = adjust(d, hn::Mul(LoadPadded(d, row, j, count, T(0)), scale),
+                          distance + static_cast<int64_t>(j));
     if (count - j >= N) {
+      maximum = hn::Max(maximum, a);
       hn::StoreU(a, d, row + j);
-    } else {
+    } else {  // the padding lanes' logits are not the row's
+      maximum = hn::Max(maximum, hn::IfThenElse(hn::FirstN(d, count - j), a,
+                                                hn::Set(d, -infinity)));
       StorePrefix(d, a, row + j, count - j);
     }
   }
@@ -252,7 +244,7 @@ HWY_INLINE T AdjustedSoftmaxRow(D d, const detail::FusedPlan<T>& plan,
   const T block_max =
       none ? -infinity : hn::GetLane(hn::MaxOfLanes(d, maximum));
   if (!(std::abs(block_max) < infinity) || state.max == infinity) {
-    return BlockWeights(d, RowMode::softmax, row, count, visible, key, state);
+    return BlockWeights(d, RowMode::softmax, row, count, key, state);
   }
   const T new_max = std::max(state.max, block_max);
   const T block_sum = ExpRow(d, row, count, new_max);
@@ -260,36 +252,29 @@ HWY_INLINE T AdjustedSoftmaxRow(D d, const detail::FusedPlan<T>& plan,
   return detail::AdvanceSoftmax(&state.max, &state.sum, new_max, block_sum);
 }
 
-// Turns a row of `count` scores (keys [key, key + count) of query `row`)
-// into the block's weights p in place, updates the state and returns the
-// factor the row's accumulator must be scaled by first. Keys [first,
-// visible) of the block pass the structural masks; the others are hidden,
-// whatever their scores (the decode path leaves them unset).
+// Turns a row of `count` > 0 scores (keys [key, key + count) of query
+// `query`, all passing the structural masks) into the block's weights p in
+// place, updates the state and returns the factor the row's accumulator
+// must be scaled by first.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
-                        T* HWY_RESTRICT row, size_t count, size_t first,
-                        size_t visible, size_t query, size_t key,
-                        RowState<T>& state) {
+                        T* HWY_RESTRICT row, size_t count, size_t query,
+                        size_t key, RowState<T>& state) {
   const size_t N = hn::Lanes(d);
   const T infinity = std::numeric_limits<T>::infinity();
   const Mask<T>& mask = plan.normalize.mask;
   const T hidden = mode == RowMode::weights ? T(0) : -infinity;
-  first = std::min(first, visible);
-  // Kernel, bias; keys past the visible prefix are hidden.
+  // Kernel, score adjustments, bias.
   const T* bias = mask.bias.data ? mask.bias.row(query) + key : nullptr;
   const ScoreAdjuster<T> adjust(mask);
   if (mode == RowMode::softmax && plan.kernel.kernel == Kernel::exp &&
       bias == nullptr && mask.visible.data == nullptr &&
       plan.kernel.scale > T(0)) {
     if (adjust.any()) {
-      return AdjustedSoftmaxRow(d, plan, adjust, row, count, first, visible,
-                                query, key, state);
+      return AdjustedSoftmaxRow(d, plan, adjust, row, count, query, key, state);
     }
-    // A score of −inf is a logit of −inf (scale > 0): hidden.
-    std::fill(row, row + first, -infinity);
     T rescale;
-    if (ScaledSoftmaxRow(d, plan.kernel.scale, row, count, visible, state,
-                         &rescale)) {
+    if (ScaledSoftmaxRow(d, plan.kernel.scale, row, count, state, &rescale)) {
       return rescale;
     }
   }
@@ -303,8 +288,6 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
     if (mode == RowMode::weights && plan.normalize.logits) {
       v = attnpool::HWY_NAMESPACE::Exp(d, v);  // exp(ℓ + bias) under none
     }
-    const size_t shown = visible > j ? visible - j : 0;
-    v = hn::IfThenElse(hn::FirstN(d, shown), v, hn::Set(d, hidden));
     if (count - j >= N) {
       hn::StoreU(v, d, row + j);
     } else {
@@ -313,13 +296,12 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
   }
   if (mask.visible.data != nullptr) {
     const uint8_t* flags = mask.visible.row(query) + key;
-    for (size_t j = 0; j < visible; ++j) {
+    // After the bias: a hidden key's bias (+inf, NaN) must not reach it.
+    for (size_t j = 0; j < count; ++j) {
       if (flags[j] == 0) row[j] = hidden;
     }
   }
-  // After the bias: a hidden key's bias (+inf, NaN) must not reach it.
-  std::fill(row, row + first, hidden);
-  return BlockWeights(d, mode, row, count, visible, key, state);
+  return BlockWeights(d, mode, row, count, key, state);
 }
 
 // Rows a decode prefetches its keys ahead: of runs shorter than this (a
@@ -520,45 +502,65 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const Mask<T>& mask = plan.normalize.mask;
   const size_t key_block =
       std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
-  // Decoding strided rows, the scores of kDecodeStretch blocks are computed
-  // at once (one stream of keys, then one of values); each block is then
-  // normalized and summed as alone, so results do not change.
-  const size_t stretch =
-      plan.path == detail::FusedPath::decode && plan.keys.strided()
-          ? kDecodeStretch * key_block
-          : key_block;
   // Keys [starts[r], limits[r]) of [key_begin, key_end) pass the structural
-  // masks (arch/visible_limit.h). Key blocks lie on a grid from key_begin
-  // that no row moves (so each row's blocks, and its rounding, are the same
-  // in any block of rows); they run from the block holding the first key
-  // any row sees to the last such key, and their scores are computed from
-  // that first key's panel on (a row's earlier keys are hidden from it).
+  // masks (arch/visible_limit.h). Each row takes them in blocks of key_block
+  // from its first, starts[r]: a grid of its own that no other row moves,
+  // so a row's blocks, and its rounding, are the same in any block of rows
+  // and in any grouping of queries into calls. Step s holds block s of
+  // every row that has one; its scores are computed, and its weighted sum
+  // run, over the union of those blocks, each row's weights 0 outside its
+  // own. The rows' starts lie within `spread` keys of each other (a window
+  // moves by one key per query), so the union is at most that much wider
+  // than a block.
   std::vector<size_t> starts(rows), limits(rows);
-  size_t widest = key_begin, lowest = key_end;
+  size_t steps = 0, lowest = key_end, highest = key_begin, widest = key_begin;
   for (size_t r = 0; r < rows; ++r) {
     const auto run =
         detail::VisibleRun(mask, row_begin + r, plan.key_offset, key_end);
     limits[r] = std::max(key_begin, run.limit);
     starts[r] = std::min(std::max(key_begin, run.start), limits[r]);
+    if (starts[r] == limits[r]) continue;
+    steps =
+        std::max(steps, (limits[r] - starts[r] + key_block - 1) / key_block);
+    lowest = std::min(lowest, starts[r]);
+    highest = std::max(highest, starts[r]);
     widest = std::max(widest, limits[r]);
-    if (starts[r] < limits[r]) lowest = std::min(lowest, starts[r]);
   }
-  const size_t first_block =
-      lowest >= widest
-          ? widest
-          : key_begin + (lowest - key_begin) / key_block * key_block;
+  // Row r's keys in steps [step, step + count): empty past its last block.
+  const auto row_keys = [&](size_t r, size_t step, size_t count) {
+    const size_t start = std::min(limits[r], starts[r] + step * key_block);
+    return detail::KeyRun{start,
+                          std::min(limits[r], start + count * key_block)};
+  };
+  const size_t spread = steps == 0 ? 0 : highest - lowest;
+  // Decoding strided rows, the scores of kDecodeStretch blocks are computed
+  // at once (one stream of keys, then one of values); each block is then
+  // normalized and summed as alone, so results do not change. Not where
+  // the rows' starts differ: zeroing a row's weights outside its block
+  // would overwrite its next block's scores.
+  const size_t stretch = plan.path == detail::FusedPath::decode &&
+                                 plan.keys.strided() && spread == 0
+                             ? kDecodeStretch * key_block
+                             : key_block;
+  // A stretch's scores lie in rows of `score_stride` from column 0 at key
+  // `origin` (the panel holding the stretch's first key): the union is at
+  // most stretch + spread keys, and whole panels add up to one panel on
+  // each side — none when all rows start at one panel's first key.
+  const size_t slack =
+      spread == 0 && lowest % width == 0 ? 0 : spread + 2 * width;
+  const size_t score_stride = (stretch + slack + N - 1) / N * N;
   // Values are read in place when their rows are whole vectors (a paged
-  // cache's a page at a time); otherwise a block at a time is copied into
-  // zero-padded rows, `copied`. `zeroed_values` holds a block whose
-  // non-finite values need the exact sum (arch/contributions.h). The
+  // cache's a page at a time); otherwise a step's keys at a time are copied
+  // into zero-padded rows, `copied`. `zeroed_values` holds a step's values
+  // whose non-finite entries need the exact sum (arch/contributions.h). The
   // weighted sum runs key by key, so where the values are read from, and in
-  // how many pieces, changes no bit. Narrow values are widened as they are
-  // copied.
+  // how many pieces, changes no bit; nor do the keys of other rows' blocks,
+  // whose 0 weights add ±0. Narrow values are widened as they are copied.
   const bool copy_values = columns % N != 0 || plan.values.is_narrow();
   const size_t padded_columns = (columns + N - 1) / N * N;
-  const size_t score_elements = rows * stretch;
+  const size_t score_elements = rows * score_stride;
   const size_t accumulator_elements = rows * padded_columns;
-  const size_t value_elements = key_block * padded_columns;
+  const size_t value_elements = (key_block + spread) * padded_columns;
   auto buffer = hwy::AllocateAligned<T>(
       score_elements + 2 * accumulator_elements + 2 * value_elements + rows);
   // Caught by src/threads.h's ForEachRowBlock and rethrown after the loop.
@@ -571,16 +573,22 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   T* HWY_RESTRICT rescale = zeroed_values + value_elements;
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
-  for (size_t key = first_block; key < widest; key += key_block) {
-    // Panels from the first key any row sees to the last (key_begin and the
-    // grid are multiples of the panel width).
-    const size_t count = std::min(key_block, widest - key);
-    const size_t panel_begin = std::max(key, lowest) / width;
-    const size_t panel_end = (key + count + width - 1) / width;
-    // This block's scores: at `scores` (stride `stretch`) from its stretch's
-    // first key.
-    const size_t in_stretch = (key - first_block) % stretch;
-    T* HWY_RESTRICT block_scores = scores + in_stretch;
+  size_t origin = key_begin;
+  for (size_t step = 0; step < steps; ++step) {
+    // The step's keys [at, end): the union of its rows' blocks (every step
+    // before `steps` has a row with a block).
+    size_t at = key_end, end = key_begin;
+    for (size_t r = 0; r < rows; ++r) {
+      const auto keys = row_keys(r, step, 1);
+      if (keys.start == keys.limit) continue;
+      at = std::min(at, keys.start);
+      end = std::max(end, keys.limit);
+    }
+    const size_t at_count = end - at;
+    const size_t in_stretch = step % (stretch / key_block);
+    if (in_stretch == 0) origin = at / width * width;
+    const size_t panel_begin = at / width;
+    const size_t panel_end = (end + width - 1) / width;
     if (plan.path == detail::FusedPath::tile_bf16) {
       // (Panels of kBf16PanelKeys keys: the fused plan's panel width on this
       // path, whatever the target's float panels.)
@@ -588,24 +596,22 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         detail::Bf16DotScores(
             plan.bf16_instruction, plan.bf16_queries, plan.bf16_query_stride,
             plan.queries.cols, plan.bf16_panels, panel_begin, panel_end,
-            row_begin, row_end, scores, key_block, row_begin, key);
+            row_begin, row_end, scores, score_stride, row_begin, origin);
       }
     } else if (plan.path == detail::FusedPath::tile) {
-      const MatrixView<T> score_view(scores, rows, key_block, key_block);
+      const MatrixView<T> score_view(scores, rows, score_stride, score_stride);
       DistanceWindow(plan.distance, plan.queries, plan.keys, plan.packed,
                      ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,
-                                    panel_end, row_begin, key});
+                                    panel_end, row_begin, origin});
     } else if (in_stretch == 0) {
       // Decode (few queries, dot): the keys the row sees read in place, once,
       // a stretch at a time.
-      const size_t count = std::min(stretch, widest - key);
       for (size_t r = 0; r < rows; ++r) {
         const T* HWY_RESTRICT query = plan.queries.row(row_begin + r);
-        T* HWY_RESTRICT row_scores = scores + r * stretch;
-        const size_t first = FirstVisible(starts[r], key, count);
-        const size_t visible = Visible(limits[r], key, count);
-        std::fill(row_scores, row_scores + std::min(first, visible), T(0));
-        for (size_t j = first; j < visible;) {
+        const auto keys = row_keys(r, step, stretch / key_block);
+        const size_t key = keys.start, visible = keys.limit - keys.start;
+        T* HWY_RESTRICT row_scores = scores + r * score_stride + (key - origin);
+        for (size_t j = 0; j < visible;) {
           // A run of rows one stride apart (a paged cache's pages that
           // abut). Short runs (scattered pages) lie beyond what hardware
           // prefetchers follow: with each key, the first row prefetches the
@@ -653,29 +659,30 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         }
       }
     }
-    // The keys before the first any row sees weigh 0 for every row: the
-    // block is processed from `at`, the first vector holding a seen key.
-    // Skipping whole vectors of zeros (and −inf) changes no bit: the row
-    // reductions keep their lanes, and the weighted sum runs key by key.
-    const size_t skip = (std::max(key, lowest) - key) / N * N;
-    const size_t at = key + skip, at_count = count - skip;
-    T* HWY_RESTRICT at_scores = block_scores + skip;
+    // Each row's weights at its block's keys, 0 at the step's others.
+    T* HWY_RESTRICT at_scores = scores + (at - origin);
     bool any_weight = false;
     for (size_t r = 0; r < rows; ++r) {
-      const size_t first = FirstVisible(starts[r], at, at_count);
-      const size_t visible = Visible(limits[r], at, at_count);
-      T* HWY_RESTRICT row = at_scores + r * stretch;
-      rescale[r] = ProcessRow(d, plan, mode, row, at_count, first, visible,
-                              row_begin + r, at, states[r]);
+      const auto keys = row_keys(r, step, 1);
+      T* HWY_RESTRICT row = at_scores + r * score_stride;
+      if (keys.start == keys.limit) {
+        std::fill(row, row + at_count, T(0));
+        rescale[r] = T(1);
+        continue;
+      }
+      const size_t first = keys.start - at, count = keys.limit - keys.start;
+      rescale[r] = ProcessRow(d, plan, mode, row + first, count, row_begin + r,
+                              keys.start, states[r]);
+      std::fill(row, row + first, T(0));
+      std::fill(row + first + count, row + at_count, T(0));
       // Compact kernels: a row whose weights here are all 0 adds nothing.
-      any_weight |=
-          first < visible && (!plan.skip_zero_blocks ||
-                              WeightsAsIs(d, row, visible) != RowResult::empty);
+      any_weight |= !plan.skip_zero_blocks ||
+                    WeightsAsIs(d, row + first, count) != RowResult::empty;
     }
-    // An all-zero block adds nothing (zero weights contribute nothing).
+    // An all-zero step adds nothing (zero weights contribute nothing).
     if (mode == RowMode::argmax || !any_weight) continue;
-    // block_sum = p · V[at, key + count); acc = acc·rescale + block_sum.
-    // The block's values, contiguous (copied when they were not).
+    // block_sum = p · V[at, end); acc = acc·rescale + block_sum.
+    // The step's values, contiguous (copied when they were not).
     const auto copy_block = [&] {
       for (size_t j = 0; j < at_count; ++j) {
         T* target = copied + j * padded_columns;
@@ -685,7 +692,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       }
       return ConstMatrixView<T>(copied, at_count, columns, padded_columns);
     };
-    const ConstMatrixView<T> weights(at_scores, rows, at_count, stretch);
+    const ConstMatrixView<T> weights(at_scores, rows, at_count, score_stride);
     const MatrixView<T> sums(block_sum, rows, padded_columns);
     ConstMatrixView<T> block_values;
     if (plan.values.is_narrow() && plan.path == detail::FusedPath::decode) {
@@ -700,7 +707,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       for (size_t j = 0; j < at_count;) {
         const size_t run = plan.values.Run(at + j, at_count - j);
         wsum::WeightedSumRows(
-            ConstMatrixView<T>(at_scores + j, rows, run, stretch),
+            ConstMatrixView<T>(at_scores + j, rows, run, score_stride),
             plan.values.Matrix(at + j, run), static_cast<const T*>(nullptr),
             sums, size_t{0}, rows, size_t{0}, padded_columns, j != 0);
         j += run;
@@ -717,8 +724,16 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         wsum::WeightedSumRows(weights, ConstMatrixView<T>(zeroed),
                               static_cast<const T*>(nullptr), sums, size_t{0},
                               rows, size_t{0}, padded_columns);
+        std::vector<detail::KeyRun> runs(rows);
+        for (size_t r = 0; r < rows; ++r) {
+          const auto keys = row_keys(r, step, 1);
+          runs[r] = keys.start == keys.limit
+                        ? detail::KeyRun{0, 0}
+                        : detail::KeyRun{keys.start - at, keys.limit - at};
+        }
         detail::AddNonFiniteTerms(plan.normalize, weights, block_values, sums,
-                                  row_begin, at, plan.key_offset);
+                                  row_begin, at, plan.key_offset,
+                                  detail::EmptyRowTerms::add, runs.data());
       }
     }
     for (size_t r = 0; r < rows; ++r) {
