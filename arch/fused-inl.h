@@ -609,6 +609,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       for (size_t r = 0; r < rows; ++r) {
         const T* HWY_RESTRICT query = plan.queries.row(row_begin + r);
         const auto keys = row_keys(r, step, stretch / key_block);
+        if (keys.start == keys.limit) continue;  // (before `origin`)
         const size_t key = keys.start, visible = keys.limit - keys.start;
         T* HWY_RESTRICT row_scores = scores + r * score_stride + (key - origin);
         for (size_t j = 0; j < visible;) {
