@@ -206,32 +206,46 @@ HWY_INLINE void VisitNarrow(ElementType element, const Visit& visit) {
   }
 }
 
-// out[c] = scale · in[c], c < cols, widened (scale 1: exactly).
+// out[c] = in[c], c < cols, widened; int8 elements times `scale` (one
+// rounding), the others exactly.
 template <typename E>
 HWY_INLINE void WidenScaled(const E* HWY_RESTRICT in, size_t cols, float scale,
                             float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const auto factor = hn::Set(df, scale);
+  const auto widen = [&](hn::Vec<decltype(df)> v) {
+    return std::is_same<E, int8_t>::value ? hn::Mul(factor, v) : v;
+  };
   size_t c = 0;
   for (; c + N <= cols; c += N) {
-    hn::StoreU(hn::Mul(factor, LoadWide(df, in + c)), df, out + c);
+    hn::StoreU(widen(LoadWide(df, in + c)), df, out + c);
   }
   if (c < cols) {
-    StorePrefix(df, hn::Mul(factor, LoadWidePrefix(df, in + c, cols - c)),
-                out + c, cols - c);
+    StorePrefix(df, widen(LoadWidePrefix(df, in + c, cols - c)), out + c,
+                cols - c);
   }
 }
 
-// Row j of a narrow float list, widened into out[0, cols) (int8: its scale
-// applied, one rounding, as RowList's operator() does).
-HWY_INLINE void WidenRow(const detail::RowList<float>& list, size_t j,
-                         float* HWY_RESTRICT out) {
+// Rows [j, j + count) of a narrow float list, widened into rows of `out`
+// `out_stride` apart, [0, cols) of each (int8: its scale applied, one
+// rounding, as RowList's operator() does).
+HWY_INLINE void WidenRows(const detail::RowList<float>& list, size_t j,
+                          size_t count, float* HWY_RESTRICT out,
+                          size_t out_stride) {
   VisitNarrow(list.element, [&](auto tag) {
     using E = decltype(tag);
-    const float scale = std::is_same<E, int8_t>::value ? list.scale(j) : 1.0f;
-    WidenScaled(list.narrow_row<E>(j), list.cols, scale, out);
+    for (size_t r = 0; r < count; ++r) {
+      const float scale =
+          std::is_same<E, int8_t>::value ? list.scale(j + r) : 1.0f;
+      WidenScaled(list.narrow_row<E>(j + r), list.cols, scale,
+                  out + r * out_stride);
+    }
   });
+}
+HWY_INLINE void WidenRow(const detail::RowList<float>& list, size_t j,
+                         float* HWY_RESTRICT out) {
+  WidenRows(list, j, 1, out, 0);
 }
 
 // Row j of `list` as T: in place, or (narrow rows) widened into `buffer`

@@ -141,6 +141,19 @@ struct Case {
 };
 
 const Case kCases[] = {
+    // More queries than one block of narrow-value rows (src/fused.cc), whose
+    // blocks are twice the float calls': rows grouped differently, the
+    // same bits.
+    {"tile",
+     230,
+     300,
+     16,
+     8,
+     {attnpool::Distance::dot,
+      {attnpool::Kernel::exp},
+      attnpool::Normalization::softmax},
+     false,
+     true},
     {"tile",
      50,
      300,
