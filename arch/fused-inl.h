@@ -64,7 +64,8 @@ namespace fused {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Keys per block, in bytes of one score row: a block's scores for the
-// query block (≤ kFusedRows rows) stay in L2 between the passes over them.
+// query block (≤ 192 rows, src/fused.cc) stay in L2 between the passes over
+// them.
 constexpr size_t kKeyBlockBytes = 2048;
 // Key blocks whose scores decoding computes at once, over strided rows:
 // each stretch streams its keys, then its values; longer streams keep the

@@ -32,10 +32,11 @@ namespace attnpool {
 namespace {
 
 // Queries per dispatched call: a multiple of both score tile heights (6, 8)
-// and of the weighted-sum tile (6); their block of scores (96 × 256 floats)
+// and of the weighted-sum tile (6); their block of scores (96 × 512 floats)
 // stays in L2.
 constexpr size_t kFusedRows = 96;
-// Queries per dispatched call over narrow values on the tile path.
+// Queries per dispatched call over narrow values on the tile paths (their
+// 384 KiB of float scores still in a 1 MiB L2).
 constexpr size_t kNarrowValueRows = 2 * kFusedRows;
 // Queries per dispatched call under a sliding window (a multiple of the
 // tile heights too): the keys a block visits are its rows' windows' union,
