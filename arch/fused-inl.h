@@ -385,11 +385,11 @@ class RowPrefetcher {
 // `ahead_limit` (rows one stride apart), the row kPrefetchRows ahead is
 // prefetched beside each, below that row: bf16 and f16 decode 1.2-1.6x
 // faster (Zen 5, W5n). Given `values` (the `value_bytes` of key j's value
-// row, rows `value_stride` bytes apart), an int8 key's value row is
-// prefetched beside it too, for the weighted sum after the stretch: int8
-// decode 1.17x faster, and 1.08x more with its keys ahead, which without
-// the values cost it a third (Zen 5, W5n; bf16 and f16 values lost 10-13%
-// so). Not inlined, nor is NarrowWeightedSum: in FusedAccumulate's body
+// row, rows `value_stride` bytes apart; an int8 cache's only), a key's
+// value row is prefetched beside it too, for the weighted sum after the
+// stretch: int8 decode 1.17x faster, and 1.08x more with its keys ahead, which
+// without the values cost it a third (Zen 5, W5n; bf16 and f16 values lost
+// 10-13% so). Not inlined, nor is NarrowWeightedSum: in FusedAccumulate's body
 // they cost float decode 5-15% (Zen 5, W5).
 template <typename T>
 HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
@@ -415,10 +415,8 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
             hwy::Prefetch(row + byte);
           }
         }
-        if (kScaled) {
-          for (size_t byte = 0; byte < value_bytes; byte += 64) {
-            hwy::Prefetch(values + k * value_stride + byte);
-          }
+        for (size_t byte = 0; byte < value_bytes; byte += 64) {
+          hwy::Prefetch(values + k * value_stride + byte);
         }
         const auto scale = hn::Set(d, kScaled ? keys.scale(j + k) : 1.0f);
         const auto load = [&](size_t p, size_t left) {
@@ -693,7 +691,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
               if (ahead < limits[0]) keys_ahead.Row(ahead);
               values_here.Row(key + j + k);
             }
+            // (int8 keys and values; NarrowDots says why.)
             const bool int8_values = prefetch_ahead && plan.values.strided() &&
+                                     plan.keys.element == ElementType::int8 &&
                                      plan.values.element == ElementType::int8;
             NarrowDots(plan.keys, key + j, run, query, row_scores + j,
                        prefetch_ahead ? widest : 0,
