@@ -751,16 +751,14 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     // block_sum = p · V[at, end); acc = acc·rescale + block_sum.
     // The step's values, contiguous (copied when they were not).
     const auto copy_block = [&] {
-      bool widened = false;
       if constexpr (std::is_same<T, float>::value) {
         if (plan.values.is_narrow()) {
           WidenRows(plan.values, at, at_count, copied, padded_columns);
-          widened = true;
         }
       }
       for (size_t j = 0; j < at_count; ++j) {
         T* target = copied + j * padded_columns;
-        if (!widened) {
+        if (!plan.values.is_narrow()) {
           std::memcpy(target, plan.values.row(at + j), columns * sizeof(T));
         }
         std::fill(target + columns, target + padded_columns, T(0));
