@@ -81,10 +81,11 @@ static_assert(kTileRows == 6, "ATTNPOOL_WSUM_FOR_ROWS covers 6 rows");
 static_assert(kPanelVectors <= 4, "ATTNPOOL_WSUM_FOR_CELLS covers 4 vectors");
 
 // out_rows[r][0, kVectors·N) (+)= Σ_{j < depth} weight_rows[r][j] ·
-// values[j·value_stride + (0, kVectors·N)] for the kTileRows rows r; with
-// `accumulate` the sums start from what out_rows holds, else from 0.
-// Accumulators are named variables, not an array: SVE vectors are sizeless.
-template <size_t kVectors, class D, typename T = hn::TFromD<D>>
+// values[j·value_stride + (0, kVectors·N)] for the first kRows ≤ kTileRows
+// rows r; with `accumulate` the sums start from what out_rows holds, else
+// from 0. Accumulators are named variables, not an array: SVE vectors are
+// sizeless. Each output is its own chain: kRows changes no bit.
+template <size_t kRows, size_t kVectors, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
                              const T* HWY_RESTRICT values, size_t value_stride,
                              size_t depth, T* const* out_rows,
@@ -97,7 +98,7 @@ HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
 #undef ATTNPOOL_WSUM_DECLARE_ROW
 #define ATTNPOOL_WSUM_DECLARE_CELL(R, C)                \
   V acc##R##_##C = hn::Zero(d);                         \
-  if constexpr (C < kVectors) {                         \
+  if constexpr (R < kRows && C < kVectors) {            \
     if (accumulate) {                                   \
       acc##R##_##C = hn::LoadU(d, out_rows[R] + C * N); \
     }                                                   \
@@ -113,7 +114,7 @@ HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
     const V value2 = hn::LoadU(d, value_row + (kVectors > 2 ? 2 * N : 0));
     const V value3 = hn::LoadU(d, value_row + (kVectors > 3 ? 3 * N : 0));
 #define ATTNPOOL_WSUM_STEP_ROW(R)                          \
-  {                                                        \
+  if constexpr (R < kRows) {                               \
     const V weight = hn::Set(d, weights##R[j]);            \
     acc##R##_0 = hn::MulAdd(weight, value0, acc##R##_0);   \
     if constexpr (kVectors > 1) {                          \
@@ -133,7 +134,7 @@ HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
     (void)value3;
   }
 #define ATTNPOOL_WSUM_STORE_CELL(R, C)                \
-  if constexpr (C < kVectors) {                       \
+  if constexpr (R < kRows && C < kVectors) {          \
     hn::StoreU(acc##R##_##C, d, out_rows[R] + C * N); \
   } else {                                            \
     (void)acc##R##_##C;                               \
@@ -143,35 +144,60 @@ HWY_INLINE void MultiplyTile(D d, const T* const* weight_rows,
 }
 
 // Runs MultiplyTile with kVectors = `vectors` (1 ≤ vectors ≤ kPanelVectors).
-template <class D, typename T = hn::TFromD<D>>
+template <size_t kRows, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MultiplyTileOf(size_t vectors, D d, const T* const* weight_rows,
                                const T* HWY_RESTRICT values,
                                size_t value_stride, size_t depth,
                                T* const* out_rows, bool accumulate) {
   switch (vectors) {
     case 1:
-      return MultiplyTile<1>(d, weight_rows, values, value_stride, depth,
-                             out_rows, accumulate);
+      return MultiplyTile<kRows, 1>(d, weight_rows, values, value_stride, depth,
+                                    out_rows, accumulate);
     case 2:
       if constexpr (kPanelVectors >= 2) {
-        return MultiplyTile<2>(d, weight_rows, values, value_stride, depth,
-                               out_rows, accumulate);
+        return MultiplyTile<kRows, 2>(d, weight_rows, values, value_stride,
+                                      depth, out_rows, accumulate);
       }
       break;
     case 3:
       if constexpr (kPanelVectors >= 3) {
-        return MultiplyTile<3>(d, weight_rows, values, value_stride, depth,
-                               out_rows, accumulate);
+        return MultiplyTile<kRows, 3>(d, weight_rows, values, value_stride,
+                                      depth, out_rows, accumulate);
       }
       break;
     case 4:
       if constexpr (kPanelVectors >= 4) {
-        return MultiplyTile<4>(d, weight_rows, values, value_stride, depth,
-                               out_rows, accumulate);
+        return MultiplyTile<kRows, 4>(d, weight_rows, values, value_stride,
+                                      depth, out_rows, accumulate);
       }
       break;
   }
   HWY_ASSERT(false);
+}
+
+// A tile of `rows` ≤ kTileRows rows on the kernel of the fewest rows that
+// covers them (1, 2, 4 or kTileRows): a decode's one query row (or a few
+// sharing their keys) does not pay kTileRows rows' multiply-adds.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MultiplyTileRows(size_t rows, size_t vectors, D d,
+                                 const T* const* weight_rows,
+                                 const T* HWY_RESTRICT values,
+                                 size_t value_stride, size_t depth,
+                                 T* const* out_rows, bool accumulate) {
+  if (rows == 1) {
+    return MultiplyTileOf<1>(vectors, d, weight_rows, values, value_stride,
+                             depth, out_rows, accumulate);
+  }
+  if (rows == 2) {
+    return MultiplyTileOf<2>(vectors, d, weight_rows, values, value_stride,
+                             depth, out_rows, accumulate);
+  }
+  if (rows <= 4) {
+    return MultiplyTileOf<4>(vectors, d, weight_rows, values, value_stride,
+                             depth, out_rows, accumulate);
+  }
+  MultiplyTileOf<kTileRows>(vectors, d, weight_rows, values, value_stride,
+                            depth, out_rows, accumulate);
 }
 
 template <typename T>
@@ -285,8 +311,8 @@ void WeightedSumRows(ConstMatrixView<T> weights, ConstMatrixView<T> values,
             }
           }
         }
-        MultiplyTileOf(vectors, d, weight_rows, panel_values, value_stride,
-                       pass, out_rows, accumulate_pass);
+        MultiplyTileRows(tile_rows, vectors, d, weight_rows, panel_values,
+                         value_stride, pass, out_rows, accumulate_pass);
         if (!whole) {
           for (size_t r = 0; r < tile_rows; ++r) {
             std::memcpy(out.row(tile_row + r) + panel_column, out_rows[r],
