@@ -73,8 +73,9 @@ HWY_INLINE void TransposeColumns(D d, const float* const* rows, size_t valid,
     v[g + 3] = pairs(t1, t3, true);   // a3 b3 c3 d3
   }
   if constexpr (N == 4) {
-    for (size_t c = 0; c < columns; ++c)
+    for (size_t c = 0; c < columns; ++c) {
       hn::StoreU(v[c], d, out + c * out_stride);
+    }
   } else if constexpr (N == 8) {
     // v[c] = [col c | col 4+c] of rows 0-3, v[4 + c] the same of rows 4-7.
     for (size_t c = 0; c < 4; ++c) {
