@@ -307,8 +307,9 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
 
 // Rows a decode prefetches its keys ahead: of runs shorter than this (a
 // paged cache's scattered pages) each key's lines, with its value's; of
-// longer runs (rows one stride apart) the key's lines alone (prefetching
-// values there, a run ahead in the weighted sum, cost 25%).
+// longer runs (rows one stride apart) the key's lines (float values
+// prefetched a run ahead in the weighted sum cost 25%; narrow values are
+// prefetched: NarrowDots, NarrowWeightedSum).
 constexpr size_t kPrefetchRows = 64;
 
 // Prefetches every cache line of the `bytes` from `row`, from the line it
@@ -472,6 +473,16 @@ HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
       // 1.10x faster, Zen 5, W5n; an int8 cache's values are prefetched
       // beside their keys).
       const bool prefetch = values.strided() && sizeof(E) == 2;
+      const auto prefetch_ahead = [&](size_t r, size_t j) {
+        if (!prefetch || r != 0 || at + j + kPrefetchRows >= ahead_limit) {
+          return;
+        }
+        const char* ahead = reinterpret_cast<const char*>(
+            values.template narrow_row<E>(at + j + kPrefetchRows));
+        for (size_t byte = 0; byte < columns * sizeof(E); byte += 64) {
+          hwy::Prefetch(ahead + byte);
+        }
+      };
       for (size_t r = 0; r < weights.rows; ++r) {
         const float* HWY_RESTRICT w = weights.row(r);
         float* HWY_RESTRICT out = sums.row(r);
@@ -481,14 +492,7 @@ HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
           auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d),
                a3 = hn::Zero(d);
           for (size_t j = 0; j < weights.cols; ++j) {
-            if (prefetch && r == 0 && c == 0 &&
-                at + j + kPrefetchRows < ahead_limit) {
-              const char* ahead = reinterpret_cast<const char*>(
-                  values.template narrow_row<E>(at + j + kPrefetchRows));
-              for (size_t byte = 0; byte < columns * sizeof(E); byte += 64) {
-                hwy::Prefetch(ahead + byte);
-              }
-            }
+            if (c == 0) prefetch_ahead(r, j);
             const auto weight = hn::Set(d, w[j]);
             a0 = hn::MulAdd(weight, value(j, c, N), a0);
             a1 = hn::MulAdd(weight, value(j, c + N, N), a1);
@@ -504,6 +508,7 @@ HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
           const size_t left = c < columns ? std::min(N, columns - c) : 0;
           auto acc = hn::Zero(d);
           for (size_t j = 0; j < weights.cols; ++j) {
+            if (c == 0) prefetch_ahead(r, j);  // (rows under 4 vectors)
             acc = hn::MulAdd(hn::Set(d, w[j]), value(j, c, left), acc);
           }
           hn::Store(acc, d, out + c);
@@ -691,10 +696,10 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           // value, which the weighted sum reads after this block's keys.
           // Prefetches beside each key's loads, not a page's in a burst:
           // 0.72 of the contiguous rate against 0.45 (Zen 5, bench/compare
-          // W9). A plain loop reading the same rows in a block's two passes
-          // (keys, then values, as its softmax needs) is no faster: this
-          // decode runs at 1.06x its rate, and at 0.88 of the same loop's
-          // in one pass (keys and values together). Interleaving the
+          // W9, when it was written). A plain loop reading the same rows in a
+          // block's two passes (keys, then values, as its softmax needs) is no
+          // faster: this decode runs at 1.06x its rate, and at 0.88 of the same
+          // loop's in one pass (keys and values together). Interleaving the
           // passes (a block's values between the next block's keys) made
           // this decode slower (0.65 of contiguous).
           const size_t run = plan.keys.Run(key + j, visible - j);

@@ -55,8 +55,9 @@ HWY_INLINE void TransposeColumns(D d, const float* const* rows, size_t valid,
   for (size_t i = 0; i < N; ++i) {
     v[i] = i < valid ? LoadPrefix(d, rows[i] + first, columns) : hn::Zero(d);
   }
-  // Within each block, rows 4g..4g+3 × columns 4b..4b+3 transposed: block b
-  // of v[4g + c] then holds column 4b + c of rows 4g..4g+3.
+  // Within each block, rows g..g+3 (g a multiple of 4) × columns 4b..4b+3
+  // transposed: block b of v[g + c] then holds column 4b + c of rows
+  // g..g+3.
   for (size_t g = 0; g < N; g += 4) {
     const auto t0 = hn::InterleaveLower(d, v[g], v[g + 1]);  // a0 b0 a1 b1
     const auto t1 = hn::InterleaveUpper(d, v[g], v[g + 1]);  // a2 b2 a3 b3
@@ -85,7 +86,7 @@ HWY_INLINE void TransposeColumns(D d, const float* const* rows, size_t valid,
       if (4 + c < columns) hn::StoreU(high, d, out + (4 + c) * out_stride);
     }
   } else {
-    // v[4g + c] = [col c, col 4+c, col 8+c, col 12+c] of rows 4g..4g+3.
+    // v[g + c] = [col c, col 4+c, col 8+c, col 12+c] of rows g..g+3.
     for (size_t c = 0; c < 4; ++c) {
       hn::Vec<D> even[2], odd[2];  // of rows 0-7 and 8-15
       for (size_t h = 0; h < 2; ++h) {

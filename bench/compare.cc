@@ -847,10 +847,11 @@ void W9(int threads) {
   // values read together, row by row in block-table order (on `threads`
   // threads, a sequence each at a time), by a plain loop
   // that prefetches, beside each row's loads, the key and value rows
-  // `ahead` rows further on (in keys/s); the best of a few distances. On
-  // Zen 5 the best is 12 rows (3.95 ms against 4.2-5.2 ms for 8, 16 or 64
-  // rows, and 6.4 ms for a loop that prefetches the next whole block
-  // before reading one, this row until 2026-11-27).
+  // `ahead` rows further on (in keys/s); the fastest median of four
+  // distances (a slightly optimistic rate). On Zen 5 the best is 12 rows
+  // (3.95 ms; 4.8, 4.3, 4.3 and 4.9 ms for 8, 16, 24 and 64 rows; 6.4 ms
+  // for a loop that prefetches the next whole block before reading one,
+  // this row until 2026-11-27).
   {
     const PageBuffer<> key_pages(key_pool, true), value_pages(value_pool, true);
     const float* key_base = key_pages.data.get();
@@ -907,7 +908,7 @@ void W9(int threads) {
     // (its softmax needs the block's scores before any value): the keys,
     // each key's row 12 rows ahead and its value prefetched; then the
     // values, each prefetching the next block's key and value (the best
-    // such loop found on Zen 5: 1.25x the time of the one-pass loop).
+    // such loop found on Zen 5: 1.15-1.25x the time of the one-pass loop).
     const size_t block_keys = 512;
     const Timing two_pass = Time([&] {
       float total = 0;
