@@ -31,10 +31,10 @@
 
 #include "arch/convert-inl.h"
 #include "arch/distance.h"
+#include "arch/prefetch_lines-inl.h"
 #include "arch/prefix_io-inl.h"
 #include "arch/tile_rows.h"
 #include "arch/transpose-inl.h"
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -299,10 +299,8 @@ void PackKeys(Distance distance, const detail::RowList<T>& keys,
         const size_t next = first_key + (half + 1) * N;
         for (size_t i = 0; !keys.is_narrow() && i < N && next + i < keys.rows;
              ++i) {
-          const char* row = reinterpret_cast<const char*>(keys.row(next + i));
-          for (size_t byte = 0; byte < depth * sizeof(T); byte += 64) {
-            hwy::Prefetch(row + byte);
-          }
+          PrefetchLines(reinterpret_cast<const char*>(keys.row(next + i)),
+                        depth * sizeof(T));
         }
         for (size_t p = 0; p < depth; p += N) {
           TransposeColumns(d, rows, count, p, std::min(N, depth - p),

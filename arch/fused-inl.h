@@ -50,6 +50,7 @@
 #include "arch/kernel-inl.h"
 #include "arch/math-inl.h"
 #include "arch/normalize-inl.h"
+#include "arch/prefetch_lines-inl.h"
 #include "arch/prefix_io-inl.h"
 #include "arch/visible_limit.h"
 #include "arch/weighted_sum-inl.h"
@@ -312,15 +313,6 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
 // prefetched: NarrowDots, NarrowWeightedSum).
 constexpr size_t kPrefetchRows = 64;
 
-// Prefetches every cache line of the `bytes` from `row`, from the line it
-// starts in.
-HWY_INLINE void PrefetchLines(const char* row, size_t bytes) {
-  const size_t skew = reinterpret_cast<uintptr_t>(row) % 64;
-  for (size_t byte = 0; byte < bytes + skew; byte += 64) {
-    hwy::Prefetch(row - skew + byte);
-  }
-}
-
 // Prefetches `count` rows of a list from row j (each cache line of each;
 // the loop written out: through PrefetchLines, paged float decode lost 8%,
 // Zen 5, W9).
@@ -477,11 +469,10 @@ HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
         if (!prefetch || r != 0 || at + j + kPrefetchRows >= ahead_limit) {
           return;
         }
-        const char* ahead = reinterpret_cast<const char*>(
-            values.template narrow_row<E>(at + j + kPrefetchRows));
-        for (size_t byte = 0; byte < columns * sizeof(E); byte += 64) {
-          hwy::Prefetch(ahead + byte);
-        }
+        PrefetchLines(
+            reinterpret_cast<const char*>(
+                values.template narrow_row<E>(at + j + kPrefetchRows)),
+            columns * sizeof(E));
       };
       for (size_t r = 0; r < weights.rows; ++r) {
         const float* HWY_RESTRICT w = weights.row(r);
