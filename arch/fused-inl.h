@@ -64,17 +64,14 @@ namespace HWY_NAMESPACE {
 namespace fused {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Keys per block, in bytes of one score row: a block's scores for the
-// query block (≤ 192 rows, src/fused.cc) stay in L2 between the passes over
-// them.
-constexpr size_t kKeyBlockBytes = 2048;
-// Key blocks whose scores decoding computes at once, over strided rows:
-// each stretch streams its keys, then its values; longer streams keep the
-// hardware prefetchers ahead (a narrow cache's rows are short: int8 decode
-// 2.6× → 3.0× the float rate on Zen 5, bench/compare W5n). Not over a
-// paged cache, whose values are prefetched while its keys are read: they
-// must still be in L2 for the weighted sum.
-constexpr size_t kDecodeStretch = 4;
+// Keys per block: plan.tuning.key_block_bytes of one score row (a block's
+// scores for the query block stay in L2 between the passes over them).
+// Decoding strided rows, plan.tuning.decode_stretch blocks' scores are
+// computed at once: each stretch streams its keys, then its values; longer
+// streams keep the hardware prefetchers ahead (a narrow cache's rows are
+// short: int8 decode 2.6× → 3.0× the float rate with 4 on Zen 5,
+// bench/compare W5n). Not over a paged cache, whose values are prefetched
+// while its keys are read: they must still be in L2 for the weighted sum.
 
 using RowMode = detail::FusedRowMode;
 
@@ -567,7 +564,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const RowMode mode = detail::FusedModeOf(plan.normalize);
   const Mask<T>& mask = plan.normalize.mask;
   const size_t key_block =
-      std::max(width, kKeyBlockBytes / sizeof(T) / width * width);
+      std::max(width, plan.tuning.key_block_bytes / sizeof(T) / width * width);
   // Keys [starts[r], limits[r]) of [key_begin, key_end) pass the structural
   // masks (arch/visible_limit.h). Each row takes them in blocks of key_block
   // from its first, starts[r]: a grid of its own that no other row moves,
@@ -599,14 +596,14 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
                           std::min(limits[r], start + count * key_block)};
   };
   const size_t spread = steps == 0 ? 0 : highest - lowest;
-  // Decoding strided rows, the scores of kDecodeStretch blocks are computed
+  // Decoding strided rows, the scores of decode_stretch blocks are computed
   // at once (one stream of keys, then one of values); each block is then
   // normalized and summed as alone, so results do not change. Not where
   // the rows' starts differ: zeroing a row's weights outside its block
   // would overwrite its next block's scores.
   const size_t stretch = plan.path == detail::FusedPath::decode &&
                                  plan.keys.strided() && spread == 0
-                             ? kDecodeStretch * key_block
+                             ? plan.tuning.decode_stretch * key_block
                              : key_block;
   // A stretch's scores lie in rows of `score_stride` from column 0 at key
   // `origin` (the panel holding the stretch's first key): the union is at
@@ -696,9 +693,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           const size_t run = plan.keys.Run(key + j, visible - j);
           const bool prefetch =
               r == 0 && !plan.keys.strided() && run < kPrefetchRows;
-          // Long runs: each key's row kPrefetchRows ahead too, never past
-          // the keys a row sees. Hardware prefetchers alone left decode at
-          // 0.76-0.84 of a plain read; with it 0.83-0.90 (Zen 5, W5).
+          // Long runs: each key's row kPrefetchRows ahead too (float keys:
+          // the tuning's decode_key_prefetch_rows, 0 for none), never past
+          // the keys a row sees.
           const bool prefetch_ahead = r == 0 && plan.keys.strided();
           if (plan.keys.is_narrow()) {
             for (size_t k = 0; prefetch && k < run; ++k) {
@@ -721,10 +718,12 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
             continue;
           }
           const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
+          const size_t rows_ahead =
+              prefetch_ahead ? plan.tuning.decode_key_prefetch_rows : 0;
           for (size_t k = 0; k < run; ++k, key_row += plan.keys.stride) {
-            if (prefetch_ahead && key + j + k + kPrefetchRows < widest) {
+            if (rows_ahead != 0 && key + j + k + rows_ahead < widest) {
               const char* ahead = reinterpret_cast<const char*>(
-                  key_row + kPrefetchRows * plan.keys.stride);
+                  key_row + rows_ahead * plan.keys.stride);
               for (size_t byte = 0; byte < plan.queries.cols * sizeof(T);
                    byte += 64) {
                 hwy::Prefetch(ahead + byte);

@@ -12,6 +12,7 @@
 #include "arch/bf16_dot.h"
 #include "arch/distance.h"
 #include "arch/stages.h"
+#include "src/tuning.h"
 
 namespace attnpool {
 namespace detail {
@@ -115,6 +116,9 @@ struct FusedPlan {
   // The instruction that packed them and computes the scores (chosen once
   // per call: arch/bf16_dot.h).
   Bf16DotInstruction bf16_instruction = Bf16DotInstruction::none;
+  // The tuning profile's block sizes and decode prefetch (src/tuning.h),
+  // taken once per call.
+  Tuning tuning = {};
   // Compact kernels (kernel.h: weight 0 at r ≥ support·h) under none or
   // sum: key blocks where every weight is 0 skip the weighted sum (zero
   // weights contribute nothing, arch/contributions.h).

@@ -262,4 +262,26 @@ attnpool_status attnpool_force_bf16_dot_instruction(const char* name) {
   });
 }
 
+const char* attnpool_tuning(void) {
+  thread_local std::string name;
+  return ThreadLocalText(name, attnpool::tuning);
+}
+
+const char* attnpool_tuning_parameters(void) {
+  thread_local std::string text;
+  return ThreadLocalText(text, attnpool::tuning_parameters);
+}
+
+const char* attnpool_tunings(void) {
+  static const std::string names = JoinedOrEmpty(attnpool::tunings);
+  return names.c_str();
+}
+
+attnpool_status attnpool_force_tuning(const char* name) {
+  return Guard([&] {
+    if (name == nullptr) throw attnpool::Error("name", "is a null pointer");
+    attnpool::force_tuning(name);
+  });
+}
+
 }  // extern "C"

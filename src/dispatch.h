@@ -7,8 +7,9 @@ namespace attnpool {
 namespace detail {
 
 // Called first by every public entry point: initializes Highway's dispatch
-// (once) and applies ATTNPOOL_ISA. Throws attnpool::Error ("ATTNPOOL_ISA")
-// if that variable names no supported target.
+// (once) and applies ATTNPOOL_ISA and ATTNPOOL_TUNING. Throws
+// attnpool::Error ("ATTNPOOL_ISA", "ATTNPOOL_TUNING") if either names no
+// supported target or no tuning profile.
 void EnsureDispatchReady();
 
 // Remembers, for the calling thread, the Highway target bit a computation ran

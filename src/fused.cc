@@ -25,19 +25,13 @@
 #include "src/packed_keys.h"
 #include "src/pool_plan.h"
 #include "src/threads.h"
+#include "src/tuning.h"
 #include "src/enum_names.h"
 #include "src/validate.h"
 
 namespace attnpool {
 namespace {
 
-// Queries per dispatched call: a multiple of both score tile heights (6, 8)
-// and of the weighted-sum tile (6); their block of scores (96 × 512 floats)
-// stays in L2.
-constexpr size_t kFusedRows = 96;
-// Queries per dispatched call over narrow values on the tile paths (their
-// 384 KiB of float scores still in a 1 MiB L2).
-constexpr size_t kNarrowValueRows = 2 * kFusedRows;
 // Queries per dispatched call under a sliding window (a multiple of the
 // tile heights too): the keys a block visits are its rows' windows' union,
 // one window plus the block's height.
@@ -303,6 +297,7 @@ class FusedJob {
     }
     keys.rows = values.rows = key_count;
     plan_.queries = queries;
+    plan_.tuning = detail::ActiveTuning();
     plan_.path = ChooseFusedPath(spec, plans, mode_, queries, keys, values);
     // Dot products of bf16 queries and keys: the score tile on the bf16
     // dot-product instruction, where the CPU has one beside the dispatched
@@ -357,8 +352,8 @@ class FusedJob {
         detail::HasVisibleStart(plan_.normalize.mask) ? kWindowRows
         : values.is_narrow() && (plan_.path == detail::FusedPath::tile ||
                                  plan_.path == detail::FusedPath::tile_bf16)
-            ? kNarrowValueRows
-            : kFusedRows;
+            ? 2 * plan_.tuning.query_rows
+            : plan_.tuning.query_rows;
     row_calls_ = (rows + block_rows_ - 1) / block_rows_;
     const size_t width = packed_.view.panel_width;
     chunk_keys_ = key_count;
@@ -441,7 +436,7 @@ class FusedJob {
   std::optional<T> sink_;
   detail::OwnedPackedKeys<T> packed_, packed_values_;
   detail::FusedPlan<T> plan_;
-  size_t block_rows_ = kFusedRows, row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
+  size_t block_rows_ = 0, row_calls_ = 0, chunk_keys_ = 0, chunks_ = 0;
   std::vector<StateStorage<T>> storage_;
 };
 

@@ -14,6 +14,7 @@
 #include "arch/target_probe.h"
 #include "hwy/targets.h"
 #include "src/dispatch.h"
+#include "src/tuning.h"
 
 namespace attnpool {
 namespace {
@@ -128,6 +129,7 @@ void EnsureDispatchReady() {
     const std::string prefix = "attnpool: ATTNPOOL_ISA: ";
     throw Error("ATTNPOOL_ISA", environment_error.substr(prefix.size()));
   }
+  ActiveTuning();  // applies ATTNPOOL_TUNING, or throws for a bad one
 }
 
 void RecordRunTarget(int64_t target) { last_run = target; }
@@ -153,6 +155,7 @@ void reset_target() {
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
   detail::ResetBf16DotInstruction();
+  detail::ForceTuning("tuning", "");
 }
 
 std::string bf16_dot_instruction() {
@@ -184,6 +187,31 @@ void force_bf16_dot_instruction(const std::string& name) {
   Join(message,
        supported.empty() ? std::vector<std::string>{"none"} : supported);
   throw Error("instruction", message + ")");
+}
+
+std::string tuning() {
+  detail::EnsureDispatchReady();
+  return detail::ActiveTuning().name;
+}
+
+std::string tuning_parameters() {
+  detail::EnsureDispatchReady();
+  return detail::TuningParameters(detail::ActiveTuning());
+}
+
+std::vector<std::string> tunings() {
+  std::vector<std::string> names = {detail::ChosenTuning().name};
+  size_t count = 0;
+  const detail::Tuning* table = detail::Tunings(&count);
+  for (size_t i = 0; i < count; ++i) {
+    if (table[i].name != names[0]) names.push_back(table[i].name);
+  }
+  return names;
+}
+
+void force_tuning(const std::string& name) {
+  detail::EnsureDispatchReady();
+  detail::ForceTuning("tuning", name);
 }
 
 std::string last_run_target() {

@@ -259,19 +259,15 @@ double SoftmaxRelative(size_t m, double largest_logit) {
 
 // ------------------------------------------------- scaled dot-product
 
+struct SdpaShape {
+  size_t batch, heads, kv_heads, n, m, dk, dv;
+};
+
 template <typename T>
-void SdpaSweep() {
-  std::mt19937_64 rng(kSeed + 60);
-  INFO("seed " << kSeed + 60);
-  struct Shape {
-    size_t batch, heads, kv_heads, n, m, dk, dv;
-  };
-  const Shape shapes[] = {{2, 4, 2, 37, 53, 24, 12},
-                          {1, 3, 1, 1, 300, 64, 64},
-                          {2, 2, 2, 100, 17, 5, 33},
-                          {1, 1, 1, 0, 5, 4, 4},
-                          {2, 2, 1, 6, 0, 4, 3}};
-  for (const Shape& s : shapes) {
+void SdpaSweep(const std::vector<SdpaShape>& shapes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  INFO("seed " << seed);
+  for (const SdpaShape& s : shapes) {
     for (bool interleaved : {false, true}) {
       Tensor<T> queries(s.batch, s.heads, s.n, s.dk, interleaved),
           keys(s.batch, s.kv_heads, s.m, s.dk, interleaved),
@@ -332,11 +328,44 @@ void SdpaSweep() {
   }
 }
 
+const std::vector<SdpaShape> kSdpaShapes = {{2, 4, 2, 37, 53, 24, 12},
+                                            {1, 3, 1, 1, 300, 64, 64},
+                                            {2, 2, 2, 100, 17, 5, 33},
+                                            {1, 1, 1, 0, 5, 4, 4},
+                                            {2, 2, 1, 6, 0, 4, 3}};
+
 ATTNPOOL_TEST_EACH_TARGET(SdpaFloat, "attention.sdpa.float", "[attention]") {
-  SdpaSweep<float>();
+  SdpaSweep<float>(kSdpaShapes, kSeed + 60);
 }
 ATTNPOOL_TEST_EACH_TARGET(SdpaDouble, "attention.sdpa.double", "[attention]") {
-  SdpaSweep<double>();
+  SdpaSweep<double>(kSdpaShapes, kSeed + 60);
+}
+
+// Every tuning profile (targets.h) on keys that span several of its key
+// blocks and decode stretches: decode (one query per head, grouped), a few
+// queries, and the tile path over more queries than one block of rows.
+template <typename T>
+void TuningSweep() {
+  const std::vector<SdpaShape> shapes = {{1, 4, 2, 1, 2600, 64, 48},
+                                         {1, 2, 1, 3, 1100, 16, 8},
+                                         {1, 1, 1, 110, 700, 20, 12}};
+  const std::vector<std::string> profiles = attnpool::tunings();
+  REQUIRE(profiles.front() == attnpool::tuning());
+  for (const std::string& profile : profiles) {
+    INFO("tuning " << profile);
+    attnpool::force_tuning(profile);
+    REQUIRE(attnpool::tuning() == profile);
+    SdpaSweep<T>(shapes, kSeed + 61);
+  }
+  attnpool::force_tuning("");
+}
+ATTNPOOL_TEST_EACH_TARGET(TuningFloat, "attention.tuning.float",
+                          "[attention]") {
+  TuningSweep<float>();
+}
+ATTNPOOL_TEST_EACH_TARGET(TuningDouble, "attention.tuning.double",
+                          "[attention]") {
+  TuningSweep<double>();
 }
 
 // ------------------------------------------------- packed sequences

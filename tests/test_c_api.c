@@ -1438,6 +1438,24 @@ int main(void) {
   }
   CHECK(attnpool_force_bf16_dot_instruction("") == ATTNPOOL_OK);
   CHECK(strcmp(attnpool_bf16_dot_instruction(), chosen) == 0);
+
+  /* Every tuning profile forced one by one; "" restores the CPU's choice. */
+  CHECK(attnpool_force_tuning("no-such") == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "tuning") == 0);
+  CHECK(attnpool_force_tuning(NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  snprintf(chosen, sizeof(chosen), "%s", attnpool_tuning());
+  snprintf(targets, sizeof(targets), "%s", attnpool_tunings());
+  CHECK(strncmp(targets, chosen, strlen(chosen)) == 0);
+  for (char* name = strtok(targets, " "); name; name = strtok(NULL, " ")) {
+    const int before = failures;
+    CHECK(attnpool_force_tuning(name) == ATTNPOOL_OK);
+    CHECK(strcmp(attnpool_tuning(), name) == 0);
+    CHECK(strncmp(attnpool_tuning_parameters(), "query_rows=", 11) == 0);
+    test_elements();
+    printf("tuning %-12s %s\n", name, failures == before ? "ok" : "FAILED");
+  }
+  CHECK(attnpool_force_tuning("") == ATTNPOOL_OK);
+  CHECK(strcmp(attnpool_tuning(), chosen) == 0);
   printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -73,5 +73,47 @@ TEST_CASE("targets: forcing what is not there is an error",
   REQUIRE(attnpool::active_target() == before);
 }
 
+TEST_CASE("targets: tuning profiles are listed, forced and reset",
+          "[targets]") {
+  attnpool::reset_target();
+  const auto profiles = attnpool::tunings();
+  REQUIRE(Contains(profiles, "generic"));
+  REQUIRE(Contains(profiles, "zen4"));
+  REQUIRE(Contains(profiles, "small_l2"));
+  // This CPU's choice first, active while nothing is forced.
+  REQUIRE(attnpool::tuning() == profiles.front());
+  const std::string chosen = attnpool::tuning_parameters();
+  std::vector<std::string> parameters;
+  for (const auto& profile : profiles) {
+    INFO(profile);
+    attnpool::force_tuning(profile);
+    REQUIRE(attnpool::tuning() == profile);
+    parameters.push_back(attnpool::tuning_parameters());
+    REQUIRE(parameters.back().find("query_rows=") == 0);
+  }
+  // Each profile differs from every other in some parameter.
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) REQUIRE(parameters[i] != parameters[j]);
+  }
+  attnpool::force_tuning("ZEN4");  // names are case-insensitive
+  REQUIRE(attnpool::tuning() == "zen4");
+  for (const char* name : {"bogus", "zen", "generic "}) {
+    INFO(name);
+    try {
+      attnpool::force_tuning(name);
+      FAIL("no error");
+    } catch (const attnpool::Error& error) {
+      REQUIRE(error.argument() == "tuning");
+    }
+  }
+  REQUIRE(attnpool::tuning() == "zen4");  // a refused name changes nothing
+  attnpool::force_tuning("");
+  REQUIRE(attnpool::tuning() == profiles.front());
+  REQUIRE(attnpool::tuning_parameters() == chosen);
+  attnpool::force_tuning("small_l2");
+  attnpool::reset_target();
+  REQUIRE(attnpool::tuning() == profiles.front());
+}
+
 }  // namespace
 }  // namespace attnpool_test

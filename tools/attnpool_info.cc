@@ -37,6 +37,8 @@ int main() {
     std::printf("supported targets: %s\n",
                 Join(attnpool::supported_targets()).c_str());
     std::printf("active target:     %s\n", attnpool::active_target().c_str());
+    std::printf("tuning:            %s (%s)\n", attnpool::tuning().c_str(),
+                attnpool::tuning_parameters().c_str());
     const std::string bf16_dot = attnpool::bf16_dot_instruction();
     const auto bf16_supported = attnpool::supported_bf16_dot_instructions();
     std::printf("bf16 dot tile:     %s (supported: %s)\n",

@@ -600,6 +600,17 @@ const char* attnpool_supported_bf16_dot_instructions(void);
 /* Forces one of them (case-insensitive) for the whole process, "" restores
  * this CPU's choice: ATTNPOOL_UNSUPPORTED_TARGET for any other name. */
 attnpool_status attnpool_force_bf16_dot_instruction(const char* name);
+/* The tuning profile the fused kernel runs with ("zen4", "small_l2",
+ * "generic") and its parameters ("query_rows=96 key_block_bytes=2048 ...";
+ * targets.h). Valid until the thread's next call of the same function. */
+const char* attnpool_tuning(void);
+const char* attnpool_tuning_parameters(void);
+/* Every profile, this CPU's choice first, space-separated. */
+const char* attnpool_tunings(void);
+/* Forces a profile (case-insensitive) for the whole process, "" restores
+ * this CPU's choice: ATTNPOOL_INVALID_ARGUMENT (argument "tuning") for an
+ * unknown name. */
+attnpool_status attnpool_force_tuning(const char* name);
 
 /* ------------------------------------------ reduced-precision keys, values */
 

@@ -40,8 +40,9 @@ std::string active_target();
 // CPU: never a silent fallback.
 void force_target(const std::string& name);
 
-// Back to the best supported target (ignores ATTNPOOL_ISA) and this CPU's
-// choice of bf16 dot-product instruction.
+// Back to the best supported target (ignores ATTNPOOL_ISA), this CPU's
+// choice of bf16 dot-product instruction and its tuning profile (ignores
+// ATTNPOOL_TUNING).
 void reset_target();
 
 // The bf16 dot-product instruction that the score tile of dot products of
@@ -75,6 +76,37 @@ std::vector<std::string> supported_bf16_dot_instructions();
 // choice). Throws attnpool::Error (argument "instruction") for any other
 // name. Process-global and not thread-safe, like force_target().
 void force_bf16_dot_instruction(const std::string& name);
+
+// The tuning profile the fused kernel runs with now: its block sizes and
+// prefetch distances, one named profile per kind of CPU, chosen from what
+// the CPU is (vendor and family from CPUID, the L2 size from Linux's sysfs)
+// unless forced:
+//   "zen4"      AMD Zen 4: strided decode leaves its reads to the hardware
+//               prefetchers (7-13% faster than prefetching its keys);
+//   "small_l2"  an L2 under 1 MiB per core: half the blocks;
+//   "generic"   every other CPU.
+// Each profile computes within the same stated bounds (pool.h); results are
+// bitwise the same for any thread count under one profile, but may differ
+// between profiles in the last bits (the key blocks, where the online
+// softmax rescales, move). The environment variable ATTNPOOL_TUNING, read
+// once at the first call into the library, forces a profile as
+// force_tuning() does; an unknown name makes every call throw
+// attnpool::Error naming ATTNPOOL_TUNING.
+std::string tuning();
+
+// The profile's parameters, e.g. "query_rows=96 key_block_bytes=2048
+// decode_stretch=4 decode_key_prefetch_rows=0" (src/tuning.h says what each
+// is).
+std::string tuning_parameters();
+
+// Every profile's name, this CPU's choice first.
+std::vector<std::string> tunings();
+
+// Makes every following call run with the profile `name`
+// (case-insensitive), "" back to this CPU's choice. Throws attnpool::Error
+// (argument "tuning") for an unknown name. Process-global and not
+// thread-safe, like force_target().
+void force_tuning(const std::string& name);
 
 // The target on which the calling thread's most recent attnpool computation
 // actually ran, or "" if it ran none yet (or the last call had nothing to do).

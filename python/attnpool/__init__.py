@@ -60,6 +60,16 @@ supported_bf16_dot_instructions = _core.supported_bf16_dot_instructions
 #: Makes the tile run on one of them (ValueError otherwise) until
 #: reset_target(); "" restores this CPU's choice.
 force_bf16_dot_instruction = _core.force_bf16_dot_instruction
+#: The tuning profile the fused kernel runs with now (its block sizes and
+#: prefetch distances, chosen from what the CPU is: "zen4", "small_l2",
+#: "generic"), and its parameters as "name=value ..." text.
+tuning = _core.tuning
+tuning_parameters = _core.tuning_parameters
+#: Every profile, this CPU's choice first.
+tunings = _core.tunings
+#: Makes every following call run with a profile (ValueError for an unknown
+#: name) until reset_target(); "" restores this CPU's choice.
+force_tuning = _core.force_tuning
 #: The fused path the last attention_pool of this thread took.
 last_fused_path = _core.last_fused_path
 
@@ -71,7 +81,7 @@ __all__ = [
     "cross_validate", "bandwidth_rule", "targets", "supported_targets",
     "active_target", "force_target", "reset_target", "last_run_target",
     "bf16_dot_instruction", "supported_bf16_dot_instructions",
-    "force_bf16_dot_instruction",
-    "last_fused_path", "KERNELS", "DISTANCES", "NORMALIZATIONS", "Int8Rows",
+    "force_bf16_dot_instruction", "tuning", "tuning_parameters", "tunings",
+    "force_tuning", "last_fused_path", "KERNELS", "DISTANCES", "NORMALIZATIONS", "Int8Rows",
     "to_bfloat16", "bfloat16_to_float", "quantize_rows", "dequantize_rows",
 ]

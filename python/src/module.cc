@@ -57,6 +57,10 @@ NB_MODULE(_core, m) {
   m.def("supported_bf16_dot_instructions",
         &attnpool::supported_bf16_dot_instructions);
   m.def("force_bf16_dot_instruction", &attnpool::force_bf16_dot_instruction);
+  m.def("tuning", &attnpool::tuning);
+  m.def("tuning_parameters", &attnpool::tuning_parameters);
+  m.def("tunings", &attnpool::tunings);
+  m.def("force_tuning", &attnpool::force_tuning);
   m.def("last_fused_path", &attnpool::last_fused_path);
   m.def("input_copies", [] { return g_input_copies.load(); });
   m.def("kernel_names", [] { return NamesOf(attnpool::kKernels); });

@@ -283,6 +283,30 @@ def test_targets_and_version():
         attnpool.force_target("NOT_A_TARGET")
 
 
+def test_tunings():
+    profiles = attnpool.tunings()
+    assert attnpool.tuning() == profiles[0]
+    assert {"generic", "zen4", "small_l2"} <= set(profiles)
+    with pytest.raises(ValueError, match="tuning"):
+        attnpool.force_tuning("NOT_A_PROFILE")
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((1, 2, 1, 16), dtype=np.float32)
+    k = rng.standard_normal((1, 2, 3000, 16), dtype=np.float32)
+    v = rng.standard_normal((1, 2, 3000, 8), dtype=np.float32)
+    outputs = []
+    try:
+        for name in profiles:
+            attnpool.force_tuning(name.upper())
+            assert attnpool.tuning() == name
+            assert attnpool.tuning_parameters().startswith("query_rows=")
+            outputs.append(attnpool.scaled_dot_product_attention(q, k, v))
+    finally:
+        attnpool.reset_target()
+    assert attnpool.tuning() == profiles[0]
+    for out in outputs[1:]:  # within the float bound of one another
+        np.testing.assert_allclose(out, outputs[0], rtol=1e-4, atol=1e-4)
+
+
 def test_bf16_dot_instructions():
     supported = attnpool.supported_bf16_dot_instructions()
     with pytest.raises(ValueError, match="instruction"):

@@ -1,0 +1,52 @@
+// Tuning profiles (internal): the block sizes and prefetch distances of the
+// fused kernel, one named row per profile (src/tuning.cc), chosen at run
+// time from what the CPU is, forcible like the target (targets.h).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace attnpool {
+namespace detail {
+
+struct Tuning {
+  const char* name;
+  // The CPUs it is chosen on, and the measurement behind it.
+  const char* chosen_on;
+  // Queries per dispatched fused call (a multiple of 24: the score tiles'
+  // heights 6 and 8, the weighted sum's 6); narrow values on the tile paths
+  // take twice as many (they are widened once per block of rows and key
+  // block). Sliding windows keep their own 24 (src/fused.cc).
+  size_t query_rows;
+  // Bytes of one query's scores per key block (the block's scores, values
+  // and outputs stay in L2 between the passes over them): a whole number
+  // of key panels, at least one.
+  size_t key_block_bytes;
+  // Key blocks whose scores a decode over strided rows computes at once
+  // (one stream of keys, then one of values); no result changes by it.
+  size_t decode_stretch;
+  // Decoding float keys one stride apart: the key row this many rows ahead
+  // is prefetched beside each; 0 leaves the reads to the hardware
+  // prefetchers. No result changes by it.
+  size_t decode_key_prefetch_rows;
+};
+
+// The profile the next call runs with: the forced one (force_tuning,
+// ATTNPOOL_TUNING), else this CPU's. Throws attnpool::Error naming
+// ATTNPOOL_TUNING if that variable names no profile (every call, as
+// ATTNPOOL_ISA).
+const Tuning& ActiveTuning();
+
+// Every profile, in table order, and this CPU's choice among them.
+const Tuning* Tunings(size_t* count);
+const Tuning& ChosenTuning();
+
+// Forces the profile named `name` (case-insensitive), "" back to this CPU's
+// choice; throws attnpool::Error naming `argument` for an unknown name.
+void ForceTuning(const std::string& argument, const std::string& name);
+
+// "query_rows=96 key_block_bytes=2048 ...": a profile's parameters.
+std::string TuningParameters(const Tuning& tuning);
+
+}  // namespace detail
+}  // namespace attnpool
