@@ -115,6 +115,72 @@ Timing Time(const std::function<void()>& run, int reps = 0) {
   return timing;
 }
 
+// One untimed warm-up of each, then g_reps rounds that time each run once,
+// in turn: runs compared on a machine whose memory bandwidth drifts over
+// minutes see the same conditions (Zen 4: 18-34 GB/s within a quarter of
+// an hour).
+std::vector<Timing> TimeInterleaved(
+    const std::vector<std::function<void()>>& runs) {
+  for (const auto& run : runs) run();
+  std::vector<Timing> timings(runs.size());
+  const double busy = BusySeconds(), self = SelfSeconds(), start = Now();
+  for (int r = 0; r < g_reps; ++r) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const double t = Now();
+      runs[i]();
+      timings[i].seconds.push_back(Now() - t);
+    }
+  }
+  const double wall = Now() - start;
+  const double background =
+      std::max(0.0, ((BusySeconds() - busy) - (SelfSeconds() - self)) / wall);
+  for (Timing& timing : timings) {
+    timing.background = background;
+    std::sort(timing.seconds.begin(), timing.seconds.end());
+  }
+  return timings;
+}
+
+// `others` timed in turn with each plain read loop (compare_probes.h) over
+// a[0, count) and b[0, count), 64 slices of each spread over `threads`;
+// the fastest loop's median is the read rate (slightly optimistic: the
+// best of kReadLoops medians).
+struct ReadTimings {
+  std::vector<Timing> others;
+  Timing read;
+  const char* loop = "";
+};
+ReadTimings TimeWithReads(std::vector<std::function<void()>> others,
+                          const float* a, const float* b, size_t count,
+                          int threads) {
+  const size_t first = others.size(), slice = count / 64;
+  for (int loop = 0; loop < attnpool_compare::kReadLoops; ++loop) {
+    others.push_back([=] {
+      double total = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : total)
+      for (long s = 0; s < 64; ++s) {
+        total += attnpool_compare::ReadSum(a + s * slice, b + s * slice,
+                                           s == 63 ? count - 63 * slice : slice,
+                                           loop);
+      }
+      if (total == 42) std::printf("\n");
+    });
+  }
+  auto timings = TimeInterleaved(others);
+  ReadTimings result;
+  int best = 0;
+  for (int loop = 1; loop < attnpool_compare::kReadLoops; ++loop) {
+    if (timings[first + loop].median() < timings[first + best].median()) {
+      best = loop;
+    }
+  }
+  result.read = timings[first + best];
+  result.loop = attnpool_compare::ReadLoopName(best);
+  timings.resize(first);
+  result.others = std::move(timings);
+  return result;
+}
+
 struct Row {
   std::string group, name, unit;
   int threads;
@@ -181,24 +247,19 @@ void Probes(int threads) {
   Report("P", "exp_rate", threads, "G/s", threads * count * rounds / 1e9,
          exp_timing, "ExpArray, 4096 floats in L1");
 
-  // Reading 1 GiB (each thread its half) with the strongest plain loop
-  // (compare_probes.h: vector loads, eight sums). Until 2026-11 a loop of
-  // four scalar sums stood here: it was add-bound, not memory-bound (Zen 5:
-  // 28.9 GB/s, which decode beat).
+  // Reading 1 GiB (each thread its share) with the strongest plain loop
+  // (compare_probes.h: vector loads, eight sums; the fastest of four). Until
+  // 2026-11 a loop of four scalar sums stood here: it was add-bound, not
+  // memory-bound (Zen 5: 28.9 GB/s, which decode beat); then one loop of
+  // the widest vectors, which Zen 4 reads at 0.8-0.87 of the best.
   // Vector-aligned: a misaligned 512-bit load touches two cache lines.
   const size_t floats = (g_quick ? 64u : 256u) << 20;
   const auto big = hwy::AllocateAligned<float>(floats);
   std::fill(big.get(), big.get() + floats, 1.0f);
-  const Timing read = Time([&] {
-    double total = 0;
-#pragma omp parallel for num_threads(threads) reduction(+ : total)
-    for (long block = 0; block < 64; ++block) {
-      total += attnpool_compare::ReadSum(big.get() + block * (floats / 64),
-                                         floats / 64);
-    }
-    if (total == 42) std::printf("\n");
-  });
-  Report("P", "read_bandwidth", threads, "GB/s", floats * 4 / 1e9, read);
+  const ReadTimings read =
+      TimeWithReads({}, big.get(), big.get() + floats / 2, floats / 2, threads);
+  Report("P", "read_bandwidth", threads, "GB/s", floats * 4 / 1e9, read.read,
+         std::string("the fastest loop: ") + read.loop);
 }
 
 // --------------------------------------------------------------- W1: NW
@@ -429,19 +490,31 @@ void W5(int threads) {
              v = Normal(heads * m * d, 1, 11);
   std::vector<float> out(heads * d);
   const double gigabytes = 2.0 * heads * m * d * sizeof(float) / 1e9;
-  const Timing ours = Time([&] {
-    attnpool::scaled_dot_product_attention(
-        attnpool::dense_tensor<const float>(q.data(), 1, heads, 1, d),
-        attnpool::dense_tensor<const float>(k.data(), 1, heads, m, d),
-        attnpool::dense_tensor<const float>(v.data(), 1, heads, m, d),
-        attnpool::dense_tensor(out.data(), 1, heads, 1, d), {}, {},
-        attnpool::EmptyRows::nan, {threads});
-  });
+  // The limit: the plain streaming read (the P probe's loops) of the same K
+  // and V, timed in turn with the decode. Where an array lies in memory
+  // moves the read rate (Zen 4: the P probe's own 1 GiB read 24-25 GB/s
+  // while these arrays read at 17-20 in the same process).
+  const size_t floats = heads * m * d;
+  const ReadTimings timed = TimeWithReads(
+      {[&] {
+        attnpool::scaled_dot_product_attention(
+            attnpool::dense_tensor<const float>(q.data(), 1, heads, 1, d),
+            attnpool::dense_tensor<const float>(k.data(), 1, heads, m, d),
+            attnpool::dense_tensor<const float>(v.data(), 1, heads, m, d),
+            attnpool::dense_tensor(out.data(), 1, heads, 1, d), {}, {},
+            attnpool::EmptyRows::nan, {threads});
+      }},
+      k.data(), v.data(), floats, threads);
+  const Timing& ours = timed.others[0];
   char note[96];
   std::snprintf(note, sizeof note, "%s, %.2f ms",
                 attnpool::last_run_target().c_str(), ours.median() * 1e3);
   Report("W5", "attnpool_decode_8x65536x64", threads, "GB/s", gigabytes, ours,
          note);
+  Report("W5", "read_same_bytes", threads, "GB/s", gigabytes, timed.read,
+         std::string("W5's K and V, in turn with the decode; the fastest "
+                     "loop: ") +
+             timed.loop);
   // W5m: the same cache with a valid length of m/8, the rest padded with
   // NaN: only the visible eighth is read (README "Hidden keys").
   {
@@ -1073,8 +1146,9 @@ void Summary(const std::vector<int>& thread_counts) {
       {"W5",
        "attnpool_decode_8x65536x64",
        {"openblas_decode"},
-       "read_bandwidth",
-       1.0},
+       "read_same_bytes",
+       1.0,
+       "W5"},
       {"W5m", "attnpool_decode_valid_m/8", {}, "read_bandwidth", 1.0},
       {"W2n",
        "attnpool_sdpa_bfloat16",
@@ -1207,7 +1281,9 @@ int main(int argc, char** argv) {
   }
   std::printf("# attnpool bench/compare: %d repetitions, threads", g_reps);
   for (int t : thread_counts) std::printf(" %d", t);
-  std::printf("\n");
+  std::printf("; target %s, tuning %s (%s)\n",
+              attnpool::active_target().c_str(), attnpool::tuning().c_str(),
+              attnpool::tuning_parameters().c_str());
   // First, while the process's peak resident set is still its inputs'.
   if (memory && !g_quick) M1(thread_counts.back());
   const std::pair<const char*, void (*)(int)> workloads[] = {

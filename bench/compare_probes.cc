@@ -1,7 +1,7 @@
 // The machine-limit probes. FMA peak: enough independent accumulators to
 // cover the latency of every FMA pipe (4 cycles × 2 pipes ≥ 8 chains; 12
 // leave slack), no memory traffic, the result kept live so nothing is
-// optimized away. Read bandwidth: vector loads into eight sums.
+// optimized away. Read bandwidth: vector loads into eight sums, four loops.
 #include "arch/target_policy.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -41,8 +41,9 @@ double FmaLoop(size_t iterations) {
   return 2.0 * kChains * hn::Lanes(d) * static_cast<double>(iterations);
 }
 
-float ReadSum(const float* HWY_RESTRICT data, size_t count) {
-  const hn::ScalableTag<float> d;
+// Σ data[0, count) on vectors of `d`, into eight sums.
+template <class D>
+HWY_INLINE float SumOne(D d, const float* HWY_RESTRICT data, size_t count) {
   const size_t N = hn::Lanes(d);
   auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
        s7 = s0;
@@ -64,6 +65,49 @@ float ReadSum(const float* HWY_RESTRICT data, size_t count) {
   return hn::GetLane(hn::SumOfLanes(d, sum)) + tail;
 }
 
+// Σ a[0, count) + Σ b[0, count) on vectors of `d`, both arrays in one
+// loop (two streams), four sums each.
+template <class D>
+HWY_INLINE float SumTwo(D d, const float* HWY_RESTRICT a,
+                        const float* HWY_RESTRICT b, size_t count) {
+  const size_t N = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
+       s7 = s0;
+  size_t i = 0;
+  for (; i + 4 * N <= count; i += 4 * N) {
+    s0 = hn::Add(s0, hn::LoadU(d, a + i));
+    s1 = hn::Add(s1, hn::LoadU(d, a + i + N));
+    s2 = hn::Add(s2, hn::LoadU(d, a + i + 2 * N));
+    s3 = hn::Add(s3, hn::LoadU(d, a + i + 3 * N));
+    s4 = hn::Add(s4, hn::LoadU(d, b + i));
+    s5 = hn::Add(s5, hn::LoadU(d, b + i + N));
+    s6 = hn::Add(s6, hn::LoadU(d, b + i + 2 * N));
+    s7 = hn::Add(s7, hn::LoadU(d, b + i + 3 * N));
+  }
+  float tail = 0;
+  for (; i < count; ++i) tail += a[i] + b[i];
+  const auto sum = hn::Add(hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)),
+                           hn::Add(hn::Add(s4, s5), hn::Add(s6, s7)));
+  return hn::GetLane(hn::SumOfLanes(d, sum)) + tail;
+}
+
+template <class D>
+HWY_INLINE float ReadOn(D d, const float* HWY_RESTRICT first,
+                        const float* HWY_RESTRICT second, size_t count,
+                        bool together) {
+  if (!together) return SumOne(d, first, count) + SumOne(d, second, count);
+  return SumTwo(d, first, second, count);
+}
+
+float ReadSum(const float* HWY_RESTRICT first, const float* HWY_RESTRICT second,
+              size_t count, int loop) {
+  const bool together = loop == 2 || loop == 3;
+  if (loop == 1 || loop == 3) {
+    return ReadOn(hn::CappedTag<float, 8>(), first, second, count, together);
+  }
+  return ReadOn(hn::ScalableTag<float>(), first, second, count, together);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnpool_compare
 HWY_AFTER_NAMESPACE();
@@ -75,8 +119,15 @@ double FmaLoop(size_t iterations) {
   return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations);
 }
 HWY_EXPORT(ReadSum);
-float ReadSum(const float* data, size_t count) {
-  return HWY_DYNAMIC_DISPATCH(ReadSum)(data, count);
+float ReadSum(const float* first, const float* second, size_t count, int loop) {
+  return HWY_DYNAMIC_DISPATCH(ReadSum)(first, second, count, loop);
+}
+
+const char* ReadLoopName(int loop) {
+  static const char* const names[kReadLoops] = {
+      "widest vectors", "vectors of <= 256 bits", "widest vectors, two streams",
+      "vectors of <= 256 bits, two streams"};
+  return names[loop];
 }
 }  // namespace attnpool_compare
 #endif
