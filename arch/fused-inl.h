@@ -64,15 +64,6 @@ namespace HWY_NAMESPACE {
 namespace fused {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Keys per block: plan.tuning.key_block_bytes of one score row (a block's
-// scores for the query block stay in L2 between the passes over them).
-// Decoding strided rows, plan.tuning.decode_stretch blocks' scores are
-// computed at once: each stretch streams its keys, then its values; longer
-// streams keep the hardware prefetchers ahead (a narrow cache's rows are
-// short: int8 decode 2.6× → 3.0× the float rate with 4 on Zen 5,
-// bench/compare W5n). Not over a paged cache, whose values are prefetched
-// while its keys are read: they must still be in L2 for the weighted sum.
-
 using RowMode = detail::FusedRowMode;
 
 // Per-query running state.
@@ -305,9 +296,10 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
 
 // Rows a decode prefetches its keys ahead: of runs shorter than this (a
 // paged cache's scattered pages) each key's lines, with its value's; of
-// longer runs (rows one stride apart) the key's lines (float values
-// prefetched a run ahead in the weighted sum cost 25%; narrow values are
-// prefetched: NarrowDots, NarrowWeightedSum).
+// longer runs (rows one stride apart) of narrow keys the key's lines (float
+// keys: the tuning's decode_key_prefetch_rows; float values prefetched a
+// run ahead in the weighted sum cost 25%; narrow values are prefetched:
+// NarrowDots, NarrowWeightedSum).
 constexpr size_t kPrefetchRows = 64;
 
 // Prefetches `count` rows of a list from row j (each cache line of each;
@@ -563,6 +555,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const size_t width = plan.packed.panel_width;
   const RowMode mode = detail::FusedModeOf(plan.normalize);
   const Mask<T>& mask = plan.normalize.mask;
+  // Keys per block: the tuning's key_block_bytes of one score row (a
+  // block's scores for the query block stay in L2 between the passes over
+  // them), whole panels.
   const size_t key_block =
       std::max(width, plan.tuning.key_block_bytes / sizeof(T) / width * width);
   // Keys [starts[r], limits[r]) of [key_begin, key_end) pass the structural
@@ -596,11 +591,15 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
                           std::min(limits[r], start + count * key_block)};
   };
   const size_t spread = steps == 0 ? 0 : highest - lowest;
-  // Decoding strided rows, the scores of decode_stretch blocks are computed
-  // at once (one stream of keys, then one of values); each block is then
-  // normalized and summed as alone, so results do not change. Not where
-  // the rows' starts differ: zeroing a row's weights outside its block
-  // would overwrite its next block's scores.
+  // Decoding strided rows, the scores of the tuning's decode_stretch blocks
+  // are computed at once (one stream of keys, then one of values; longer
+  // streams keep the hardware prefetchers ahead, and a narrow cache's rows
+  // are short: int8 decode 2.6× → 3.0× the float rate with 4 on Zen 5,
+  // W5n); each block is then normalized and summed as alone, so results do
+  // not change. Not where the rows' starts differ: zeroing a row's weights
+  // outside its block would overwrite its next block's scores. Nor over a
+  // paged cache, whose values are prefetched while its keys are read: they
+  // must still be in L2 for the weighted sum.
   const size_t stretch = plan.path == detail::FusedPath::decode &&
                                  plan.keys.strided() && spread == 0
                              ? plan.tuning.decode_stretch * key_block

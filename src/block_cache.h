@@ -31,12 +31,15 @@ constexpr bool kBlockCacheKeeps = true;
 
 // hwy::AllocateAligned's allocator pair (`opaque` unused): `bytes` from the
 // smallest kept block that holds them and is at most twice their size, else
-// from malloc; nullptr when malloc fails. Thread-safe.
+// from malloc (blocks that may be kept with a little room to spare);
+// nullptr when malloc fails. A freed block that may be kept is, the oldest
+// kept ones freed to make room. Thread-safe.
 void* BlockCacheAllocate(void* opaque, size_t bytes);
 void BlockCacheFree(void* opaque, void* memory);
 
-// Bytes in kept blocks now (tests).
+// Bytes in kept blocks now, and freeing them all (tests).
 size_t BlockCacheHeldBytes();
+void BlockCacheRelease();
 
 }  // namespace detail
 }  // namespace attnpool

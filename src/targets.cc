@@ -155,7 +155,7 @@ void reset_target() {
   hwy::SetSupportedTargetsForTest(0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
   detail::ResetBf16DotInstruction();
-  detail::ForceTuning("tuning", "");
+  detail::ForceTuning("");
 }
 
 std::string bf16_dot_instruction() {
@@ -211,7 +211,7 @@ std::vector<std::string> tunings() {
 
 void force_tuning(const std::string& name) {
   detail::EnsureDispatchReady();
-  detail::ForceTuning("tuning", name);
+  detail::ForceTuning(name);
 }
 
 std::string last_run_target() {

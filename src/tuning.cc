@@ -20,9 +20,9 @@ namespace attnpool {
 namespace detail {
 namespace {
 
-// One row per profile. Block sizes were measured flat on Zen 4 and Zen 5
-// (W2, W4 within 3% for 48–192 query rows and 1–4 KiB key blocks); what
-// differs is measured where it is chosen.
+// One row per profile. Block sizes were measured flat on Zen 4 (W2, W4
+// within 3% for 48–192 query rows and 1–4 KiB key blocks); what differs is
+// measured where it is chosen, except small_l2's.
 constexpr Tuning kTunings[] = {
     // name, chosen_on,
     //   query_rows, key_block_bytes, decode_stretch, decode_key_prefetch_rows
@@ -33,11 +33,11 @@ constexpr Tuning kTunings[] = {
      96, 2048, 4, 64},
     {"zen4",
      "AMD Zen 4 (family 19h with AVX-512): its hardware prefetchers keep up "
-     "with strided decode alone: without the software prefetch W5 ran "
-     "7-13% faster (1 and 2 threads, paired runs)",
+     "with strided float-key decode alone: without the software prefetch "
+     "of the keys W5 ran 7-13% faster (1 and 2 threads, paired runs)",
      96, 2048, 4, 0},
     {"small_l2",
-     "CPUs whose L2 per core is under 1 MiB (sysfs): half the query rows "
+     "CPUs whose CPU 0 has an L2 under 1 MiB (sysfs): half the query rows "
      "and key blocks, so that a block's scores and values fit in 256 KiB; "
      "not measured on such a CPU (it costs Zen 4 at most 3% on W2 and W4)",
      48, 1024, 4, 64},
@@ -48,9 +48,27 @@ constexpr bool Valid(const Tuning& tuning) {
   return tuning.query_rows > 0 && tuning.query_rows % 24 == 0 &&
          tuning.key_block_bytes > 0 && tuning.decode_stretch > 0;
 }
-static_assert(Valid(kTunings[0]) && Valid(kTunings[1]) && Valid(kTunings[2]),
+constexpr bool AllValid() {
+  for (const Tuning& tuning : kTunings) {
+    if (!Valid(tuning)) return false;
+  }
+  return true;
+}
+static_assert(AllValid(),
               "src/tuning.h: query_rows a multiple of 24, blocks not empty");
-static_assert(kTuningCount == 3, "ChosenIndex and the check above name 3");
+
+constexpr bool SameName(const char* a, const char* b) {
+  for (; *a != '\0' && *a == *b; ++a, ++b) {
+  }
+  return *a == *b;
+}
+// The row named `name` (exactly); a missing one fails to compile.
+constexpr int Row(const char* name) {
+  for (int i = 0; i < kTuningCount; ++i) {
+    if (SameName(kTunings[i].name, name)) return i;
+  }
+  throw "no tuning profile of that name";
+}
 
 std::string Lower(std::string text) {
   for (char& c : text)
@@ -77,7 +95,8 @@ bool IsZen4() {
 #endif
 }
 
-// Bytes of CPU 0's level-2 cache as Linux lists it, 0 where unknown.
+// Bytes of CPU 0's level-2 cache as Linux lists it (shared with its SMT
+// siblings, and on some designs with a cluster of cores), 0 where unknown.
 size_t L2Bytes() {
   for (int index = 0; index < 8; ++index) {
     const std::string dir =
@@ -95,10 +114,12 @@ size_t L2Bytes() {
 }
 
 int ChosenIndex() {
-  if (IsZen4()) return 1;
+  constexpr int kZen4 = Row("zen4"), kSmallL2 = Row("small_l2"),
+                kGeneric = Row("generic");
+  if (IsZen4()) return kZen4;
   const size_t l2 = L2Bytes();
-  if (l2 != 0 && l2 < (size_t{1} << 20)) return 2;
-  return 0;
+  if (l2 != 0 && l2 < (size_t{1} << 20)) return kSmallL2;
+  return kGeneric;
 }
 
 int IndexNamed(const std::string& name) {
@@ -119,7 +140,7 @@ std::string UnknownMessage(const std::string& name) {
 std::atomic<int> forced{-1};
 
 // Applies ATTNPOOL_TUNING once, before any forcing; returns its error text.
-const std::string& EnvironmentError() {
+const std::string& ApplyEnvironmentOnce() {
   static const std::string error = [] {
     const char* requested = std::getenv("ATTNPOOL_TUNING");
     if (requested == nullptr || *requested == '\0') return std::string();
@@ -139,7 +160,7 @@ const Tuning& ChosenTuning() {
 }
 
 const Tuning& ActiveTuning() {
-  const std::string& error = EnvironmentError();
+  const std::string& error = ApplyEnvironmentOnce();
   if (!error.empty()) throw Error("ATTNPOOL_TUNING", error);
   const int index = forced.load(std::memory_order_relaxed);
   return index < 0 ? ChosenTuning() : kTunings[index];
@@ -150,14 +171,14 @@ const Tuning* Tunings(size_t* count) {
   return kTunings;
 }
 
-void ForceTuning(const std::string& argument, const std::string& name) {
-  EnvironmentError();  // applied first, so that it cannot undo this
+void ForceTuning(const std::string& name) {
+  ApplyEnvironmentOnce();  // first, so that it cannot undo this
   if (name.empty()) {
     forced.store(-1, std::memory_order_relaxed);
     return;
   }
   const int index = IndexNamed(name);
-  if (index < 0) throw Error(argument, UnknownMessage(name));
+  if (index < 0) throw Error("tuning", UnknownMessage(name));
   forced.store(index, std::memory_order_relaxed);
 }
 

@@ -27,7 +27,8 @@ struct Tuning {
   size_t decode_stretch;
   // Decoding float keys one stride apart: the key row this many rows ahead
   // is prefetched beside each; 0 leaves the reads to the hardware
-  // prefetchers. No result changes by it.
+  // prefetchers. No result changes by it. (Narrow keys, and a paged
+  // cache's, prefetch kPrefetchRows ahead: arch/fused-inl.h.)
   size_t decode_key_prefetch_rows;
 };
 
@@ -42,8 +43,8 @@ const Tuning* Tunings(size_t* count);
 const Tuning& ChosenTuning();
 
 // Forces the profile named `name` (case-insensitive), "" back to this CPU's
-// choice; throws attnpool::Error naming `argument` for an unknown name.
-void ForceTuning(const std::string& argument, const std::string& name);
+// choice; throws attnpool::Error naming "tuning" for an unknown name.
+void ForceTuning(const std::string& name);
 
 // "query_rows=96 key_block_bytes=2048 ...": a profile's parameters.
 std::string TuningParameters(const Tuning& tuning);

@@ -349,6 +349,10 @@ void TuningSweep() {
   const std::vector<SdpaShape> shapes = {{1, 4, 2, 1, 2600, 64, 48},
                                          {1, 2, 1, 3, 1100, 16, 8},
                                          {1, 1, 1, 110, 700, 20, 12}};
+  struct Reset {
+    ~Reset() { attnpool::force_tuning(""); }
+  } reset;
+  attnpool::force_tuning("");  // this CPU's choice, over ATTNPOOL_TUNING
   const std::vector<std::string> profiles = attnpool::tunings();
   REQUIRE(profiles.front() == attnpool::tuning());
   for (const std::string& profile : profiles) {
@@ -357,7 +361,6 @@ void TuningSweep() {
     REQUIRE(attnpool::tuning() == profile);
     SdpaSweep<T>(shapes, kSeed + 61);
   }
-  attnpool::force_tuning("");
 }
 ATTNPOOL_TEST_EACH_TARGET(TuningFloat, "attention.tuning.float",
                           "[attention]") {

@@ -1127,6 +1127,37 @@ static void test_hidden_padding(void) {
 
 /* Keys and values stored as bfloat16, binary16 and int8: bitwise the float
  * calls on the values they hold; the conversions; errors named. */
+/* One SDPA over keys spanning several key blocks and decode stretches of
+ * every tuning profile: a decode (1 query) and a tile (6 queries) per head;
+ * `out` holds 2 heads x 7 rows x 8 columns. */
+enum { TUNED_M = 1100, TUNED_D = 16, TUNED_DV = 8, TUNED_ROWS = 7 };
+static void tuned_sdpa(float* out) {
+  static float q[2 * TUNED_ROWS * TUNED_D], k[TUNED_M * TUNED_D],
+      v[TUNED_M * TUNED_DV];
+  unsigned state = 12345;
+  float* arrays[3] = {q, k, v};
+  const size_t sizes[3] = {sizeof(q) / 4, sizeof(k) / 4, sizeof(v) / 4};
+  for (int a = 0; a < 3; ++a) {
+    for (size_t i = 0; i < sizes[a]; ++i) {
+      state = state * 1103515245u + 12345u;
+      arrays[a][i] = (float)((state >> 8) % 2001) / 1000.0f - 1.0f;
+    }
+  }
+  for (int rows = 1; rows <= 6; rows += 5) {
+    const float* first = q + (rows == 1 ? 0 : TUNED_D);
+    const attnpool_const_tensor tq = {first, 1, 2, (size_t)rows, TUNED_D,
+                                      0, TUNED_ROWS * TUNED_D, 0},
+                                tk = {k, 1, 1, TUNED_M, TUNED_D, 0, 0, 0},
+                                tv = {v, 1, 1, TUNED_M, TUNED_DV, 0, 0, 0};
+    const attnpool_tensor to = {out + (rows == 1 ? 0 : TUNED_DV), 1, 2,
+                                (size_t)rows, TUNED_DV, 0,
+                                TUNED_ROWS * TUNED_DV, 0};
+    CHECK(attnpool_scaled_dot_product_attention(
+              ATTNPOOL_FLOAT32, &tq, &tk, &tv, &to, NULL, NULL,
+              ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
+  }
+}
+
 static void test_elements(void) {
   uint16_t keys16[M * D];
   int8_t values8[M * DV];
@@ -1439,11 +1470,16 @@ int main(void) {
   CHECK(attnpool_force_bf16_dot_instruction("") == ATTNPOOL_OK);
   CHECK(strcmp(attnpool_bf16_dot_instruction(), chosen) == 0);
 
-  /* Every tuning profile forced one by one; "" restores the CPU's choice. */
+  /* Every tuning profile forced one by one, each within the float bound of
+   * the CPU's choice; "" restores that choice. */
   CHECK(attnpool_force_tuning("no-such") == ATTNPOOL_INVALID_ARGUMENT);
   CHECK(strcmp(attnpool_last_error_argument(), "tuning") == 0);
   CHECK(attnpool_force_tuning(NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(attnpool_force_tuning("") == ATTNPOOL_OK); /* over ATTNPOOL_TUNING */
   snprintf(chosen, sizeof(chosen), "%s", attnpool_tuning());
+  static float tuned_chosen[2 * TUNED_ROWS * TUNED_DV],
+      tuned[2 * TUNED_ROWS * TUNED_DV];
+  tuned_sdpa(tuned_chosen);
   snprintf(targets, sizeof(targets), "%s", attnpool_tunings());
   CHECK(strncmp(targets, chosen, strlen(chosen)) == 0);
   for (char* name = strtok(targets, " "); name; name = strtok(NULL, " ")) {
@@ -1451,6 +1487,10 @@ int main(void) {
     CHECK(attnpool_force_tuning(name) == ATTNPOOL_OK);
     CHECK(strcmp(attnpool_tuning(), name) == 0);
     CHECK(strncmp(attnpool_tuning_parameters(), "query_rows=", 11) == 0);
+    tuned_sdpa(tuned);
+    for (int i = 0; i < 2 * TUNED_ROWS * TUNED_DV; ++i) {
+      CHECK(fabsf(tuned[i] - tuned_chosen[i]) <= 1e-4f);
+    }
     test_elements();
     printf("tuning %-12s %s\n", name, failures == before ? "ok" : "FAILED");
   }

@@ -118,8 +118,10 @@ void FusedSweep() {
   struct Shape {
     size_t n, m, d, dv;
   };
-  // Across query blocks (96 rows) and key blocks (256 floats, 128 doubles),
-  // small and large d, dv that are and are not whole vectors.
+  // Across query blocks (96 rows) and key blocks (512 floats, 256 doubles:
+  // m ≥ 600) of the generic and zen4 tuning profiles (attention.tuning runs
+  // each profile), small and large d, dv that are and are not whole
+  // vectors.
   const Shape shapes[] = {{1, 1, 1, 1},
                           {5, 0, 3, 2},
                           {7, 300, 3, 1},

@@ -22,7 +22,8 @@
  * attnpool_kernel_spec_init() so that fields added later get their
  * defaults. Enum values equal those of the C++ enums.
  *
- * Thread safety: as the C++ API. attnpool_force_target() and
+ * Thread safety: as the C++ API. attnpool_force_target(),
+ * attnpool_force_bf16_dot_instruction(), attnpool_force_tuning() and
  * attnpool_reset_target() are process-global and must not run while other
  * threads call attnpool. */
 #ifndef ATTNPOOL_ATTNPOOL_C_H_
@@ -592,7 +593,7 @@ const char* attnpool_bf16_dot_instruction(void);
  * it is not compiled or this CPU lacks it. */
 attnpool_status attnpool_force_target(const char* name);
 /* Back to the best supported target (and this CPU's choice of bf16
- * dot-product instruction). */
+ * dot-product instruction and of tuning profile). */
 attnpool_status attnpool_reset_target(void);
 /* The bf16 dot-product instructions this CPU runs that tile on, best first,
  * space-separated ("" where none; targets.h). */

@@ -81,9 +81,11 @@ void force_bf16_dot_instruction(const std::string& name);
 // prefetch distances, one named profile per kind of CPU, chosen from what
 // the CPU is (vendor and family from CPUID, the L2 size from Linux's sysfs)
 // unless forced:
-//   "zen4"      AMD Zen 4: strided decode leaves its reads to the hardware
-//               prefetchers (7-13% faster than prefetching its keys);
-//   "small_l2"  an L2 under 1 MiB per core: half the blocks;
+//   "zen4"      AMD Zen 4: strided decode of float keys leaves its reads to
+//               the hardware prefetchers (7-13% faster than prefetching
+//               the keys);
+//   "small_l2"  an L2 under 1 MiB (CPU 0's, as Linux lists it): half the
+//               blocks;
 //   "generic"   every other CPU.
 // Each profile computes within the same stated bounds (pool.h); results are
 // bitwise the same for any thread count under one profile, but may differ
