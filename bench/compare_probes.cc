@@ -41,40 +41,16 @@ double FmaLoop(size_t iterations) {
   return 2.0 * kChains * hn::Lanes(d) * static_cast<double>(iterations);
 }
 
-// Σ data[0, count) on vectors of `d`, into eight sums.
+// Σ over `steps` steps of the four vectors of `d` at a + step·stride and
+// the four at b + step·stride, into eight independent sums.
 template <class D>
-HWY_INLINE float SumOne(D d, const float* HWY_RESTRICT data, size_t count) {
+HWY_INLINE float EightSums(D d, const float* HWY_RESTRICT a,
+                           const float* HWY_RESTRICT b, size_t steps,
+                           size_t stride) {
   const size_t N = hn::Lanes(d);
   auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
        s7 = s0;
-  size_t i = 0;
-  for (; i + 8 * N <= count; i += 8 * N) {
-    s0 = hn::Add(s0, hn::LoadU(d, data + i));
-    s1 = hn::Add(s1, hn::LoadU(d, data + i + N));
-    s2 = hn::Add(s2, hn::LoadU(d, data + i + 2 * N));
-    s3 = hn::Add(s3, hn::LoadU(d, data + i + 3 * N));
-    s4 = hn::Add(s4, hn::LoadU(d, data + i + 4 * N));
-    s5 = hn::Add(s5, hn::LoadU(d, data + i + 5 * N));
-    s6 = hn::Add(s6, hn::LoadU(d, data + i + 6 * N));
-    s7 = hn::Add(s7, hn::LoadU(d, data + i + 7 * N));
-  }
-  float tail = 0;
-  for (; i < count; ++i) tail += data[i];
-  const auto sum = hn::Add(hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)),
-                           hn::Add(hn::Add(s4, s5), hn::Add(s6, s7)));
-  return hn::GetLane(hn::SumOfLanes(d, sum)) + tail;
-}
-
-// Σ a[0, count) + Σ b[0, count) on vectors of `d`, both arrays in one
-// loop (two streams), four sums each.
-template <class D>
-HWY_INLINE float SumTwo(D d, const float* HWY_RESTRICT a,
-                        const float* HWY_RESTRICT b, size_t count) {
-  const size_t N = hn::Lanes(d);
-  auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
-       s7 = s0;
-  size_t i = 0;
-  for (; i + 4 * N <= count; i += 4 * N) {
+  for (size_t i = 0; i < steps * stride; i += stride) {
     s0 = hn::Add(s0, hn::LoadU(d, a + i));
     s1 = hn::Add(s1, hn::LoadU(d, a + i + N));
     s2 = hn::Add(s2, hn::LoadU(d, a + i + 2 * N));
@@ -84,19 +60,40 @@ HWY_INLINE float SumTwo(D d, const float* HWY_RESTRICT a,
     s6 = hn::Add(s6, hn::LoadU(d, b + i + 2 * N));
     s7 = hn::Add(s7, hn::LoadU(d, b + i + 3 * N));
   }
-  float tail = 0;
-  for (; i < count; ++i) tail += a[i] + b[i];
   const auto sum = hn::Add(hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)),
                            hn::Add(hn::Add(s4, s5), hn::Add(s6, s7)));
-  return hn::GetLane(hn::SumOfLanes(d, sum)) + tail;
+  return hn::GetLane(hn::SumOfLanes(d, sum));
 }
 
+// Σ data[from, count).
+HWY_INLINE float Tail(const float* HWY_RESTRICT data, size_t from,
+                      size_t count) {
+  float sum = 0;
+  for (; from < count; ++from) sum += data[from];
+  return sum;
+}
+
+// Σ first[0, count) + Σ second[0, count) on vectors of `d`: each array in
+// turn, eight vectors a step, or both arrays in one loop (two streams),
+// four vectors of each a step.
 template <class D>
 HWY_INLINE float ReadOn(D d, const float* HWY_RESTRICT first,
                         const float* HWY_RESTRICT second, size_t count,
                         bool together) {
-  if (!together) return SumOne(d, first, count) + SumOne(d, second, count);
-  return SumTwo(d, first, second, count);
+  const size_t N = hn::Lanes(d);
+  if (together) {
+    const size_t steps = count / (4 * N);
+    return EightSums(d, first, second, steps, 4 * N) +
+           Tail(first, steps * 4 * N, count) +
+           Tail(second, steps * 4 * N, count);
+  }
+  const size_t steps = count / (8 * N);
+  float sum = 0;
+  for (const float* data : {first, second}) {
+    sum += EightSums(d, data, data + 4 * N, steps, 8 * N) +
+           Tail(data, steps * 8 * N, count);
+  }
+  return sum;
 }
 
 float ReadSum(const float* HWY_RESTRICT first, const float* HWY_RESTRICT second,

@@ -263,8 +263,11 @@ struct SdpaShape {
   size_t batch, heads, kv_heads, n, m, dk, dv;
 };
 
+// Every (mask, scale) variant of each shape and layout, or with `every` > 1
+// one in `every` of them (a different one per layout).
 template <typename T>
-void SdpaSweep(const std::vector<SdpaShape>& shapes, uint64_t seed) {
+void SdpaSweep(const std::vector<SdpaShape>& shapes, uint64_t seed,
+               size_t every = 1) {
   std::mt19937_64 rng(seed);
   INFO("seed " << seed);
   for (const SdpaShape& s : shapes) {
@@ -280,7 +283,11 @@ void SdpaSweep(const std::vector<SdpaShape>& shapes, uint64_t seed) {
       for (const auto& mask_case : storage.Cases()) {
         for (const std::optional<double>& scale :
              {std::optional<double>{}, std::optional<double>{0.3}}) {
-          if (!InSweep(variant++, interleaved, 2)) continue;
+          const size_t index = variant++;
+          if (index % every != (interleaved ? 1 : 0) % every ||
+              !InSweep(index / every, interleaved, 2)) {
+            continue;
+          }
           INFO("B " << s.batch << " Hq " << s.heads << " Hkv " << s.kv_heads
                     << " n " << s.n << " m " << s.m << " dk " << s.dk << " dv "
                     << s.dv << (interleaved ? " interleaved " : " dense ")
@@ -359,7 +366,7 @@ void TuningSweep() {
     INFO("tuning " << profile);
     attnpool::force_tuning(profile);
     REQUIRE(attnpool::tuning() == profile);
-    SdpaSweep<T>(shapes, kSeed + 61);
+    SdpaSweep<T>(shapes, kSeed + 61, 3);
   }
 }
 ATTNPOOL_TEST_EACH_TARGET(TuningFloat, "attention.tuning.float",
