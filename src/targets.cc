@@ -4,7 +4,6 @@
 #include <attnpool/error.h>
 #include <attnpool/targets.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -14,6 +13,7 @@
 #include "arch/target_probe.h"
 #include "hwy/targets.h"
 #include "src/dispatch.h"
+#include "src/lower_case.h"
 #include "src/tuning.h"
 
 namespace attnpool {
@@ -39,12 +39,6 @@ std::vector<std::string> Names(int64_t mask) {
   return names;
 }
 
-std::string Lower(std::string text) {
-  for (char& c : text)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 bool IsFallback(int64_t target) {
   return target == HWY_SCALAR || target == HWY_EMU128;
 }
@@ -53,11 +47,11 @@ bool IsFallback(int64_t target) {
 // AVX3; "scalar" and "emu128" both name the portable fallback, whichever of
 // the two Highway compiled.
 int64_t CompiledTargetNamed(const std::string& name) {
-  const std::string wanted = Lower(name);
+  const std::string wanted = detail::LowerCase(name);
   for (int bit = 0; bit < 64; ++bit) {
     const int64_t target = int64_t{1} << bit;
     if ((kCompiledTargets & target) == 0) continue;
-    if (Lower(hwy::TargetName(target)) == wanted ||
+    if (detail::LowerCase(hwy::TargetName(target)) == wanted ||
         (wanted == "avx512" && target == HWY_AVX3) ||
         ((wanted == "scalar" || wanted == "emu128") && IsFallback(target))) {
       return target;
@@ -175,7 +169,8 @@ void force_bf16_dot_instruction(const std::string& name) {
   detail::EnsureDispatchReady();
   if (name.empty()) return detail::ResetBf16DotInstruction();
   for (const auto instruction : detail::SupportedBf16DotInstructions()) {
-    if (Lower(Bf16DotName(instruction)) == Lower(name)) {
+    if (detail::LowerCase(Bf16DotName(instruction)) ==
+        detail::LowerCase(name)) {
       detail::ForceBf16DotInstruction(instruction);
       return;
     }

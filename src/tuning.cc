@@ -4,10 +4,11 @@
 #include <attnpool/error.h>
 
 #include <atomic>
-#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+
+#include "src/lower_case.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <cpuid.h>
@@ -70,12 +71,6 @@ constexpr int Row(const char* name) {
   throw "no tuning profile of that name";
 }
 
-std::string Lower(std::string text) {
-  for (char& c : text)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // AMD family 19h (Zen 3 and Zen 4) with AVX-512F: Zen 4.
 bool IsZen4() {
 #if ATTNPOOL_TUNING_CPUID
@@ -124,7 +119,7 @@ int ChosenIndex() {
 
 int IndexNamed(const std::string& name) {
   for (int i = 0; i < kTuningCount; ++i) {
-    if (Lower(kTunings[i].name) == Lower(name)) return i;
+    if (LowerCase(kTunings[i].name) == LowerCase(name)) return i;
   }
   return -1;
 }
