@@ -733,7 +733,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
               if (ahead < limits[0]) PrefetchRows(plan.keys, ahead, 1);
               PrefetchRows(plan.values, key + j + k, 1);
             }
-            row_scores[j + k] = DirectDot(d, query, key_row, plan.queries.cols);
+            row_scores[j + k] =
+                DirectDotLoads(d, plan.tuning.decode_load_bytes, query, key_row,
+                               plan.queries.cols);
           }
           j += run;
         }
@@ -790,12 +792,27 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           static_cast<const T*>(nullptr), sums, size_t{0}, rows, size_t{0},
           padded_columns);
     } else {
+      // In place, a run of rows one stride apart at a time; a decode's one
+      // query through WeightedSumRow, its loads as wide as the tuning's
+      // decode_load_bytes (the bits of any width).
+      const bool one_row = plan.path == detail::FusedPath::decode && rows == 1;
       for (size_t j = 0; j < at_count;) {
         const size_t run = plan.values.Run(at + j, at_count - j);
-        wsum::WeightedSumRows(
-            ConstMatrixView<T>(at_scores + j, rows, run, score_stride),
-            plan.values.Matrix(at + j, run), static_cast<const T*>(nullptr),
-            sums, size_t{0}, rows, size_t{0}, padded_columns, j != 0);
+        const T* HWY_RESTRICT weight_row = at_scores + j;
+        const T* HWY_RESTRICT value_rows = plan.values.row(at + j);
+        if (one_row && plan.tuning.decode_load_bytes == 32) {
+          wsum::WeightedSumRow(hn::CappedTag<T, 32 / sizeof(T)>(), weight_row,
+                               value_rows, plan.values.stride, run, columns,
+                               block_sum, j != 0);
+        } else if (one_row) {
+          wsum::WeightedSumRow(d, weight_row, value_rows, plan.values.stride,
+                               run, columns, block_sum, j != 0);
+        } else {
+          wsum::WeightedSumRows(
+              ConstMatrixView<T>(weight_row, rows, run, score_stride),
+              plan.values.Matrix(at + j, run), static_cast<const T*>(nullptr),
+              sums, size_t{0}, rows, size_t{0}, padded_columns, j != 0);
+        }
         j += run;
       }
       block_values = plan.values.strided() ? plan.values.Matrix(at, at_count)

@@ -200,6 +200,68 @@ HWY_INLINE void MultiplyTileRows(size_t rows, size_t vectors, D d,
                             depth, out_rows, accumulate);
 }
 
+// out[0, kVectors·N) (+)= Σ_{j < depth} weights[j] · values[j·value_stride +
+// (0, kVectors·N)]: one output row, kVectors ≤ 8 accumulators. Each output
+// is one multiply-add chain over j in order, as in MultiplyTile: the bits of
+// WeightedSumRows whatever the vector width.
+template <size_t kVectors, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MultiplyRow(D d, const T* HWY_RESTRICT weights,
+                            const T* HWY_RESTRICT values, size_t value_stride,
+                            size_t depth, T* HWY_RESTRICT out,
+                            bool accumulate) {
+  using V = hn::Vec<D>;
+  const size_t N = hn::Lanes(d);
+  // Accumulators past kVectors are unused; the compiler drops them.
+#define ATTNPOOL_WSUM_ROW_VECTORS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define ATTNPOOL_WSUM_DECLARE(C)                        \
+  V acc##C = hn::Zero(d);                               \
+  if constexpr (C < kVectors) {                         \
+    if (accumulate) acc##C = hn::LoadU(d, out + C * N); \
+  }
+  ATTNPOOL_WSUM_ROW_VECTORS(ATTNPOOL_WSUM_DECLARE)
+#undef ATTNPOOL_WSUM_DECLARE
+  for (size_t j = 0; j < depth; ++j) {
+    const T* HWY_RESTRICT value_row = values + j * value_stride;
+    const V weight = hn::Set(d, weights[j]);
+#define ATTNPOOL_WSUM_STEP(C)                                             \
+  if constexpr (C < kVectors) {                                           \
+    acc##C = hn::MulAdd(weight, hn::LoadU(d, value_row + C * N), acc##C); \
+  }
+    ATTNPOOL_WSUM_ROW_VECTORS(ATTNPOOL_WSUM_STEP)
+#undef ATTNPOOL_WSUM_STEP
+  }
+#define ATTNPOOL_WSUM_STORE(C) \
+  if constexpr (C < kVectors) hn::StoreU(acc##C, d, out + C * N);
+  ATTNPOOL_WSUM_ROW_VECTORS(ATTNPOOL_WSUM_STORE)
+#undef ATTNPOOL_WSUM_STORE
+#undef ATTNPOOL_WSUM_ROW_VECTORS
+}
+
+// WeightedSumRows for one output row and `columns` a whole number of
+// vectors of d (any width: its bits do not depend on it), eight vectors of
+// columns at a time, values read in place.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void WeightedSumRow(D d, const T* HWY_RESTRICT weights,
+                               const T* HWY_RESTRICT values,
+                               size_t value_stride, size_t depth,
+                               size_t columns, T* HWY_RESTRICT out,
+                               bool accumulate) {
+  const size_t N = hn::Lanes(d);
+  size_t c = 0;
+  for (; c + 8 * N <= columns; c += 8 * N) {
+    MultiplyRow<8>(d, weights, values + c, value_stride, depth, out + c,
+                   accumulate);
+  }
+  for (; c + 4 * N <= columns; c += 4 * N) {
+    MultiplyRow<4>(d, weights, values + c, value_stride, depth, out + c,
+                   accumulate);
+  }
+  for (; c < columns; c += N) {
+    MultiplyRow<1>(d, weights, values + c, value_stride, depth, out + c,
+                   accumulate);
+  }
+}
+
 template <typename T>
 size_t PanelWidth() {
   const hn::ScalableTag<T> d;

@@ -30,6 +30,12 @@ struct Tuning {
   // prefetchers. No result changes by it. (Narrow keys, and a paged
   // cache's, prefetch kPrefetchRows ahead: arch/fused-inl.h.)
   size_t decode_key_prefetch_rows;
+  // Decoding float or double keys and values in place: their loads at most
+  // this many bytes wide, 0 for the target's widest vectors (32 narrows
+  // only AVX-512's). No result changes by it: the dots keep the 512-bit
+  // order (arch/distance-inl.h DirectDotLoads), and every weighted sum is
+  // one chain per output.
+  size_t decode_load_bytes;
 };
 
 // The profile the next call runs with: the forced one (force_tuning,

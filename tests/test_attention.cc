@@ -4,11 +4,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "src/reference.h"
@@ -376,6 +379,90 @@ ATTNPOOL_TEST_EACH_TARGET(TuningFloat, "attention.tuning.float",
 ATTNPOOL_TEST_EACH_TARGET(TuningDouble, "attention.tuning.double",
                           "[attention]") {
   TuningSweep<double>();
+}
+
+// The active profile's `name` parameter ("name=value ..." of
+// tuning_parameters()).
+size_t TuningParameter(const std::string& name) {
+  const std::string parameters = " " + attnpool::tuning_parameters();
+  const size_t at = parameters.find(" " + name + "=");
+  REQUIRE(at != std::string::npos);
+  return std::stoul(parameters.substr(at + name.size() + 2));
+}
+
+// What profiles change beside their block sizes (decode stretch, prefetch
+// and load width) changes no bit: profiles with the same query_rows and
+// key_block_bytes decode to the same outputs — depths that end inside a
+// vector, values read in place (dv whole vectors) or copied, grouped heads.
+template <typename T>
+void TuningBitsSweep() {
+  const std::vector<SdpaShape> shapes = {{1, 2, 2, 1, 2600, 64, 64},
+                                         {1, 2, 1, 1, 2100, 20, 48},
+                                         {1, 1, 1, 1, 2300, 100, 80},
+                                         {1, 4, 2, 1, 900, 5, 16},
+                                         {1, 1, 1, 1, 700, 40, 12}};
+  struct Reset {
+    ~Reset() { attnpool::force_tuning(""); }
+  } reset;
+  // Profiles by (query_rows, key_block_bytes).
+  std::vector<std::vector<std::string>> groups;
+  std::vector<std::pair<size_t, size_t>> blocks;
+  for (const std::string& profile : attnpool::tunings()) {
+    attnpool::force_tuning(profile);
+    const std::pair<size_t, size_t> sizes{TuningParameter("query_rows"),
+                                          TuningParameter("key_block_bytes")};
+    const size_t group =
+        std::find(blocks.begin(), blocks.end(), sizes) - blocks.begin();
+    if (group == blocks.size()) {
+      blocks.push_back(sizes);
+      groups.emplace_back();
+    }
+    groups[group].push_back(profile);
+  }
+  size_t compared = 0;
+  std::mt19937_64 rng(kSeed + 62);
+  INFO("seed " << kSeed + 62);
+  for (const SdpaShape& s : shapes) {
+    for (bool interleaved : {false, true}) {
+      INFO("Hq " << s.heads << " Hkv " << s.kv_heads << " m " << s.m << " dk "
+                 << s.dk << " dv " << s.dv
+                 << (interleaved ? " interleaved" : " dense"));
+      Tensor<T> queries(s.batch, s.heads, s.n, s.dk, interleaved),
+          keys(s.batch, s.kv_heads, s.m, s.dk, interleaved),
+          values(s.batch, s.kv_heads, s.m, s.dv, interleaved);
+      queries.FillNormal(rng, 1.0);
+      keys.FillNormal(rng, 1.0);
+      values.FillNormal(rng, 1.0);
+      for (const auto& group : groups) {
+        std::vector<T> first;
+        for (const std::string& profile : group) {
+          INFO("tuning " << profile << " against " << group.front());
+          attnpool::force_tuning(profile);
+          Tensor<T> out(s.batch, s.heads, s.n, s.dv, interleaved);
+          attnpool::scaled_dot_product_attention(queries.view(), keys.view(),
+                                                 values.view(), out.view());
+          RequireRanOnTarget();
+          const auto& bits = out.storage();
+          if (first.empty()) {
+            first.assign(bits.begin(), bits.end());
+            continue;
+          }
+          REQUIRE(std::memcmp(first.data(), bits.data(),
+                              first.size() * sizeof(T)) == 0);
+          ++compared;
+        }
+      }
+    }
+  }
+  REQUIRE(compared > 0);  // the table has profiles of the same block sizes
+}
+ATTNPOOL_TEST_EACH_TARGET(TuningBitsFloat, "attention.tuning_bits.float",
+                          "[attention]") {
+  TuningBitsSweep<float>();
+}
+ATTNPOOL_TEST_EACH_TARGET(TuningBitsDouble, "attention.tuning_bits.double",
+                          "[attention]") {
+  TuningBitsSweep<double>();
 }
 
 // ------------------------------------------------- packed sequences
