@@ -34,6 +34,9 @@ struct PackedKeys {
 // Keys per panel on the active target (a multiple of the vector length).
 size_t DistancePanelWidth(float);
 size_t DistancePanelWidth(double);
+// Queries per register tile of the score kernel on the active target.
+size_t DistanceTileRows(float);
+size_t DistanceTileRows(double);
 
 // Packs keys [panel_begin * panel_width, panel_end * panel_width) into
 // `panels` (sized for all panels: padded_count × d) and their key_factor.

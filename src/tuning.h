@@ -16,7 +16,7 @@ struct Tuning {
   // Queries per dispatched fused call (a multiple of 24: the score tiles'
   // heights 6 and 8, the weighted sum's 6); narrow values on the tile paths
   // take twice as many (they are widened once per block of rows and key
-  // block). Sliding windows keep their own 24 (src/fused.cc).
+  // block). Sliding windows take two score tiles (src/fused.cc).
   size_t query_rows;
   // Bytes of one query's scores per key block (the block's scores, values
   // and outputs stay in L2 between the passes over them): a whole number
