@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "arch/convert-inl.h"
@@ -89,14 +90,15 @@ static_assert(kTileRows <= 8, "ATTNPOOL_FOR_TILE_ROWS covers 8 rows");
 
 // Accumulates Step over `depth` coordinates for kTileRows query rows (each
 // pointer at the first coordinate of the pass) against one packed panel and
-// stores the sums to `tile`: row R's keys [0, N) at tile + 2RN, keys [N, 2N)
-// at tile + (2R+1)N. Storing (rather than handing live accumulators to an
-// epilogue) keeps the epilogue from forcing spills into the hot loop.
+// stores the sums of row R's keys [0, 2N) at outputs[R] (a tile on the
+// stack, or the scores themselves). Storing (rather than handing live
+// accumulators to an epilogue) keeps the epilogue from forcing spills into
+// the hot loop.
 // Accumulators are named variables, not an array: SVE vectors are sizeless.
 template <class Step, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void ComputeTile(D d, const T* const* rows,
                             const T* HWY_RESTRICT panel, size_t depth,
-                            T* HWY_RESTRICT tile) {
+                            T* const* outputs) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
 #define ATTNPOOL_TILE_DECLARE(R) \
@@ -117,14 +119,14 @@ HWY_INLINE void ComputeTile(D d, const T* const* rows,
     ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STEP)
 #undef ATTNPOOL_TILE_STEP
   }
-#define ATTNPOOL_TILE_STORE(R)                           \
-  if constexpr (R < kTileRows) {                         \
-    hn::Store(acc##R##_low, d, tile + 2 * R * N);        \
-    hn::Store(acc##R##_high, d, tile + (2 * R + 1) * N); \
-  } else {                                               \
-    (void)acc##R##_low;                                  \
-    (void)acc##R##_high;                                 \
-    (void)row##R;                                        \
+#define ATTNPOOL_TILE_STORE(R)                    \
+  if constexpr (R < kTileRows) {                  \
+    hn::StoreU(acc##R##_low, d, outputs[R]);      \
+    hn::StoreU(acc##R##_high, d, outputs[R] + N); \
+  } else {                                        \
+    (void)acc##R##_low;                           \
+    (void)acc##R##_high;                          \
+    (void)row##R;                                 \
   }
   ATTNPOOL_FOR_TILE_ROWS(ATTNPOOL_TILE_STORE)
 #undef ATTNPOOL_TILE_STORE
@@ -410,6 +412,12 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
   const size_t panels_per_block =
       std::max<size_t>(1, kKeyBlockBytes / (width * depth_block * sizeof(T)));
   HWY_ALIGN T tile[kTileRows * 2 * kMaxLanesBytes / sizeof(T)];
+  T* in_tile[kTileRows];
+  for (size_t r = 0; r < kTileRows; ++r) in_tile[r] = tile + 2 * r * N;
+  // Sums kept as they are, in one pass: whole tiles are stored into the
+  // scores directly (W4 4-7% faster than through `tile`, Zen 4).
+  const bool store_direct =
+      std::is_same<Finisher, KeepSums>::value && depth <= depth_block;
 
   for (size_t panel_begin = window.panel_begin; panel_begin < window.panel_end;
        panel_begin += panels_per_block) {
@@ -433,7 +441,16 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
           const size_t high_count = key_count - low_count;
           const T* panel_data =
               keys.panels + panel * width * depth + pass_begin * width;
-          ComputeTile<Step>(d, rows, panel_data, pass_depth, tile);
+          if (store_direct && tile_rows == kTileRows && key_count == width) {
+            T* targets[kTileRows];
+            for (size_t r = 0; r < kTileRows; ++r) {
+              targets[r] = window.out.row(tile_row + r - window.row_origin) +
+                           (key - window.key_origin);
+            }
+            ComputeTile<Step>(d, rows, panel_data, pass_depth, targets);
+            continue;
+          }
+          ComputeTile<Step>(d, rows, panel_data, pass_depth, in_tile);
           for (size_t r = 0; r < tile_rows; ++r) {
             const size_t query_row = tile_row + r;
             T* HWY_RESTRICT target =
