@@ -266,6 +266,20 @@ struct SdpaShape {
   size_t batch, heads, kv_heads, n, m, dk, dv;
 };
 
+// A shape's queries, keys and values, normal(0, 1), in either layout.
+template <typename T>
+struct SdpaInputs {
+  SdpaInputs(const SdpaShape& s, bool interleaved, std::mt19937_64& rng)
+      : queries(s.batch, s.heads, s.n, s.dk, interleaved),
+        keys(s.batch, s.kv_heads, s.m, s.dk, interleaved),
+        values(s.batch, s.kv_heads, s.m, s.dv, interleaved) {
+    for (Tensor<T>* tensor : {&queries, &keys, &values}) {
+      tensor->FillNormal(rng, 1.0);
+    }
+  }
+  Tensor<T> queries, keys, values;
+};
+
 // Every (mask, scale) variant of each shape and layout, or with `every` > 1
 // one in `every` of them (a different one per layout).
 template <typename T>
@@ -275,12 +289,10 @@ void SdpaSweep(const std::vector<SdpaShape>& shapes, uint64_t seed,
   INFO("seed " << seed);
   for (const SdpaShape& s : shapes) {
     for (bool interleaved : {false, true}) {
-      Tensor<T> queries(s.batch, s.heads, s.n, s.dk, interleaved),
-          keys(s.batch, s.kv_heads, s.m, s.dk, interleaved),
-          values(s.batch, s.kv_heads, s.m, s.dv, interleaved);
-      queries.FillNormal(rng, 1.0);
-      keys.FillNormal(rng, 1.0);
-      values.FillNormal(rng, 1.0);
+      const SdpaInputs<T> inputs(s, interleaved, rng);
+      const Tensor<T>& queries = inputs.queries;
+      const Tensor<T>& keys = inputs.keys;
+      const Tensor<T>& values = inputs.values;
       MaskStorage<T> storage(s.batch, s.heads, s.n, s.m, rng);
       size_t variant = 0;
       for (const auto& mask_case : storage.Cases()) {
@@ -427,20 +439,16 @@ void TuningBitsSweep() {
       INFO("Hq " << s.heads << " Hkv " << s.kv_heads << " m " << s.m << " dk "
                  << s.dk << " dv " << s.dv
                  << (interleaved ? " interleaved" : " dense"));
-      Tensor<T> queries(s.batch, s.heads, s.n, s.dk, interleaved),
-          keys(s.batch, s.kv_heads, s.m, s.dk, interleaved),
-          values(s.batch, s.kv_heads, s.m, s.dv, interleaved);
-      queries.FillNormal(rng, 1.0);
-      keys.FillNormal(rng, 1.0);
-      values.FillNormal(rng, 1.0);
+      const SdpaInputs<T> inputs(s, interleaved, rng);
       for (const auto& group : groups) {
         std::vector<T> first;
         for (const std::string& profile : group) {
           INFO("tuning " << profile << " against " << group.front());
           attnpool::force_tuning(profile);
           Tensor<T> out(s.batch, s.heads, s.n, s.dv, interleaved);
-          attnpool::scaled_dot_product_attention(queries.view(), keys.view(),
-                                                 values.view(), out.view());
+          attnpool::scaled_dot_product_attention(
+              inputs.queries.view(), inputs.keys.view(), inputs.values.view(),
+              out.view());
           RequireRanOnTarget();
           const auto& bits = out.storage();
           if (first.empty()) {
