@@ -333,6 +333,44 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
   }
 }
 
+// Decode under every tuning profile (their decode load widths differ):
+// bitwise the float decode on the held values under the same profile.
+ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
+                          "[narrow_kv]") {
+  struct Reset {
+    ~Reset() { attnpool::force_tuning(""); }
+  } reset;
+  std::mt19937_64 rng(kSeed + 95);
+  INFO("seed " << kSeed + 95);
+  for (const Case& c : kCases) {
+    if (std::string(c.path) != "decode") continue;
+    TestMatrix<float> queries(c.n, c.d), keys(c.m, c.d), values(c.m, c.dv);
+    queries.FillRandom(rng, 1);
+    keys.FillRandom(rng, 0);
+    values.FillRandom(rng, 1);
+    for (const std::string& profile : attnpool::tunings()) {
+      attnpool::force_tuning(profile);
+      for (const TypePair& types : kTypePairs) {
+        const StoredRows stored_keys(types.keys, keys),
+            stored_values(types.values, values);
+        INFO("tuning " << profile << " n=" << c.n << " m=" << c.m
+                       << " d=" << c.d << " dv=" << c.dv << " keys "
+                       << attnpool::element_type_name(types.keys) << " values "
+                       << attnpool::element_type_name(types.values));
+        TestMatrix<float> narrow(c.n, c.dv, 1, 2), held(c.n, c.dv, 1, 2);
+        attnpool::attention_pool(c.spec, queries.view(), stored_keys.Rows(),
+                                 stored_values.Rows(), narrow.view());
+        RequireRanOnTarget();
+        REQUIRE(attnpool::last_fused_path() == "decode");
+        attnpool::attention_pool(c.spec, queries.view(),
+                                 stored_keys.held.view(),
+                                 stored_values.held.view(), held.view());
+        REQUIRE(SameBits(narrow, held));
+      }
+    }
+  }
+}
+
 // SDPA with grouped-query heads over (B, m, Hkv, d) narrow caches (int8
 // scales in a (B, m, Hkv) array: row stride Hkv), decode and prefill,
 // causal: bitwise the float call on the held values.
