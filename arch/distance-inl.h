@@ -263,9 +263,11 @@ HWY_INLINE T DirectDot(D d, const T* HWY_RESTRICT query,
 // DirectDot's bits, its loads at most `max_load_bytes` wide (0: no limit).
 // AVX-512 under 32: each of DirectSum's 512-bit sums kept as two
 // 256-bit halves, added as the 512-bit SumOfLanes adds them (upper half +
-// lower half, then the 256-bit SumOfLanes's pairs); no other target reads
-// vectors wider than it asks. Strided decode on Zen 4, whose 512-bit loads
-// are two 256-bit ones, ran 3-5% faster so (one thread, W5).
+// lower half, then the 256-bit SumOfLanes's pairs: the tree of the
+// compilers' _mm512_reduce_add_ps, which attention.tuning_bits checks); no
+// other target reads vectors wider than it asks. Strided decode on Zen 4,
+// whose 512-bit loads are two 256-bit ones, ran 3-5% faster so (one
+// thread, W5).
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T DirectDotLoads(D d, size_t max_load_bytes,
                             const T* HWY_RESTRICT query,
