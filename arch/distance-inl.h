@@ -369,7 +369,12 @@ void PackKeys(Distance distance, const detail::RowList<T>& keys,
       }
     }
     auto squares_low = hn::Zero(d), squares_high = hn::Zero(d);
-    for (size_t p = 0; p < depth; ++p) {
+    // Only the Gram forms (squared norms) and cosine (inverse norms) read
+    // key_factor; dot and manhattan leave it 0.
+    const bool norms = distance == Distance::sqeuclidean ||
+                       distance == Distance::euclidean ||
+                       distance == Distance::cosine;
+    for (size_t p = 0; norms && p < depth; ++p) {
       const auto low = hn::Load(d, packed + p * width);
       const auto high = hn::Load(d, packed + p * width + N);
       squares_low = hn::MulAdd(low, low, squares_low);
