@@ -239,10 +239,7 @@ const char* attnpool_last_run_target(void) {
 }
 
 attnpool_status attnpool_force_target(const char* name) {
-  return Guard([&] {
-    if (name == nullptr) throw attnpool::Error("name", "is a null pointer");
-    attnpool::force_target(name);
-  });
+  return ForceNamed(name, attnpool::force_target);
 }
 
 attnpool_status attnpool_reset_target(void) {
@@ -256,10 +253,7 @@ const char* attnpool_supported_bf16_dot_instructions(void) {
 }
 
 attnpool_status attnpool_force_bf16_dot_instruction(const char* name) {
-  return Guard([&] {
-    if (name == nullptr) throw attnpool::Error("name", "is a null pointer");
-    attnpool::force_bf16_dot_instruction(name);
-  });
+  return ForceNamed(name, attnpool::force_bf16_dot_instruction);
 }
 
 const char* attnpool_tuning(void) {
@@ -278,10 +272,7 @@ const char* attnpool_tunings(void) {
 }
 
 attnpool_status attnpool_force_tuning(const char* name) {
-  return Guard([&] {
-    if (name == nullptr) throw attnpool::Error("name", "is a null pointer");
-    attnpool::force_tuning(name);
-  });
+  return ForceNamed(name, attnpool::force_tuning);
 }
 
 }  // extern "C"

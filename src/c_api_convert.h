@@ -454,4 +454,14 @@ const char* ThreadLocalText(std::string& storage, const Text& text) {
   return storage.c_str();
 }
 
+// Forces what `name` names through `force` (force_target and its kin):
+// a null name is refused by name.
+inline attnpool_status ForceNamed(const char* name,
+                                  void (*force)(const std::string&)) {
+  return Guard([&] {
+    if (name == nullptr) throw attnpool::Error("name", "is a null pointer");
+    force(name);
+  });
+}
+
 }  // namespace attnpool_c_api
