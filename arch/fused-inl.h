@@ -361,6 +361,34 @@ class RowPrefetcher {
   size_t next_ = 0, left_ = 0;
 };
 
+// scores[k] = query · keys[k·stride, +depth) for k < count: a decode's dots
+// over float keys one stride apart, called per key (alone, or beside a
+// weighted sum: wsum::WeightedSumRow). With `rows_ahead`, the key row that
+// many rows on is prefetched beside each, below `ahead_keys` rows.
+template <class D, typename T = hn::TFromD<D>>
+struct StridedDots {
+  D d;
+  size_t load_bytes;  // the tuning's decode_load_bytes
+  const T* HWY_RESTRICT query;
+  const T* HWY_RESTRICT keys;
+  size_t stride, depth, count, rows_ahead, ahead_keys;
+  T* HWY_RESTRICT scores;
+
+  HWY_INLINE void operator()(size_t k) const {
+    if (k >= count) return;
+    const T* HWY_RESTRICT key = keys + k * stride;
+    if (rows_ahead != 0 && k + rows_ahead < ahead_keys) {
+      // (Written out: PrefetchLines cost the float decode 5%.)
+      const char* ahead =
+          reinterpret_cast<const char*>(key + rows_ahead * stride);
+      for (size_t byte = 0; byte < depth * sizeof(T); byte += 64) {
+        hwy::Prefetch(ahead + byte);
+      }
+    }
+    scores[k] = DirectDotLoads(d, load_bytes, query, key, depth);
+  }
+};
+
 // scores[k] = query · key (j + k) for k < count, the keys narrow rows read
 // in place and widened in registers (int8: times the row's scale, as
 // WidenRow does, so that every path sees the same float keys). With
@@ -591,17 +619,32 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
                           std::min(limits[r], start + count * key_block)};
   };
   const size_t spread = steps == 0 ? 0 : highest - lowest;
+  // The tuning's decode_interleave: one query over float keys and values
+  // one stride apart, its values read in place (whole vectors), computes
+  // step s + 1's scores beside step s's weighted sum, a key row and a value
+  // row in each step of that loop (two streams), into the other half of a
+  // double buffer of scores. The operations, and so the bits, are those of
+  // the passes one after the other. Zen 4, W5, paired runs: 0.86-0.89 →
+  // 0.93-0.94 of a plain read of the same bytes at one thread, 0.92-0.95 →
+  // 0.94-0.97 at two.
+  const bool interleave = plan.tuning.decode_interleave != 0 &&
+                          plan.path == detail::FusedPath::decode && rows == 1 &&
+                          plan.keys.strided() && plan.values.strided() &&
+                          !plan.keys.is_narrow() && !plan.values.is_narrow() &&
+                          columns > 0 && columns % N == 0 &&
+                          mode != RowMode::argmax;
   // Decoding strided rows, the scores of the tuning's decode_stretch blocks
   // are computed at once (one stream of keys, then one of values; longer
   // streams keep the hardware prefetchers ahead, and a narrow cache's rows
   // are short: int8 decode 2.6× → 3.0× the float rate with 4 on Zen 5,
   // W5n); each block is then normalized and summed as alone, so results do
-  // not change. Not where the rows' starts differ: zeroing a row's weights
-  // outside its block would overwrite its next block's scores. Nor over a
-  // paged cache, whose values are prefetched while its keys are read: they
-  // must still be in L2 for the weighted sum.
+  // not change. Not interleaving, nor where the rows' starts differ: zeroing a
+  // row's weights outside its block would overwrite its next block's scores.
+  // Nor over a paged cache, whose values are prefetched while its keys are
+  // read: they must still be in L2 for the weighted sum.
   const size_t stretch = plan.path == detail::FusedPath::decode &&
-                                 plan.keys.strided() && spread == 0
+                                 plan.keys.strided() && spread == 0 &&
+                                 !interleave
                              ? plan.tuning.decode_stretch * key_block
                              : key_block;
   // A stretch's scores lie in rows of `score_stride` from column 0 at key
@@ -620,7 +663,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // whose 0 weights add ±0. Narrow values are widened as they are copied.
   const bool copy_values = columns % N != 0 || plan.values.is_narrow();
   const size_t padded_columns = (columns + N - 1) / N * N;
-  const size_t score_elements = rows * score_stride;
+  const size_t score_elements = (interleave ? 2 : 1) * rows * score_stride;
   const size_t accumulator_elements = rows * padded_columns;
   const size_t value_elements = (key_block + spread) * padded_columns;
   auto buffer = hwy::AllocateAligned<T>(
@@ -636,6 +679,28 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
   size_t origin = key_begin;
+  // The dots of a decode's `count` float keys from `first` (one stride
+  // apart) into `out`, their rows the tuning's decode_key_prefetch_rows
+  // ahead prefetched if `ahead` (never past the keys a row sees).
+  const auto decode_dots = [&](const T* HWY_RESTRICT query, size_t first,
+                               size_t count, bool ahead, T* HWY_RESTRICT out) {
+    return StridedDots<decltype(d)>{
+        d,
+        plan.tuning.decode_load_bytes,
+        query,
+        plan.keys.row(first),
+        plan.keys.stride,
+        plan.queries.cols,
+        count,
+        ahead ? plan.tuning.decode_key_prefetch_rows : 0,
+        widest - first,
+        out};
+  };
+  // This step's scores; interleaving, `scores_next` holds step
+  // `scored_step`'s, computed beside the last weighted sum.
+  T* HWY_RESTRICT scores_here = scores;
+  T* HWY_RESTRICT scores_next = scores + (interleave ? score_stride : 0);
+  size_t scored_step = 0;  // (none before step 1)
   for (size_t step = 0; step < steps; ++step) {
     // The step's keys [at, end): the union of its rows' blocks (every step
     // before `steps` has a row with a block).
@@ -649,6 +714,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     const size_t at_count = end - at;
     const size_t in_stretch = step % (stretch / key_block);
     if (in_stretch == 0) origin = at / width * width;
+    const bool scored = interleave && step != 0 && scored_step == step;
+    if (scored) std::swap(scores_here, scores_next);
     const size_t panel_begin = at / width;
     const size_t panel_end = (end + width - 1) / width;
     if (plan.path == detail::FusedPath::tile_bf16) {
@@ -658,14 +725,15 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         detail::Bf16DotScores(
             plan.bf16_instruction, plan.bf16_queries, plan.bf16_query_stride,
             plan.queries.cols, plan.bf16_panels, panel_begin, panel_end,
-            row_begin, row_end, scores, score_stride, row_begin, origin);
+            row_begin, row_end, scores_here, score_stride, row_begin, origin);
       }
     } else if (plan.path == detail::FusedPath::tile) {
-      const MatrixView<T> score_view(scores, rows, score_stride, score_stride);
+      const MatrixView<T> score_view(scores_here, rows, score_stride,
+                                     score_stride);
       DistanceWindow(plan.distance, plan.queries, plan.keys, plan.packed,
                      ScoreWindow<T>{score_view, row_begin, row_end, panel_begin,
                                     panel_end, row_begin, origin});
-    } else if (in_stretch == 0) {
+    } else if (in_stretch == 0 && !scored) {
       // Decode (few queries, dot): the keys the row sees read in place, once,
       // a stretch at a time.
       RowPrefetcher<T> keys_ahead(plan.keys), values_here(plan.values);
@@ -674,7 +742,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         const auto keys = row_keys(r, step, stretch / key_block);
         if (keys.start == keys.limit) continue;  // (before `origin`)
         const size_t key = keys.start, visible = keys.limit - keys.start;
-        T* HWY_RESTRICT row_scores = scores + r * score_stride + (key - origin);
+        T* HWY_RESTRICT row_scores =
+            scores_here + r * score_stride + (key - origin);
         for (size_t j = 0; j < visible;) {
           // A run of rows one stride apart (a paged cache's pages that
           // abut). Short runs (scattered pages) lie beyond what hardware
@@ -688,7 +757,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           // faster: this decode runs at 1.06x its rate, and at 0.88 of the same
           // loop's in one pass (keys and values together). Interleaving the
           // passes (a block's values between the next block's keys) made
-          // this decode slower (0.65 of contiguous).
+          // this paged decode slower (0.65 of contiguous; strided rows
+          // interleave under decode_interleave).
           const size_t run = plan.keys.Run(key + j, visible - j);
           const bool prefetch =
               r == 0 && !plan.keys.strided() && run < kPrefetchRows;
@@ -716,33 +786,22 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
             j += run;
             continue;
           }
-          const T* HWY_RESTRICT key_row = plan.keys.row(key + j);
-          const size_t rows_ahead =
-              prefetch_ahead ? plan.tuning.decode_key_prefetch_rows : 0;
-          for (size_t k = 0; k < run; ++k, key_row += plan.keys.stride) {
-            if (rows_ahead != 0 && key + j + k + rows_ahead < widest) {
-              const char* ahead = reinterpret_cast<const char*>(
-                  key_row + rows_ahead * plan.keys.stride);
-              for (size_t byte = 0; byte < plan.queries.cols * sizeof(T);
-                   byte += 64) {
-                hwy::Prefetch(ahead + byte);
-              }
-            }
+          const StridedDots<decltype(d)> dots =
+              decode_dots(query, key + j, run, prefetch_ahead, row_scores + j);
+          for (size_t k = 0; k < run; ++k) {
             if (prefetch) {
               const size_t ahead = key + j + k + kPrefetchRows;
               if (ahead < limits[0]) PrefetchRows(plan.keys, ahead, 1);
               PrefetchRows(plan.values, key + j + k, 1);
             }
-            row_scores[j + k] =
-                DirectDotLoads(d, plan.tuning.decode_load_bytes, query, key_row,
-                               plan.queries.cols);
+            dots(k);
           }
           j += run;
         }
       }
     }
     // Each row's weights at its block's keys, 0 at the step's others.
-    T* HWY_RESTRICT at_scores = scores + (at - origin);
+    T* HWY_RESTRICT at_scores = scores_here + (at - origin);
     bool any_weight = false;
     for (size_t r = 0; r < rows; ++r) {
       const auto keys = row_keys(r, step, 1);
@@ -800,7 +859,25 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         const size_t run = plan.values.Run(at + j, at_count - j);
         const T* HWY_RESTRICT weight_row = at_scores + j;
         const T* HWY_RESTRICT value_rows = plan.values.row(at + j);
-        if (one_row && plan.tuning.decode_load_bytes == 32) {
+        if (interleave && step + 1 < steps) {
+          // (Strided values: one run.) The next step's keys beside these
+          // values; any past this block's count after them.
+          const auto next = row_keys(0, step + 1, 1);
+          const size_t next_origin = next.start / width * width;
+          const StridedDots<decltype(d)> dots = decode_dots(
+              plan.queries.row(row_begin), next.start, next.limit - next.start,
+              true, scores_next + (next.start - next_origin));
+          if (plan.tuning.decode_load_bytes == 32) {
+            wsum::WeightedSumRow(hn::CappedTag<T, 32 / sizeof(T)>(), weight_row,
+                                 value_rows, plan.values.stride, run, columns,
+                                 block_sum, j != 0, dots);
+          } else {
+            wsum::WeightedSumRow(d, weight_row, value_rows, plan.values.stride,
+                                 run, columns, block_sum, j != 0, dots);
+          }
+          for (size_t k = run; k < dots.count; ++k) dots(k);
+          scored_step = step + 1;
+        } else if (one_row && plan.tuning.decode_load_bytes == 32) {
           wsum::WeightedSumRow(hn::CappedTag<T, 32 / sizeof(T)>(), weight_row,
                                value_rows, plan.values.stride, run, columns,
                                block_sum, j != 0);

@@ -200,15 +200,22 @@ HWY_INLINE void MultiplyTileRows(size_t rows, size_t vectors, D d,
                             depth, out_rows, accumulate);
 }
 
+// What MultiplyRow does beside each key by default: nothing.
+struct NothingBeside {
+  HWY_INLINE void operator()(size_t) const {}
+};
+
 // out[0, kVectors·N) (+)= Σ_{j < depth} weights[j] · values[j·value_stride +
 // (0, kVectors·N)]: one output row, kVectors ≤ 8 accumulators. Each output
 // is one multiply-add chain over j in order, as in MultiplyTile: the bits of
-// WeightedSumRows whatever the vector width.
-template <size_t kVectors, class D, typename T = hn::TFromD<D>>
+// WeightedSumRows whatever the vector width. `beside(j)` runs before key
+// j's multiply-adds (a second stream of loads in the same loop).
+template <size_t kVectors, class D, typename T = hn::TFromD<D>,
+          class Beside = NothingBeside>
 HWY_INLINE void MultiplyRow(D d, const T* HWY_RESTRICT weights,
                             const T* HWY_RESTRICT values, size_t value_stride,
-                            size_t depth, T* HWY_RESTRICT out,
-                            bool accumulate) {
+                            size_t depth, T* HWY_RESTRICT out, bool accumulate,
+                            const Beside& beside = Beside()) {
   using V = hn::Vec<D>;
   const size_t N = hn::Lanes(d);
   // Accumulators past kVectors are unused; the compiler drops them.
@@ -221,6 +228,7 @@ HWY_INLINE void MultiplyRow(D d, const T* HWY_RESTRICT weights,
   ATTNPOOL_WSUM_ROW_VECTORS(ATTNPOOL_WSUM_DECLARE)
 #undef ATTNPOOL_WSUM_DECLARE
   for (size_t j = 0; j < depth; ++j) {
+    beside(j);
     const T* HWY_RESTRICT value_row = values + j * value_stride;
     const V weight = hn::Set(d, weights[j]);
 #define ATTNPOOL_WSUM_STEP(C)                                             \
@@ -239,15 +247,30 @@ HWY_INLINE void MultiplyRow(D d, const T* HWY_RESTRICT weights,
 
 // WeightedSumRows for one output row and `columns` a whole number of
 // vectors of d (any width: its bits do not depend on it), eight vectors of
-// columns at a time, values read in place.
-template <class D, typename T = hn::TFromD<D>>
+// columns at a time, values read in place. `beside(j)` runs once per key,
+// in the first pass over the keys (none where columns is 0).
+template <class D, typename T = hn::TFromD<D>, class Beside = NothingBeside>
 HWY_INLINE void WeightedSumRow(D d, const T* HWY_RESTRICT weights,
                                const T* HWY_RESTRICT values,
                                size_t value_stride, size_t depth,
                                size_t columns, T* HWY_RESTRICT out,
-                               bool accumulate) {
+                               bool accumulate,
+                               const Beside& beside = Beside()) {
   const size_t N = hn::Lanes(d);
   size_t c = 0;
+  if (columns >= 8 * N) {
+    MultiplyRow<8>(d, weights, values, value_stride, depth, out, accumulate,
+                   beside);
+    c = 8 * N;
+  } else if (columns >= 4 * N) {
+    MultiplyRow<4>(d, weights, values, value_stride, depth, out, accumulate,
+                   beside);
+    c = 4 * N;
+  } else if (columns >= N) {
+    MultiplyRow<1>(d, weights, values, value_stride, depth, out, accumulate,
+                   beside);
+    c = N;
+  }
   for (; c + 8 * N <= columns; c += 8 * N) {
     MultiplyRow<8>(d, weights, values + c, value_stride, depth, out + c,
                    accumulate);

@@ -27,31 +27,34 @@ namespace {
 constexpr Tuning kTunings[] = {
     // name, chosen_on,
     //   query_rows, key_block_bytes, decode_stretch, decode_key_prefetch_rows,
-    //   decode_load_bytes
+    //   decode_load_bytes, decode_interleave
     {"generic",
      "every CPU not chosen for another profile; tuned on AMD Zen 5 (family "
      "1Ah), where prefetching strided decode's keys 64 rows ahead took W5 "
      "from 0.76-0.84 to 0.83-0.90 of a plain read",
-     96, 2048, 4, 64, 0},
+     96, 2048, 4, 64, 0, 0},
     {"zen4",
      "AMD Zen 4 (family 19h with AVX-512): its hardware prefetchers keep up "
      "with strided float-key decode alone: without the software prefetch "
      "of the keys W5 ran 7-13% faster (1 and 2 threads, paired runs); "
      "its 512-bit loads are two 256-bit ones, and W5 read in 256-bit "
-     "vectors ran 3-5% faster at one thread",
-     96, 2048, 4, 0, 32},
+     "vectors ran 3-5% faster at one thread; interleaving a one-query "
+     "decode's keys and values (two streams) took W5 from 0.86-0.89 to "
+     "0.93-0.94 of a plain read at one thread (paired runs)",
+     96, 2048, 4, 0, 32, 1},
     {"small_l2",
      "CPUs whose CPU 0 has an L2 under 1 MiB (sysfs): half the query rows "
      "and key blocks, so that a block's scores and values fit in 256 KiB; "
      "not measured on such a CPU (it costs Zen 4 at most 3% on W2 and W4)",
-     48, 1024, 4, 64, 0},
+     48, 1024, 4, 64, 0, 0},
 };
 constexpr int kTuningCount = int(sizeof kTunings / sizeof kTunings[0]);
 
 constexpr bool Valid(const Tuning& tuning) {
   return tuning.query_rows > 0 && tuning.query_rows % 24 == 0 &&
          tuning.key_block_bytes > 0 && tuning.decode_stretch > 0 &&
-         (tuning.decode_load_bytes == 0 || tuning.decode_load_bytes == 32);
+         (tuning.decode_load_bytes == 0 || tuning.decode_load_bytes == 32) &&
+         tuning.decode_interleave <= 1;
 }
 constexpr bool AllValid() {
   for (const Tuning& tuning : kTunings) {
@@ -61,7 +64,7 @@ constexpr bool AllValid() {
 }
 static_assert(AllValid(),
               "src/tuning.h: query_rows a multiple of 24, blocks not empty, "
-              "decode_load_bytes 0 or 32");
+              "decode_load_bytes 0 or 32, decode_interleave 0 or 1");
 
 constexpr bool SameName(const char* a, const char* b) {
   for (; *a != '\0' && *a == *b; ++a, ++b) {
@@ -188,7 +191,8 @@ std::string TuningParameters(const Tuning& tuning) {
          " decode_stretch=" + std::to_string(tuning.decode_stretch) +
          " decode_key_prefetch_rows=" +
          std::to_string(tuning.decode_key_prefetch_rows) +
-         " decode_load_bytes=" + std::to_string(tuning.decode_load_bytes);
+         " decode_load_bytes=" + std::to_string(tuning.decode_load_bytes) +
+         " decode_interleave=" + std::to_string(tuning.decode_interleave);
 }
 
 }  // namespace detail

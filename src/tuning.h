@@ -36,6 +36,12 @@ struct Tuning {
   // order (arch/distance-inl.h DirectDotLoads), and every weighted sum is
   // one chain per output.
   size_t decode_load_bytes;
+  // 1: a decode of one query over float or double keys and values one
+  // stride apart computes the next key block's scores beside this block's
+  // weighted sum, a key row and a value row each step (two streams); 0:
+  // decode_stretch blocks of scores, then their values. No result changes
+  // by it: the scores and each output's chain are the same operations.
+  size_t decode_interleave;
 };
 
 // The profile the next call runs with: the forced one (force_tuning,
