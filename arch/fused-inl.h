@@ -389,18 +389,69 @@ struct StridedDots {
   }
 };
 
-// scores[k] = query · key (j + k) for k < count, the keys narrow rows read
-// in place and widened in registers (int8: times the row's scale, as
-// WidenRow does, so that every path sees the same float keys). With
+// scores[k] = query · key (j + k) for k < count, the keys narrow rows of E
+// read in place and widened in registers (int8: times the row's scale, as
+// WidenRow does, so that every path sees the same float keys), called per
+// key (NarrowDots; or beside a weighted sum: NarrowWeightedSum). With
 // `ahead_limit` (rows one stride apart), the row kPrefetchRows ahead is
 // prefetched beside each, below that row: bf16 and f16 decode 1.2-1.6x
 // faster (Zen 5, W5n). Given `values` (the `value_bytes` of key j's value
 // row, rows `value_stride` bytes apart; an int8 cache's only), a key's
 // value row is prefetched beside it too, for the weighted sum after the
-// stretch: int8 decode 1.17x faster, and 1.08x more with its keys ahead, which
-// without the values cost it a third (Zen 5, W5n; bf16 and f16 values lost
-// 10-13% so). Not inlined, nor is NarrowWeightedSum: in FusedAccumulate's body
-// they cost float decode 5-15% (Zen 5, W5).
+// stretch: int8 decode 1.17x faster, and 1.08x more with its keys ahead,
+// which without the values cost it a third (Zen 5, W5n; bf16 and f16
+// values lost 10-13% so).
+template <typename E>
+struct NarrowKeyDots {
+  const detail::RowList<float>& keys;
+  size_t j, count;
+  const float* HWY_RESTRICT query;
+  float* HWY_RESTRICT scores;
+  size_t ahead_limit = 0;
+  const char* values = nullptr;
+  size_t value_stride = 0, value_bytes = 0;
+
+  HWY_INLINE void operator()(size_t k) const {
+    if (k >= count) return;
+    const hn::ScalableTag<float> d;
+    const size_t N = hn::Lanes(d), depth = keys.cols;
+    constexpr bool kScaled = std::is_same<E, int8_t>::value;
+    const E* HWY_RESTRICT key = keys.template narrow_row<E>(j + k);
+    if (j + k + kPrefetchRows < ahead_limit) {
+      // A line per 64 bytes from the row's start, written out here: the
+      // same loop as a helper function cost the float decode 5%.
+      const char* row =
+          reinterpret_cast<const char*>(key + kPrefetchRows * keys.stride);
+      for (size_t byte = 0; byte < depth * sizeof(E); byte += 64) {
+        hwy::Prefetch(row + byte);
+      }
+    }
+    for (size_t byte = 0; byte < value_bytes; byte += 64) {
+      hwy::Prefetch(values + k * value_stride + byte);
+    }
+    const auto scale = hn::Set(d, kScaled ? keys.scale(j + k) : 1.0f);
+    const auto load = [&](size_t p, size_t left) {
+      const auto widened =
+          left == N ? LoadWide(d, key + p) : LoadWidePrefix(d, key + p, left);
+      return kScaled ? hn::Mul(scale, widened) : widened;
+    };
+    auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+    size_t p = 0;
+    for (; p + 2 * N <= depth; p += 2 * N) {
+      sum0 = hn::MulAdd(hn::LoadU(d, query + p), load(p, N), sum0);
+      sum1 = hn::MulAdd(hn::LoadU(d, query + p + N), load(p + N, N), sum1);
+    }
+    for (; p < depth; p += N) {
+      const size_t left = std::min(N, depth - p);
+      sum0 = hn::MulAdd(LoadPrefix(d, query + p, left), load(p, left), sum0);
+    }
+    scores[k] = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+  }
+};
+
+// NarrowKeyDots over keys [j, j + count). Not inlined, nor is
+// NarrowWeightedSum: in FusedAccumulate's body they cost float decode
+// 5-15% (Zen 5, W5).
 template <typename T>
 HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
                              size_t count, const T* HWY_RESTRICT query,
@@ -408,46 +459,95 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
                              const char* values = nullptr,
                              size_t value_stride = 0, size_t value_bytes = 0) {
   if constexpr (std::is_same<T, float>::value) {
-    const hn::ScalableTag<float> d;
-    const size_t N = hn::Lanes(d), depth = keys.cols;
     VisitNarrow(keys.element, [&](auto tag) {
-      using E = decltype(tag);
-      constexpr bool kScaled = std::is_same<E, int8_t>::value;
-      const size_t ahead = kPrefetchRows;
-      for (size_t k = 0; k < count; ++k) {
-        const E* HWY_RESTRICT key = keys.template narrow_row<E>(j + k);
-        if (j + k + ahead < ahead_limit) {
-          // A line per 64 bytes from the row's start, written out here: the
-          // same loop as a helper function cost the float decode 5%.
-          const char* row =
-              reinterpret_cast<const char*>(key + ahead * keys.stride);
-          for (size_t byte = 0; byte < depth * sizeof(E); byte += 64) {
-            hwy::Prefetch(row + byte);
-          }
-        }
-        for (size_t byte = 0; byte < value_bytes; byte += 64) {
-          hwy::Prefetch(values + k * value_stride + byte);
-        }
-        const auto scale = hn::Set(d, kScaled ? keys.scale(j + k) : 1.0f);
-        const auto load = [&](size_t p, size_t left) {
-          const auto widened = left == N ? LoadWide(d, key + p)
-                                         : LoadWidePrefix(d, key + p, left);
-          return kScaled ? hn::Mul(scale, widened) : widened;
-        };
-        auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
-        size_t p = 0;
-        for (; p + 2 * N <= depth; p += 2 * N) {
-          sum0 = hn::MulAdd(hn::LoadU(d, query + p), load(p, N), sum0);
-          sum1 = hn::MulAdd(hn::LoadU(d, query + p + N), load(p + N, N), sum1);
-        }
-        for (; p < depth; p += N) {
-          const size_t left = std::min(N, depth - p);
-          sum0 =
-              hn::MulAdd(LoadPrefix(d, query + p, left), load(p, left), sum0);
-        }
-        scores[k] = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
-      }
+      const NarrowKeyDots<decltype(tag)> dots{
+          keys,        j,      count,        query,      scores,
+          ahead_limit, values, value_stride, value_bytes};
+      for (size_t k = 0; k < count; ++k) dots(k);
     });
+  }
+}
+
+// Keys whose dots a narrow weighted sum computes beside its values, one
+// key a value row (NarrowWeightedSum): keys [first, first + count) of
+// `keys`, of the values' element type, into `scores`, prefetched below
+// `ahead_limit` as NarrowKeyDots does.
+template <typename T>
+struct KeysBeside {
+  const detail::RowList<T>* keys = nullptr;
+  size_t first = 0, count = 0, ahead_limit = 0;
+  const T* query = nullptr;
+  T* scores = nullptr;
+};
+
+// NarrowWeightedSum for values of E, beside(j) run with value row j's
+// first multiply-adds.
+template <typename E, class Beside>
+HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
+                                    const detail::RowList<float>& values,
+                                    size_t at, const MatrixView<float>& sums,
+                                    size_t ahead_limit, const Beside& beside) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d), columns = values.cols;
+  constexpr bool kScaled = std::is_same<E, int8_t>::value;
+  // Value row j's `left` ≤ N columns from c, widened (and scaled).
+  const auto value = [&](size_t j, size_t c, size_t left) {
+    const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
+    const auto widened = left == N   ? LoadWide(d, row + c)
+                         : left == 0 ? hn::Zero(d)
+                                     : LoadWidePrefix(d, row + c, left);
+    return kScaled ? hn::Mul(hn::Set(d, values.scale(at + j)), widened)
+                   : widened;
+  };
+  // Rows one stride apart of 2-byte values: the row kPrefetchRows ahead,
+  // below `ahead_limit`, prefetched beside each (bf16 decode 1.06x, f16
+  // 1.10x faster, Zen 5, W5n; an int8 cache's values are prefetched
+  // beside their keys).
+  const bool prefetch = values.strided() && sizeof(E) == 2;
+  const auto prefetch_ahead = [&](size_t r, size_t j) {
+    if (!prefetch || r != 0 || at + j + kPrefetchRows >= ahead_limit) {
+      return;
+    }
+    PrefetchLines(reinterpret_cast<const char*>(
+                      values.template narrow_row<E>(at + j + kPrefetchRows)),
+                  columns * sizeof(E));
+  };
+  for (size_t r = 0; r < weights.rows; ++r) {
+    const float* HWY_RESTRICT w = weights.row(r);
+    float* HWY_RESTRICT out = sums.row(r);
+    size_t c = 0;
+    // Four whole vectors at a time, in registers.
+    for (; c + 4 * N <= columns; c += 4 * N) {
+      auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d),
+           a3 = hn::Zero(d);
+      for (size_t j = 0; j < weights.cols; ++j) {
+        if (c == 0) {
+          prefetch_ahead(r, j);
+          if (r == 0) beside(j);
+        }
+        const auto weight = hn::Set(d, w[j]);
+        a0 = hn::MulAdd(weight, value(j, c, N), a0);
+        a1 = hn::MulAdd(weight, value(j, c + N, N), a1);
+        a2 = hn::MulAdd(weight, value(j, c + 2 * N, N), a2);
+        a3 = hn::MulAdd(weight, value(j, c + 3 * N, N), a3);
+      }
+      hn::Store(a0, d, out + c);
+      hn::Store(a1, d, out + c + N);
+      hn::Store(a2, d, out + c + 2 * N);
+      hn::Store(a3, d, out + c + 3 * N);
+    }
+    for (; c < sums.cols; c += N) {
+      const size_t left = c < columns ? std::min(N, columns - c) : 0;
+      auto acc = hn::Zero(d);
+      for (size_t j = 0; j < weights.cols; ++j) {
+        if (c == 0) {  // (rows under 4 vectors)
+          prefetch_ahead(r, j);
+          if (r == 0) beside(j);
+        }
+        acc = hn::MulAdd(hn::Set(d, w[j]), value(j, c, left), acc);
+      }
+      hn::Store(acc, d, out + c);
+    }
   }
 }
 
@@ -456,71 +556,27 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
 // (int8: times the row's scale first, as WidenRow does): per output one
 // multiply-add chain in key order from 0, as wsum::WeightedSumRows runs it,
 // so the sums are bitwise those of the widened rows. Columns past
-// values.cols (to sums.cols, whole vectors) get 0·weight.
+// values.cols (to sums.cols, whole vectors) get 0·weight. With `beside`,
+// the dots of its keys are computed in the first pass over the values, a
+// key row beside each value row (then any past the weights' columns).
 template <typename T>
 HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
                                     const detail::RowList<T>& values, size_t at,
                                     const MatrixView<T>& sums,
-                                    size_t ahead_limit) {
+                                    size_t ahead_limit,
+                                    const KeysBeside<T>& beside = {}) {
   if constexpr (std::is_same<T, float>::value) {
-    const hn::ScalableTag<float> d;
-    const size_t N = hn::Lanes(d), columns = values.cols;
     VisitNarrow(values.element, [&](auto tag) {
       using E = decltype(tag);
-      constexpr bool kScaled = std::is_same<E, int8_t>::value;
-      // Value row j's `left` ≤ N columns from c, widened (and scaled).
-      const auto value = [&](size_t j, size_t c, size_t left) {
-        const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
-        const auto widened = left == N   ? LoadWide(d, row + c)
-                             : left == 0 ? hn::Zero(d)
-                                         : LoadWidePrefix(d, row + c, left);
-        return kScaled ? hn::Mul(hn::Set(d, values.scale(at + j)), widened)
-                       : widened;
-      };
-      // Rows one stride apart of 2-byte values: the row kPrefetchRows ahead,
-      // below `ahead_limit`, prefetched beside each (bf16 decode 1.06x, f16
-      // 1.10x faster, Zen 5, W5n; an int8 cache's values are prefetched
-      // beside their keys).
-      const bool prefetch = values.strided() && sizeof(E) == 2;
-      const auto prefetch_ahead = [&](size_t r, size_t j) {
-        if (!prefetch || r != 0 || at + j + kPrefetchRows >= ahead_limit) {
-          return;
-        }
-        PrefetchLines(
-            reinterpret_cast<const char*>(
-                values.template narrow_row<E>(at + j + kPrefetchRows)),
-            columns * sizeof(E));
-      };
-      for (size_t r = 0; r < weights.rows; ++r) {
-        const float* HWY_RESTRICT w = weights.row(r);
-        float* HWY_RESTRICT out = sums.row(r);
-        size_t c = 0;
-        // Four whole vectors at a time, in registers.
-        for (; c + 4 * N <= columns; c += 4 * N) {
-          auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d),
-               a3 = hn::Zero(d);
-          for (size_t j = 0; j < weights.cols; ++j) {
-            if (c == 0) prefetch_ahead(r, j);
-            const auto weight = hn::Set(d, w[j]);
-            a0 = hn::MulAdd(weight, value(j, c, N), a0);
-            a1 = hn::MulAdd(weight, value(j, c + N, N), a1);
-            a2 = hn::MulAdd(weight, value(j, c + 2 * N, N), a2);
-            a3 = hn::MulAdd(weight, value(j, c + 3 * N, N), a3);
-          }
-          hn::Store(a0, d, out + c);
-          hn::Store(a1, d, out + c + N);
-          hn::Store(a2, d, out + c + 2 * N);
-          hn::Store(a3, d, out + c + 3 * N);
-        }
-        for (; c < sums.cols; c += N) {
-          const size_t left = c < columns ? std::min(N, columns - c) : 0;
-          auto acc = hn::Zero(d);
-          for (size_t j = 0; j < weights.cols; ++j) {
-            if (c == 0) prefetch_ahead(r, j);  // (rows under 4 vectors)
-            acc = hn::MulAdd(hn::Set(d, w[j]), value(j, c, left), acc);
-          }
-          hn::Store(acc, d, out + c);
-        }
+      if (beside.keys != nullptr) {
+        const NarrowKeyDots<E> dots{*beside.keys,  beside.first,
+                                    beside.count,  beside.query,
+                                    beside.scores, beside.ahead_limit};
+        NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit, dots);
+        for (size_t k = weights.cols; k < beside.count; ++k) dots(k);
+      } else {
+        NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
+                               wsum::NothingBeside());
       }
     });
   }
@@ -619,20 +675,26 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
                           std::min(limits[r], start + count * key_block)};
   };
   const size_t spread = steps == 0 ? 0 : highest - lowest;
-  // The tuning's decode_interleave: one query over float keys and values
-  // one stride apart, its values read in place (whole vectors), computes
-  // step s + 1's scores beside step s's weighted sum, a key row and a value
-  // row in each step of that loop (two streams), into the other half of a
-  // double buffer of scores. The operations, and so the bits, are those of
-  // the passes one after the other. Zen 4, W5, paired runs: 0.86-0.89 →
-  // 0.93-0.94 of a plain read of the same bytes at one thread, 0.92-0.95 →
-  // 0.94-0.97 at two.
-  const bool interleave = plan.tuning.decode_interleave != 0 &&
-                          plan.path == detail::FusedPath::decode && rows == 1 &&
-                          plan.keys.strided() && plan.values.strided() &&
-                          !plan.keys.is_narrow() && !plan.values.is_narrow() &&
-                          columns > 0 && columns % N == 0 &&
-                          mode != RowMode::argmax;
+  // The tuning's decode_interleave: one query over keys and values one
+  // stride apart computes step s + 1's scores beside step s's weighted sum,
+  // a key row and a value row in each step of that loop (two streams), into
+  // the other half of a double buffer of scores. The operations, and so the
+  // bits, are those of the passes one after the other. Float keys and
+  // values read in place (whole vectors): W5 0.86-0.89 → 0.93-0.94 of a
+  // plain read of the same bytes at one thread, 0.92-0.95 → 0.94-0.97 at
+  // two; keys and values both bf16 or both f16, their keys prefetched only
+  // where the tuning prefetches float keys: W5n bf16 1.07-1.10x faster at
+  // one thread, the same at two; not int8 (1.00x at one thread, 0.97x at
+  // two). Zen 4, paired runs.
+  const bool interleave =
+      plan.tuning.decode_interleave != 0 &&
+      plan.path == detail::FusedPath::decode && rows == 1 &&
+      plan.keys.strided() && plan.values.strided() && columns > 0 &&
+      mode != RowMode::argmax &&
+      (plan.keys.is_narrow()
+           ? plan.values.element == plan.keys.element &&
+                 kElementTypes[int(plan.keys.element)].bytes == 2
+           : !plan.values.is_narrow() && columns % N == 0);
   // Decoding strided rows, the scores of the tuning's decode_stretch blocks
   // are computed at once (one stream of keys, then one of values; longer
   // streams keep the hardware prefetchers ahead, and a narrow cache's rows
@@ -842,8 +904,22 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     const ConstMatrixView<T> weights(at_scores, rows, at_count, score_stride);
     const MatrixView<T> sums(block_sum, rows, padded_columns);
     ConstMatrixView<T> block_values;
+    // Interleaving, the next step's keys, whose dots the weighted sum
+    // computes beside its values.
+    detail::KeyRun next{0, 0};
+    T* HWY_RESTRICT next_scores = nullptr;
+    if (interleave && step + 1 < steps) {
+      next = row_keys(0, step + 1, 1);
+      next_scores = scores_next + (next.start - next.start / width * width);
+      scored_step = step + 1;
+    }
     if (plan.values.is_narrow() && plan.path == detail::FusedPath::decode) {
-      NarrowWeightedSum(weights, plan.values, at, sums, widest);
+      NarrowWeightedSum(
+          weights, plan.values, at, sums, widest,
+          KeysBeside<T>{next_scores != nullptr ? &plan.keys : nullptr,
+                        next.start, next.limit - next.start,
+                        plan.tuning.decode_key_prefetch_rows != 0 ? widest : 0,
+                        plan.queries.row(row_begin), next_scores});
     } else if (copy_values) {
       block_values = copy_block();
       wsum::WeightedSumRows(
@@ -859,14 +935,12 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         const size_t run = plan.values.Run(at + j, at_count - j);
         const T* HWY_RESTRICT weight_row = at_scores + j;
         const T* HWY_RESTRICT value_rows = plan.values.row(at + j);
-        if (interleave && step + 1 < steps) {
+        if (next_scores != nullptr) {
           // (Strided values: one run.) The next step's keys beside these
           // values; any past this block's count after them.
-          const auto next = row_keys(0, step + 1, 1);
-          const size_t next_origin = next.start / width * width;
-          const StridedDots<decltype(d)> dots = decode_dots(
-              plan.queries.row(row_begin), next.start, next.limit - next.start,
-              true, scores_next + (next.start - next_origin));
+          const StridedDots<decltype(d)> dots =
+              decode_dots(plan.queries.row(row_begin), next.start,
+                          next.limit - next.start, true, next_scores);
           if (plan.tuning.decode_load_bytes == 32) {
             wsum::WeightedSumRow(hn::CappedTag<T, 32 / sizeof(T)>(), weight_row,
                                  value_rows, plan.values.stride, run, columns,
@@ -876,7 +950,6 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
                                  run, columns, block_sum, j != 0, dots);
           }
           for (size_t k = run; k < dots.count; ++k) dots(k);
-          scored_step = step + 1;
         } else if (one_row && plan.tuning.decode_load_bytes == 32) {
           wsum::WeightedSumRow(hn::CappedTag<T, 32 / sizeof(T)>(), weight_row,
                                value_rows, plan.values.stride, run, columns,

@@ -548,7 +548,8 @@ void NeverReadCase() {
   const size_t m = 2000, readable = 700;
   const Shape shapes[] = {{"small-depth", 9, m, 2, 3},
                           {"tiles", 30, m, 24, 16},
-                          {"decode", 2, m, 64, 64}};
+                          {"decode", 2, m, 64, 64},
+                          {"decode (one query)", 1, m, 64, 64}};
   for (const Shape& shape : shapes) {
     INFO(shape.path);
     const size_t n = shape.n, d = shape.d, dv = shape.dv;
