@@ -36,11 +36,12 @@ struct Tuning {
   // order (arch/distance-inl.h DirectDotLoads), and every weighted sum is
   // one chain per output.
   size_t decode_load_bytes;
-  // 1: a decode of one query over float or double keys and values one
-  // stride apart computes the next key block's scores beside this block's
-  // weighted sum, a key row and a value row each step (two streams); 0:
-  // decode_stretch blocks of scores, then their values. No result changes
-  // by it: the scores and each output's chain are the same operations.
+  // 1: a decode of one query over keys and values one stride apart (float
+  // or double, or both bf16 or both f16) computes the next key block's
+  // scores beside this block's weighted sum, a key row and a value row each
+  // step (two streams); 0: decode_stretch blocks of scores, then their
+  // values. No result changes by it: the scores and each output's chain
+  // are the same operations (arch/fused-inl.h says where it applies).
   size_t decode_interleave;
 };
 
