@@ -746,7 +746,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // ahead prefetched if `ahead` (never past the keys a row sees).
   const auto decode_dots = [&](const T* HWY_RESTRICT query, size_t first,
                                size_t count, bool ahead, T* HWY_RESTRICT out) {
-    return StridedDots<decltype(d)>{
+    return StridedDots<hn::ScalableTag<T>>{
         d,
         plan.tuning.decode_load_bytes,
         query,
@@ -799,7 +799,19 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       // Decode (few queries, dot): the keys the row sees read in place, once,
       // a stretch at a time.
       RowPrefetcher<T> keys_ahead(plan.keys), values_here(plan.values);
-      for (size_t r = 0; r < rows; ++r) {
+      // Rows that see the same keys (a decode's query heads that share a
+      // key head) take each float key row once, all their dots in turn: the
+      // keys are read from memory once, not once per row, and each dot is
+      // the one a row alone would compute.
+      const auto first_keys = row_keys(0, step, stretch / key_block);
+      bool shared =
+          rows > 1 && rows <= detail::kDecodeRows && !plan.keys.is_narrow();
+      for (size_t r = 1; shared && r < rows; ++r) {
+        const auto keys = row_keys(r, step, stretch / key_block);
+        shared =
+            keys.start == first_keys.start && keys.limit == first_keys.limit;
+      }
+      for (size_t r = 0; r < (shared ? 1 : rows); ++r) {
         const T* HWY_RESTRICT query = plan.queries.row(row_begin + r);
         const auto keys = row_keys(r, step, stretch / key_block);
         if (keys.start == keys.limit) continue;  // (before `origin`)
@@ -848,8 +860,16 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
             j += run;
             continue;
           }
-          const StridedDots<decltype(d)> dots =
+          const StridedDots<hn::ScalableTag<T>> dots =
               decode_dots(query, key + j, run, prefetch_ahead, row_scores + j);
+          // The other rows' dots when shared (no prefetches of their own).
+          StridedDots<hn::ScalableTag<T>> others[detail::kDecodeRows - 1];
+          const size_t other_rows = shared ? rows - 1 : 0;
+          for (size_t o = 0; o < other_rows; ++o) {
+            others[o] =
+                decode_dots(plan.queries.row(row_begin + 1 + o), key + j, run,
+                            false, row_scores + (1 + o) * score_stride + j);
+          }
           for (size_t k = 0; k < run; ++k) {
             if (prefetch) {
               const size_t ahead = key + j + k + kPrefetchRows;
@@ -857,6 +877,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
               PrefetchRows(plan.values, key + j + k, 1);
             }
             dots(k);
+            for (size_t o = 0; o < other_rows; ++o) others[o](k);
           }
           j += run;
         }
@@ -938,7 +959,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
         if (next_scores != nullptr) {
           // (Strided values: one run.) The next step's keys beside these
           // values; any past this block's count after them.
-          const StridedDots<decltype(d)> dots =
+          const StridedDots<hn::ScalableTag<T>> dots =
               decode_dots(plan.queries.row(row_begin), next.start,
                           next.limit - next.start, true, next_scores);
           if (plan.tuning.decode_load_bytes == 32) {

@@ -54,6 +54,11 @@ T AdvanceSoftmax(T* max, T* sum, T new_max, T block_sum) {
   return rescale;
 }
 
+// Queries up to which dot-product attention takes the decode path
+// (src/fused.cc); scaled_dot_product_attention gives a decode's query heads
+// that share a key head to one call, this many at a time (src/attention.cc).
+constexpr size_t kDecodeRows = 4;
+
 // The fused kernel's paths. src/fused.cc chooses one per call
 // (ChooseFusedPath, the only place) and reports it (last_fused_path(),
 // pool.h); FusedAccumulate runs it.

@@ -543,6 +543,42 @@ void W5(int threads) {
     Report("W5m", "attnpool_decode_valid_m/8", threads, "GB/s", gigabytes / 8,
            masked, note);
   }
+  // W5g: grouped-query decode: 32 query heads, four to each of W5's key
+  // heads, in one call (scaled_dot_product_attention runs a key head's
+  // query heads as one call's rows), against the same heads a call each.
+  {
+    const size_t query_heads = 4 * heads;
+    const auto grouped_q = Normal(query_heads * d, 1, 12);
+    std::vector<float> grouped_out(query_heads * d);
+    const Timing grouped = Time([&] {
+      attnpool::scaled_dot_product_attention(
+          attnpool::dense_tensor<const float>(grouped_q.data(), 1, query_heads,
+                                              1, d),
+          attnpool::dense_tensor<const float>(k.data(), 1, heads, m, d),
+          attnpool::dense_tensor<const float>(v.data(), 1, heads, m, d),
+          attnpool::dense_tensor(grouped_out.data(), 1, query_heads, 1, d), {},
+          {}, attnpool::EmptyRows::nan, {threads});
+    });
+    std::snprintf(note, sizeof note, "%.2f ms, %.2f of W5's time",
+                  grouped.median() * 1e3, grouped.median() / ours.median());
+    Report("W5g", "attnpool_decode_32_heads_over_8", threads, "GB/s", gigabytes,
+           grouped, note);
+    const Timing apart = Time([&] {
+      for (size_t h = 0; h < query_heads; ++h) {
+        attnpool::scaled_dot_product_attention(
+            attnpool::dense_tensor<const float>(grouped_q.data() + h * d, 1, 1,
+                                                1, d),
+            attnpool::dense_tensor<const float>(k.data() + h / 4 * m * d, 1, 1,
+                                                m, d),
+            attnpool::dense_tensor<const float>(v.data() + h / 4 * m * d, 1, 1,
+                                                m, d),
+            attnpool::dense_tensor(grouped_out.data() + h * d, 1, 1, 1, d), {},
+            {}, attnpool::EmptyRows::nan, {threads});
+      }
+    });
+    Report("W5g", "attnpool_decode_a_call_per_head", threads, "GB/s", gigabytes,
+           apart, "the same heads, 32 calls");
+  }
 #if ATTNPOOL_BENCH_OPENBLAS
   SetBlasThreads(threads);
   std::vector<float> scores(m);
@@ -1152,6 +1188,12 @@ void Summary(const std::vector<int>& thread_counts) {
        1.0,
        "W5"},
       {"W5m", "attnpool_decode_valid_m/8", {}, "read_same_bytes", 1.0, "W5"},
+      {"W5g",
+       "attnpool_decode_32_heads_over_8",
+       {"attnpool_decode_a_call_per_head"},
+       "read_same_bytes",
+       1.0,
+       "W5"},
       {"W2n",
        "attnpool_sdpa_bfloat16",
        {"attnpool_sdpa_float"},

@@ -6,6 +6,7 @@
 #include <attnpool/pool.h>
 #include <attnpool/weighted_sum.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "arch/convert.h"
+#include "arch/fused.h"
 #include "src/aligned_buffer.h"
 #include "src/attention_checks.h"
 #include "src/dispatch.h"
@@ -45,6 +47,26 @@ MatrixView<U> RowRange(MatrixView<U> view, size_t begin, size_t end) {
   return {view.data + begin * view.stride, end - begin, view.cols, view.stride};
 }
 
+// Whether queries at positions causal_offset + [0, rows) over m keys see
+// the same keys under `mask`'s causal limit and window: none binds there.
+template <typename T>
+bool PositionsAlike(const AttentionMask<T>& mask, size_t m, size_t rows) {
+  const std::ptrdiff_t offset = mask.causal_offset;
+  const std::ptrdiff_t last = std::ptrdiff_t(m) - 1;
+  // (Offsets this far from 0 are never grouped: no overflow below.)
+  const std::ptrdiff_t far = std::numeric_limits<std::ptrdiff_t>::max() / 4;
+  if (offset > far || offset < -far) return false;
+  // Every position sees key 0 (left side) and key m − 1 (causal, right).
+  const std::ptrdiff_t highest = offset + std::ptrdiff_t(rows) - 1;
+  const auto reaches = [](const std::optional<size_t>& side,
+                          std::ptrdiff_t need) {
+    return !side || need <= 0 || *side >= size_t(need);
+  };
+  return (!mask.causal || offset >= last) &&
+         reaches(mask.window_left, highest) &&
+         reaches(mask.window_right, last - offset);
+}
+
 // The heads of a checked call, one fused pooling each; KV: a tensor of T,
 // or ElementTensor (T = float).
 template <typename T, typename KV>
@@ -55,23 +77,52 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
              const ElementTensor* bf16_queries = nullptr) {
   const PoolSpec spec = SdpaSpec(scale, empty_rows);
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
-  // Per-batch valid lengths as per-query arrays, one per batch entry.
-  std::vector<std::vector<size_t>> lengths(shape.batch);
+  // A decode's query heads that share a key head, up to kDecodeRows of them,
+  // are one call whose rows lie a head apart: the keys and values are read
+  // once for them, not once per head. A row's result does not depend on the
+  // rows beside it in a call (arch/fused-inl.h), so the outputs are those
+  // of a call per head where the rows' masks are the heads': not where they
+  // differ per head (ALiBi slopes, sinks, bias or visibility per head), nor
+  // where a mask that depends on the query's position binds (row r of a
+  // call is at position causal_offset + r), nor for bf16 queries.
+  const bool shared_mask = mask.alibi_slopes == nullptr &&
+                           mask.sinks == nullptr && mask.bias.data == nullptr &&
+                           mask.visible.data == nullptr &&
+                           PositionsAlike(mask, shape.m, detail::kDecodeRows);
+  const size_t together = shape.n == 1 && shared_mask && bf16_queries == nullptr
+                              ? std::min(group, detail::kDecodeRows)
+                              : 1;
+  // Valid lengths as per-query arrays, one per call.
+  std::vector<std::vector<size_t>> lengths(shape.batch * shape.heads);
   std::vector<detail::PoolCall<T>> calls;
   calls.reserve(shape.batch * shape.heads);
   for (size_t b = 0; b < shape.batch; ++b) {
-    for (size_t h = 0; h < shape.heads; ++h) {
-      calls.push_back({queries.matrix(b, h),
+    for (size_t h = 0; h < shape.heads;) {
+      // Heads [h, h + count) of key head h / group.
+      const size_t count = std::min(together, (h / group + 1) * group - h);
+      std::vector<size_t>& call_lengths = lengths[calls.size()];
+      Mask<T> call_mask = detail::HeadMask(mask, b, h, shape.n, call_lengths);
+      if (call_mask.valid_lengths != nullptr && count > 1) {
+        call_lengths.assign(count, call_mask.valid_lengths[0]);
+        call_mask.valid_lengths = call_lengths.data();
+      }
+      const auto rows = [&](auto view, size_t head_stride) {
+        view.rows = count * shape.n;  // (count > 1: one query a head)
+        if (count > 1) view.stride = head_stride;
+        return view;
+      };
+      calls.push_back({rows(queries.matrix(b, h), queries.head_stride),
                        detail::RowList<T>(keys.matrix(b, h / group)),
                        detail::RowList<T>(values.matrix(b, h / group)),
-                       out.matrix(b, h),
-                       detail::HeadMask(mask, b, h, shape.n, lengths[b]),
+                       rows(out.matrix(b, h), out.head_stride),
+                       call_mask,
                        {}});
       if (bf16_queries != nullptr) {
         calls.back().bf16_queries = {
             static_cast<const uint16_t*>(bf16_queries->matrix(b, h).data),
             bf16_queries->row_stride};
       }
+      h += count;
     }
   }
   // The heads' query blocks in one parallel loop.

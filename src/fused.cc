@@ -45,8 +45,6 @@ constexpr size_t kWindowTiles = 2;
 // do not either.
 constexpr size_t kSplitBelowRowCalls = 4;
 constexpr size_t kMinChunkKeys = 4096;
-// Queries up to which dot-product attention takes the decode path.
-constexpr size_t kDecodeRows = 4;
 constexpr size_t kMaxChunks = 16;
 
 // Merges state `part` (keys after those of `into`) into `into`, row by row:
@@ -235,7 +233,7 @@ detail::FusedPath ChooseFusedPath(const PoolSpec& spec,
       mask.visible.data == nullptr && !detail::HasVisibleStart(mask) &&
       !detail::AdjustsScores(mask);
   if (!small_depth) {
-    return queries.rows <= kDecodeRows && spec.distance == Distance::dot
+    return queries.rows <= detail::kDecodeRows && spec.distance == Distance::dot
                ? detail::FusedPath::decode
                : detail::FusedPath::tile;
   }

@@ -483,6 +483,88 @@ ATTNPOOL_TEST_EACH_TARGET(TuningBitsDouble, "attention.tuning_bits.double",
   TuningBitsSweep<double>();
 }
 
+// ------------------------------------------------- grouped decode
+
+// Decode over grouped heads (one query a head; 2, 4, 6 and 8 query heads a
+// key head, which scaled_dot_product_attention runs up to four heads a
+// call): bitwise the same call with each key head repeated for its query
+// heads (a call a head), under masks every head shares; values read in
+// place (dv whole vectors) and copied.
+template <typename T>
+void GroupedDecode() {
+  std::mt19937_64 rng(kSeed + 64);
+  INFO("seed " << kSeed + 64);
+  const size_t batch = 2, kv_heads = 2, m = 1300, dk = 40;
+  const std::vector<size_t> per_batch = {m - 100, 700}, per_query = {900, m};
+  for (size_t group : {2, 4, 6, 8}) {
+    for (size_t dv : {24, 64}) {
+      for (bool interleaved : {false, true}) {
+        const size_t heads = kv_heads * group;
+        const SdpaInputs<T> inputs({batch, heads, kv_heads, 1, m, dk, dv},
+                                   interleaved, rng);
+        Tensor<T> keys(batch, heads, m, dk, interleaved),
+            values(batch, heads, m, dv, interleaved);
+        for (size_t b = 0; b < batch; ++b) {
+          for (size_t h = 0; h < heads; ++h) {
+            for (size_t j = 0; j < m; ++j) {
+              for (size_t c = 0; c < dk; ++c) {
+                keys(b, h, j, c) = inputs.keys(b, h / group, j, c);
+              }
+              for (size_t c = 0; c < dv; ++c) {
+                values(b, h, j, c) = inputs.values(b, h / group, j, c);
+              }
+            }
+          }
+        }
+        // Grouped under the first three (their windows bind no query);
+        // with a window that binds, a call a head.
+        AttentionMask<T> lengths, each_query, adjusted, window;
+        lengths.valid_lengths = per_batch.data();
+        each_query.valid_lengths = per_query.data();
+        each_query.lengths_per_query = true;
+        adjusted.causal = true;
+        adjusted.causal_offset = std::ptrdiff_t(m - 1);
+        adjusted.window_left = m + 8;
+        adjusted.window_right = 0;
+        adjusted.softcap = T(5);
+        window = adjusted;
+        window.window_left = 600;
+        const std::pair<const AttentionMask<T>*, const char*> masks[] = {
+            {&lengths, "valid lengths"},
+            {&each_query, "lengths per query"},
+            {&adjusted, "causal, wide window, soft cap"},
+            {&window, "causal, window of 600, soft cap"}};
+        for (const auto& [mask, name] : masks) {
+          INFO("group " << group << " dv " << dv
+                        << (interleaved ? " interleaved, " : " dense, ")
+                        << name);
+          Tensor<T> grouped(batch, heads, 1, dv, interleaved),
+              repeated(batch, heads, 1, dv, interleaved);
+          attnpool::scaled_dot_product_attention(
+              inputs.queries.view(), inputs.keys.view(), inputs.values.view(),
+              grouped.view(), *mask);
+          RequireRanOnTarget();
+          attnpool::scaled_dot_product_attention(inputs.queries.view(),
+                                                 keys.view(), values.view(),
+                                                 repeated.view(), *mask);
+          REQUIRE(std::memcmp(grouped.storage().data(),
+                              repeated.storage().data(),
+                              grouped.storage().size() * sizeof(T)) == 0);
+          REQUIRE(grouped.CanariesIntact());
+        }
+      }
+    }
+  }
+}
+ATTNPOOL_TEST_EACH_TARGET(GroupedDecodeFloat, "attention.grouped_decode.float",
+                          "[attention]") {
+  GroupedDecode<float>();
+}
+ATTNPOOL_TEST_EACH_TARGET(GroupedDecodeDouble,
+                          "attention.grouped_decode.double", "[attention]") {
+  GroupedDecode<double>();
+}
+
 // ------------------------------------------------- packed sequences
 
 // Rows [begin, end) of every head of a (1, H, rows, cols) view.
