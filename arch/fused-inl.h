@@ -449,21 +449,37 @@ struct NarrowKeyDots {
   }
 };
 
-// NarrowKeyDots over keys [j, j + count). Not inlined, nor is
-// NarrowWeightedSum: in FusedAccumulate's body they cost float decode
-// 5-15% (Zen 5, W5).
+// NarrowKeyDots over keys [j, j + count), for `rows` queries (at most
+// kDecodeRows) `query_stride` apart, their scores `score_stride` apart:
+// each key row read once for all of them (the prefetches beside the
+// first's). Not inlined, nor is NarrowWeightedSum: in FusedAccumulate's
+// body they cost float decode 5-15% (Zen 5, W5).
 template <typename T>
 HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
-                             size_t count, const T* HWY_RESTRICT query,
-                             T* HWY_RESTRICT scores, size_t ahead_limit = 0,
+                             size_t count, size_t rows,
+                             const T* HWY_RESTRICT query, size_t query_stride,
+                             T* HWY_RESTRICT scores, size_t score_stride,
+                             size_t ahead_limit = 0,
                              const char* values = nullptr,
                              size_t value_stride = 0, size_t value_bytes = 0) {
   if constexpr (std::is_same<T, float>::value) {
     VisitNarrow(keys.element, [&](auto tag) {
-      const NarrowKeyDots<decltype(tag)> dots{
-          keys,        j,      count,        query,      scores,
-          ahead_limit, values, value_stride, value_bytes};
-      for (size_t k = 0; k < count; ++k) dots(k);
+      using Dots = NarrowKeyDots<decltype(tag)>;
+      const Dots first{keys,        j,      count,        query,      scores,
+                       ahead_limit, values, value_stride, value_bytes};
+      static_assert(detail::kDecodeRows == 4, "the rows written out here");
+      const auto row = [&](size_t r) {
+        return r < rows ? Dots{keys, j, count, query + r * query_stride,
+                               scores + r * score_stride}
+                        : Dots{keys, j, 0, query, scores};  // none
+      };
+      const Dots second = row(1), third = row(2), fourth = row(3);
+      for (size_t k = 0; k < count; ++k) {
+        first(k);
+        second(k);
+        third(k);
+        fourth(k);
+      }
     });
   }
 }
@@ -800,12 +816,11 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       // a stretch at a time.
       RowPrefetcher<T> keys_ahead(plan.keys), values_here(plan.values);
       // Rows that see the same keys (a decode's query heads that share a
-      // key head) take each float key row once, all their dots in turn: the
-      // keys are read from memory once, not once per row, and each dot is
-      // the one a row alone would compute.
+      // key head) take each key row once, all their dots in turn: the keys
+      // are read from memory once, not once per row, and each dot is the
+      // one a row alone would compute.
       const auto first_keys = row_keys(0, step, stretch / key_block);
-      bool shared =
-          rows > 1 && rows <= detail::kDecodeRows && !plan.keys.is_narrow();
+      bool shared = rows > 1 && rows <= detail::kDecodeRows;
       for (size_t r = 1; shared && r < rows; ++r) {
         const auto keys = row_keys(r, step, stretch / key_block);
         shared =
@@ -850,7 +865,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
             const bool int8_values = prefetch_ahead && plan.values.strided() &&
                                      plan.keys.element == ElementType::int8 &&
                                      plan.values.element == ElementType::int8;
-            NarrowDots(plan.keys, key + j, run, query, row_scores + j,
+            NarrowDots(plan.keys, key + j, run, shared ? rows : 1, query,
+                       plan.queries.stride, row_scores + j, score_stride,
                        prefetch_ahead ? widest : 0,
                        int8_values
                            ? static_cast<const char*>(plan.values.narrow) +

@@ -50,7 +50,7 @@ MatrixView<U> RowRange(MatrixView<U> view, size_t begin, size_t end) {
 // Whether queries at positions causal_offset + [0, rows) over m keys see
 // the same keys under `mask`'s causal limit and window: none binds there.
 template <typename T>
-bool PositionsAlike(const AttentionMask<T>& mask, size_t m, size_t rows) {
+bool PositionsAlike(const Mask<T>& mask, size_t m, size_t rows) {
   const std::ptrdiff_t offset = mask.causal_offset;
   const std::ptrdiff_t last = std::ptrdiff_t(m) - 1;
   // (Offsets this far from 0 are never grouped: no overflow below.)
@@ -67,6 +67,44 @@ bool PositionsAlike(const AttentionMask<T>& mask, size_t m, size_t rows) {
          reaches(mask.window_right, last - offset);
 }
 
+// A decode's query heads that share a key head, up to kDecodeRows of them,
+// are one call whose rows lie a head apart: the keys and values are read
+// once for them, not once per head. A row's result does not depend on the
+// rows beside it in a call (arch/fused-inl.h), so the outputs are those of
+// a call per head where the rows' masks are the heads'.
+//
+// How many heads from h on (h's key head's, `group` a key head) the call of
+// head h takes, `call` its mask: 1 unless it has one query (n = 1), its
+// heads' masks are alike (no ALiBi slopes, sinks, bias or visibility per
+// head) and no mask that depends on a query's position binds (row r sits
+// at position causal_offset + r), and the queries are not bf16.
+template <typename T>
+size_t HeadsInCall(const AttentionMask<T>& mask, const Mask<T>& call, size_t n,
+                   size_t m, size_t h, size_t group, bool bf16_queries) {
+  const bool alike = n == 1 && !bf16_queries && mask.alibi_slopes == nullptr &&
+                     mask.sinks == nullptr && call.bias.data == nullptr &&
+                     call.visible.data == nullptr &&
+                     PositionsAlike(call, m, detail::kDecodeRows);
+  return alike ? std::min(detail::kDecodeRows, (h / group + 1) * group - h) : 1;
+}
+
+// Head h's call (one query) made the call of heads [h, h + count): its
+// query and output rows a head apart, its valid length each row's (in
+// `lengths`).
+template <typename T>
+void TakeHeads(detail::PoolCall<T>& call, size_t count,
+               size_t query_head_stride, size_t out_head_stride,
+               std::vector<size_t>& lengths) {
+  if (count == 1) return;
+  call.queries.rows = call.out.rows = count;
+  call.queries.stride = query_head_stride;
+  call.out.stride = out_head_stride;
+  if (call.mask.valid_lengths != nullptr) {
+    lengths.assign(count, call.mask.valid_lengths[0]);
+    call.mask.valid_lengths = lengths.data();
+  }
+}
+
 // The heads of a checked call, one fused pooling each; KV: a tensor of T,
 // or ElementTensor (T = float).
 template <typename T, typename KV>
@@ -77,51 +115,29 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
              const ElementTensor* bf16_queries = nullptr) {
   const PoolSpec spec = SdpaSpec(scale, empty_rows);
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
-  // A decode's query heads that share a key head, up to kDecodeRows of them,
-  // are one call whose rows lie a head apart: the keys and values are read
-  // once for them, not once per head. A row's result does not depend on the
-  // rows beside it in a call (arch/fused-inl.h), so the outputs are those
-  // of a call per head where the rows' masks are the heads': not where they
-  // differ per head (ALiBi slopes, sinks, bias or visibility per head), nor
-  // where a mask that depends on the query's position binds (row r of a
-  // call is at position causal_offset + r), nor for bf16 queries.
-  const bool shared_mask = mask.alibi_slopes == nullptr &&
-                           mask.sinks == nullptr && mask.bias.data == nullptr &&
-                           mask.visible.data == nullptr &&
-                           PositionsAlike(mask, shape.m, detail::kDecodeRows);
-  const size_t together = shape.n == 1 && shared_mask && bf16_queries == nullptr
-                              ? std::min(group, detail::kDecodeRows)
-                              : 1;
   // Valid lengths as per-query arrays, one per call.
   std::vector<std::vector<size_t>> lengths(shape.batch * shape.heads);
   std::vector<detail::PoolCall<T>> calls;
   calls.reserve(shape.batch * shape.heads);
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads;) {
-      // Heads [h, h + count) of key head h / group.
-      const size_t count = std::min(together, (h / group + 1) * group - h);
       std::vector<size_t>& call_lengths = lengths[calls.size()];
-      Mask<T> call_mask = detail::HeadMask(mask, b, h, shape.n, call_lengths);
-      if (call_mask.valid_lengths != nullptr && count > 1) {
-        call_lengths.assign(count, call_mask.valid_lengths[0]);
-        call_mask.valid_lengths = call_lengths.data();
-      }
-      const auto rows = [&](auto view, size_t head_stride) {
-        view.rows = count * shape.n;  // (count > 1: one query a head)
-        if (count > 1) view.stride = head_stride;
-        return view;
-      };
-      calls.push_back({rows(queries.matrix(b, h), queries.head_stride),
+      calls.push_back({queries.matrix(b, h),
                        detail::RowList<T>(keys.matrix(b, h / group)),
                        detail::RowList<T>(values.matrix(b, h / group)),
-                       rows(out.matrix(b, h), out.head_stride),
-                       call_mask,
+                       out.matrix(b, h),
+                       detail::HeadMask(mask, b, h, shape.n, call_lengths),
                        {}});
       if (bf16_queries != nullptr) {
         calls.back().bf16_queries = {
             static_cast<const uint16_t*>(bf16_queries->matrix(b, h).data),
             bf16_queries->row_stride};
       }
+      const size_t count =
+          HeadsInCall(mask, calls.back().mask, shape.n, shape.m, h, group,
+                      bf16_queries != nullptr);
+      TakeHeads(calls.back(), count, queries.head_stride, out.head_stride,
+                call_lengths);
       h += count;
     }
   }
@@ -201,7 +217,7 @@ std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
   calls.reserve(count * heads);
   for (size_t b = 0; b < count; ++b) {
     const size_t q0 = query_offsets[b], q1 = query_offsets[b + 1];
-    for (size_t h = 0; h < heads; ++h) {
+    for (size_t h = 0; h < heads;) {
       const auto [keys, values] = sources(b, h / group);
       detail::PoolCall<T> call{RowRange(queries.matrix(0, h), q0, q1),
                                keys,
@@ -214,7 +230,12 @@ std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
           detail::SaturatingAdd(static_cast<std::ptrdiff_t>(keys.rows) -
                                     static_cast<std::ptrdiff_t>(q1 - q0),
                                 mask.causal_offset);
+      // (Packed sequences take no valid lengths: `unused` stays empty.)
+      const size_t together =
+          HeadsInCall(mask, call.mask, q1 - q0, keys.rows, h, group, false);
+      TakeHeads(call, together, queries.head_stride, out.head_stride, unused);
       calls.push_back(call);
+      h += together;
     }
   }
   return calls;
