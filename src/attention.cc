@@ -1,6 +1,7 @@
 // Scaled dot-product attention over (batch, heads) tensors, the linear
-// projection, and multi-head attention (attention.h). Every head is one
-// call of the fused kernel on strided views; nothing is copied per head.
+// projection, and multi-head attention (attention.h). Every query head is
+// one call of the fused kernel on strided views (a decode's heads that
+// share a key head, a few to a call: HeadsInCall); nothing is copied.
 #include <attnpool/attention.h>
 #include <attnpool/error.h>
 #include <attnpool/pool.h>
@@ -105,8 +106,9 @@ void TakeHeads(detail::PoolCall<T>& call, size_t count,
   }
 }
 
-// The heads of a checked call, one fused pooling each; KV: a tensor of T,
-// or ElementTensor (T = float).
+// The heads of a checked call, a fused pooling each (a decode's, a few
+// heads to one: HeadsInCall); KV: a tensor of T, or ElementTensor
+// (T = float).
 template <typename T, typename KV>
 void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
              const KV& keys, const KV& values, TensorView<T> out,
@@ -199,10 +201,11 @@ void CheckPackedMask(const AttentionMask<T>& mask) {
   }
 }
 
-// One call per (sequence, query head) of `count` sequences whose queries
-// are rows [query_offsets[b], query_offsets[b + 1]) of each head and whose
-// keys and values (key head g) are sources(b, g), a pair of RowLists;
-// positions aligned at the sequences' ends.
+// One call per (sequence, query head) of `count` sequences (a decode's, a
+// few heads to a call: HeadsInCall) whose queries are rows
+// [query_offsets[b], query_offsets[b + 1]) of each head and whose keys and
+// values (key head g) are sources(b, g), a pair of RowLists; positions
+// aligned at the sequences' ends.
 template <typename T, class Sources>
 std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
                                                TensorView<T> out,
