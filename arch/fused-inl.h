@@ -467,6 +467,10 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
       using Dots = NarrowKeyDots<decltype(tag)>;
       const Dots first{keys,        j,      count,        query,      scores,
                        ahead_limit, values, value_stride, value_bytes};
+      if (rows == 1) {
+        for (size_t k = 0; k < count; ++k) first(k);
+        return;
+      }
       static_assert(detail::kDecodeRows == 4, "the rows written out here");
       const auto row = [&](size_t r) {
         return r < rows ? Dots{keys, j, count, query + r * query_stride,

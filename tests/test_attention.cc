@@ -448,7 +448,8 @@ void TuningBitsSweep() {
       AttentionMask<T> mask;
       if (adjusted) {
         mask.valid_lengths = &length;
-        inputs.values(0, 0, 700, s.dv - 1) = std::numeric_limits<T>::infinity();
+        inputs.values(0, 0, s.m / 2, s.dv - 1) =
+            std::numeric_limits<T>::infinity();
       }
       for (const auto& group : groups) {
         std::vector<T> first;
