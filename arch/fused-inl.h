@@ -302,9 +302,14 @@ HWY_INLINE T ProcessRow(D d, const detail::FusedPlan<T>& plan, RowMode mode,
 // NarrowDots, NarrowWeightedSum).
 constexpr size_t kPrefetchRows = 64;
 
-// Prefetches `count` rows of a list from row j (each cache line of each;
-// the loop written out: through PrefetchLines, paged float decode lost 8%,
-// Zen 5, W9).
+// Prefetches `count` rows of a list from row j into the second-level
+// cache (each cache line of each; the loop written out: through
+// PrefetchLines, paged float decode lost 8%, Zen 5, W9). A paged decode's
+// rows, prefetched so, are read a block of keys later (its values: 512
+// keys, 128 KiB of float values on), more than the first level holds:
+// prefetched into it, they were evicted before they were read (Zen 4,
+// W9: paged float decode at 0.35-0.41 of the contiguous rate into L1,
+// 0.62-0.71 into L2, at one thread; 0.51-0.56 against 0.75-0.82 at two).
 template <typename T>
 HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
                              size_t count) {
@@ -321,17 +326,19 @@ HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
       // Every line the row touches, from the one it starts in.
       const size_t skew = reinterpret_cast<uintptr_t>(row) % 64;
       for (size_t byte = 0; byte < bytes + skew; byte += 64) {
-        hwy::Prefetch(row - skew + byte);
+        PrefetchLine(row - skew + byte, PrefetchTo::l2);
       }
     }
     j += run;
   }
 }
 
-// PrefetchRows for rows taken one at a time in increasing order: a row's
-// page is found (RowList::Offset divides) only where a run of rows one
-// stride apart ends. Paged bf16 decode 1.5x faster (Zen 5, W9n); paged
-// float decode lost 15-30% so (W9), and keeps PrefetchRows.
+// PrefetchRows for rows taken one at a time in increasing order (into the
+// second-level cache too: paged bf16 decode at 0.31 of the contiguous rate
+// into L1, 0.58 into L2, Zen 4, one thread): a row's page is found
+// (RowList::Offset divides) only where a run of rows one stride apart
+// ends. Paged bf16 decode 1.5x faster (Zen 5, W9n); paged float decode
+// lost 15-30% so (W9), and keeps PrefetchRows.
 template <typename T>
 class RowPrefetcher {
  public:
@@ -347,7 +354,7 @@ class RowPrefetcher {
       left_ = list_.Run(j, list_.rows - j);
       row_ = base_ + list_.Offset(j) * element_;
     }
-    PrefetchLines(row_, list_.cols * element_);
+    PrefetchLines(row_, list_.cols * element_, PrefetchTo::l2);
     row_ += list_.stride * element_;
     --left_;
     next_ = j + 1;
@@ -842,7 +849,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           // abut). Short runs (scattered pages) lie beyond what hardware
           // prefetchers follow: with each key, the first row prefetches the
           // key kPrefetchRows ahead (past this block too) and this key's
-          // value, which the weighted sum reads after this block's keys.
+          // value, which the weighted sum reads after this block's keys
+          // (both into the second-level cache: PrefetchRows says why).
           // Prefetches beside each key's loads, not a page's in a burst:
           // 0.72 of the contiguous rate against 0.45 (Zen 5, bench/compare
           // W9, when it was written). A plain loop reading the same rows in a

@@ -17,12 +17,29 @@ HWY_BEFORE_NAMESPACE();
 namespace attnpool {
 namespace HWY_NAMESPACE {
 
+// The cache a prefetch fills: the first level for rows read soon; the
+// second for rows read after more bytes than the first level holds (a
+// paged decode's values, read after its block's keys), which a prefetch
+// into the first level loses before they are read.
+enum class PrefetchTo { l1, l2 };
+
+// Prefetches the cache line holding `line` (x86 prefetcht0 or prefetcht1;
+// Arm PLDL1KEEP or PLDL2KEEP).
+HWY_INLINE void PrefetchLine(const char* line, PrefetchTo level) {
+  if (level == PrefetchTo::l2) {
+    __builtin_prefetch(line, 0, 2);
+  } else {
+    hwy::Prefetch(line);
+  }
+}
+
 // Prefetches every cache line of the `bytes` from `row`, from the line it
 // starts in.
-HWY_INLINE void PrefetchLines(const char* row, size_t bytes) {
+HWY_INLINE void PrefetchLines(const char* row, size_t bytes,
+                              PrefetchTo level = PrefetchTo::l1) {
   const size_t skew = reinterpret_cast<uintptr_t>(row) % 64;
   for (size_t byte = 0; byte < bytes + skew; byte += 64) {
-    hwy::Prefetch(row - skew + byte);
+    PrefetchLine(row - skew + byte, level);
   }
 }
 
