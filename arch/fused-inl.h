@@ -309,7 +309,7 @@ constexpr size_t kPrefetchRows = 64;
 // keys, 128 KiB of float values on), more than the first level holds:
 // prefetched into it, they were evicted before they were read (Zen 4,
 // W9: paged float decode at 0.35-0.41 of the contiguous rate into L1,
-// 0.62-0.71 into L2, at one thread; 0.51-0.56 against 0.75-0.82 at two).
+// 0.62-0.71 into L2, at one thread; 0.51-0.56 against 0.75-0.85 at two).
 template <typename T>
 HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
                              size_t count) {
