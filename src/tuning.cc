@@ -4,9 +4,12 @@
 #include <attnpool/error.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "src/lower_case.h"
 
@@ -51,11 +54,30 @@ constexpr Tuning kTunings[] = {
 };
 constexpr int kTuningCount = int(sizeof kTunings / sizeof kTunings[0]);
 
+// One line per parameter, in the order tuning_parameters() prints them:
+// its name, its member, and its largest valid value (beyond, a block or a
+// prefetch distance only costs memory).
+struct Parameter {
+  const char* name;
+  size_t Tuning::*member;
+  size_t most;
+};
+constexpr Parameter kParameters[] = {
+    {"query_rows", &Tuning::query_rows, 1536},
+    {"key_block_bytes", &Tuning::key_block_bytes, size_t{1} << 20},
+    {"decode_stretch", &Tuning::decode_stretch, 64},
+    {"decode_key_prefetch_rows", &Tuning::decode_key_prefetch_rows, 4096},
+    {"decode_load_bytes", &Tuning::decode_load_bytes, 32},
+    {"decode_interleave", &Tuning::decode_interleave, 1},
+};
+
 constexpr bool Valid(const Tuning& tuning) {
+  for (const Parameter& parameter : kParameters) {
+    if (tuning.*parameter.member > parameter.most) return false;
+  }
   return tuning.query_rows > 0 && tuning.query_rows % 24 == 0 &&
          tuning.key_block_bytes > 0 && tuning.decode_stretch > 0 &&
-         (tuning.decode_load_bytes == 0 || tuning.decode_load_bytes == 32) &&
-         tuning.decode_interleave <= 1;
+         (tuning.decode_load_bytes == 0 || tuning.decode_load_bytes == 32);
 }
 constexpr bool AllValid() {
   for (const Tuning& tuning : kTunings) {
@@ -63,9 +85,19 @@ constexpr bool AllValid() {
   }
   return true;
 }
-static_assert(AllValid(),
-              "src/tuning.h: query_rows a multiple of 24, blocks not empty, "
-              "decode_load_bytes 0 or 32, decode_interleave 0 or 1");
+static_assert(AllValid(), "src/tuning.cc: a profile breaks Valid()'s rule");
+
+// Valid()'s rule in words.
+std::string ValidRule() {
+  std::string rule =
+      "query_rows a multiple of 24, key_block_bytes and decode_stretch at "
+      "least 1, decode_load_bytes 0 or 32; at most";
+  for (const Parameter& parameter : kParameters) {
+    rule += std::string(&parameter == kParameters ? " " : ", ") +
+            parameter.name + " " + std::to_string(parameter.most);
+  }
+  return rule;
+}
 
 constexpr bool SameName(const char* a, const char* b) {
   for (; *a != '\0' && *a == *b; ++a, ++b) {
@@ -133,25 +165,92 @@ int IndexNamed(const std::string& name) {
   return -1;
 }
 
-std::string UnknownMessage(const std::string& name) {
-  std::string message = "'" + name + "' is not a tuning profile (profiles:";
-  for (const Tuning& tuning : kTunings)
-    message += std::string(" ") + tuning.name;
-  return message + ")";
+// A profile forced with parameters of its own: `tuning` (its name pointing
+// into `label`) and its text, a profile's name and the parameters set.
+struct Custom {
+  Tuning tuning;
+  std::string label;
+};
+
+// Parses `text`: a profile's name, then any of kParameters as name=value
+// (whitespace apart, case-insensitive), e.g. "generic query_rows=192".
+// Returns the error message, or "" with *custom set.
+std::string Parse(const std::string& text, Custom* custom) {
+  const auto space = [](char c) { return std::isspace((unsigned char)c); };
+  std::istringstream words(LowerCase(text));
+  std::string name;
+  words >> name;
+  const int index = IndexNamed(name);
+  if (index < 0 || text.empty() || space(text.front()) || space(text.back())) {
+    std::string message = "'" + text + "' is not a tuning profile (profiles:";
+    for (const Tuning& tuning : kTunings)
+      message += std::string(" ") + tuning.name;
+    return message + "; parameters may follow the name as name=value)";
+  }
+  Custom result{kTunings[index], kTunings[index].name};
+  for (std::string word; words >> word;) {
+    const size_t equals = word.find('=');
+    const std::string key = word.substr(0, equals);
+    const Parameter* parameter = nullptr;
+    for (const Parameter& candidate : kParameters) {
+      if (key == candidate.name) parameter = &candidate;
+    }
+    if (parameter == nullptr || equals == std::string::npos) {
+      std::string message = "'" + word + "' in '" + text +
+                            "' is not a tuning parameter as name=value "
+                            "(parameters:";
+      for (const Parameter& candidate : kParameters)
+        message += std::string(" ") + candidate.name;
+      return message + ")";
+    }
+    const std::string digits = word.substr(equals + 1);
+    size_t value = 0;
+    bool number = !digits.empty() && digits.size() <= 9;
+    for (const char c : digits) {
+      number = number && c >= '0' && c <= '9';
+      value = value * 10 + size_t(c - '0');
+    }
+    if (!number) {
+      return "'" + word + "' in '" + text +
+             "': the value is not a whole number below 10^9";
+    }
+    result.tuning.*parameter->member = value;
+    result.label += " " + key + "=" + std::to_string(value);
+  }
+  if (!Valid(result.tuning)) {
+    return "'" + text + "' breaks the parameters' rule: " + ValidRule();
+  }
+  result.tuning.chosen_on = "forced with parameters";
+  *custom = std::move(result);
+  return std::string();
 }
 
-// The forced profile's index; -1: this CPU's choice.
+// The forced profile: its index in kTunings, kTuningCount for `custom`,
+// -1 for this CPU's choice. `custom` changes only while forcing, which is
+// not thread-safe (targets.h).
 std::atomic<int> forced{-1};
+Custom custom;
+
+void Force(Custom&& parsed) {
+  const int index = IndexNamed(parsed.label);
+  if (index >= 0) {
+    forced.store(index, std::memory_order_relaxed);
+    return;
+  }
+  custom = std::move(parsed);
+  custom.tuning.name = custom.label.c_str();
+  forced.store(kTuningCount, std::memory_order_relaxed);
+}
 
 // Applies ATTNPOOL_TUNING once, before any forcing; returns its error text.
 const std::string& ApplyEnvironmentOnce() {
   static const std::string error = [] {
     const char* requested = std::getenv("ATTNPOOL_TUNING");
     if (requested == nullptr || *requested == '\0') return std::string();
-    const int index = IndexNamed(requested);
-    if (index < 0) return UnknownMessage(requested);
-    forced.store(index, std::memory_order_relaxed);
-    return std::string();
+    Custom parsed;
+    std::string message = Parse(requested, &parsed);
+    if (message.empty()) Force(std::move(parsed));
+    return message;
   }();
   return error;
 }
@@ -167,7 +266,9 @@ const Tuning& ActiveTuning() {
   const std::string& error = ApplyEnvironmentOnce();
   if (!error.empty()) throw Error("ATTNPOOL_TUNING", error);
   const int index = forced.load(std::memory_order_relaxed);
-  return index < 0 ? ChosenTuning() : kTunings[index];
+  return index < 0              ? ChosenTuning()
+         : index < kTuningCount ? kTunings[index]
+                                : custom.tuning;
 }
 
 const Tuning* Tunings(size_t* count) {
@@ -181,19 +282,19 @@ void ForceTuning(const std::string& name) {
     forced.store(-1, std::memory_order_relaxed);
     return;
   }
-  const int index = IndexNamed(name);
-  if (index < 0) throw Error("tuning", UnknownMessage(name));
-  forced.store(index, std::memory_order_relaxed);
+  Custom parsed;
+  const std::string message = Parse(name, &parsed);
+  if (!message.empty()) throw Error("tuning", message);
+  Force(std::move(parsed));
 }
 
 std::string TuningParameters(const Tuning& tuning) {
-  return "query_rows=" + std::to_string(tuning.query_rows) +
-         " key_block_bytes=" + std::to_string(tuning.key_block_bytes) +
-         " decode_stretch=" + std::to_string(tuning.decode_stretch) +
-         " decode_key_prefetch_rows=" +
-         std::to_string(tuning.decode_key_prefetch_rows) +
-         " decode_load_bytes=" + std::to_string(tuning.decode_load_bytes) +
-         " decode_interleave=" + std::to_string(tuning.decode_interleave);
+  std::string text;
+  for (const Parameter& parameter : kParameters) {
+    text += std::string(text.empty() ? "" : " ") + parameter.name + "=" +
+            std::to_string(tuning.*parameter.member);
+  }
+  return text;
 }
 
 }  // namespace detail

@@ -55,8 +55,12 @@ const Tuning& ActiveTuning();
 const Tuning* Tunings(size_t* count);
 const Tuning& ChosenTuning();
 
-// Forces the profile named `name` (case-insensitive), "" back to this CPU's
-// choice; throws attnpool::Error naming "tuning" for an unknown name.
+// Forces the profile `name`: a profile's name, then any of its parameters
+// as name=value (whitespace apart, case-insensitive; e.g. "generic
+// query_rows=192 decode_interleave=1"); "" back to this CPU's choice.
+// Throws attnpool::Error naming "tuning" for an unknown name or parameter,
+// or values that break the parameters' rule (src/tuning.cc Valid()),
+// and then changes nothing.
 void ForceTuning(const std::string& name);
 
 // "query_rows=96 key_block_bytes=2048 ...": a profile's parameters.

@@ -363,9 +363,32 @@ ATTNPOOL_TEST_EACH_TARGET(SdpaDouble, "attention.sdpa.double", "[attention]") {
   SdpaSweep<double>(kSdpaShapes, kSeed + 60);
 }
 
-// Every tuning profile (targets.h) on keys that span several of its key
-// blocks and decode stretches: decode (one query per head, grouped), a few
-// queries, and the tile path over more queries than one block of rows.
+// `profile` forced with random values of its parameters (targets.h
+// force_tuning): the block sizes too where `blocks`, else only what decodes
+// the same bits (stretch, prefetch distance, load width, interleaving).
+// Block sizes include ones that are not whole panels and blocks of a few
+// keys.
+std::string RandomTuning(const std::string& profile, bool blocks,
+                         std::mt19937_64& rng) {
+  const auto pick = [&](std::initializer_list<size_t> values) {
+    return std::to_string(values.begin()[rng() % values.size()]);
+  };
+  std::string text = profile;
+  if (blocks) {
+    text += " query_rows=" + pick({24, 48, 72, 120, 192});
+    text += " key_block_bytes=" + pick({4, 200, 1000, 2048, 3000, 8192});
+  }
+  text += " decode_stretch=" + pick({1, 2, 3, 5, 8});
+  text += " decode_key_prefetch_rows=" + pick({0, 1, 7, 64, 300});
+  text += " decode_load_bytes=" + pick({0, 32});
+  text += " decode_interleave=" + pick({0, 1});
+  return text;
+}
+
+// Every tuning profile (targets.h), and random parameters forced beside
+// them, on keys that span several of its key blocks and decode stretches:
+// decode (one query per head, grouped), a few queries, and the tile path
+// over more queries than one block of rows.
 template <typename T>
 void TuningSweep() {
   const std::vector<SdpaShape> shapes = {{1, 4, 2, 1, 2600, 64, 48},
@@ -375,8 +398,13 @@ void TuningSweep() {
     ~Reset() { attnpool::force_tuning(""); }
   } reset;
   attnpool::force_tuning("");  // this CPU's choice, over ATTNPOOL_TUNING
-  const std::vector<std::string> profiles = attnpool::tunings();
+  std::vector<std::string> profiles = attnpool::tunings();
   REQUIRE(profiles.front() == attnpool::tuning());
+  std::mt19937_64 rng(kSeed + 60);
+  INFO("seed " << kSeed + 60);
+  for (size_t i = 0, listed = profiles.size(); i < 3; ++i) {
+    profiles.push_back(RandomTuning(profiles[i % listed], true, rng));
+  }
   for (const std::string& profile : profiles) {
     INFO("tuning " << profile);
     attnpool::force_tuning(profile);
@@ -418,10 +446,20 @@ void TuningBitsSweep() {
   struct Reset {
     ~Reset() { attnpool::force_tuning(""); }
   } reset;
-  // Profiles by (query_rows, key_block_bytes).
+  // Profiles by (query_rows, key_block_bytes), each listed one with two
+  // random settings of the rest forced beside it.
+  std::mt19937_64 rng(kSeed + 62);
+  INFO("seed " << kSeed + 62);
+  std::vector<std::string> profiles;
+  for (const std::string& profile : attnpool::tunings()) {
+    profiles.push_back(profile);
+    for (int i = 0; i < 2; ++i) {
+      profiles.push_back(RandomTuning(profile, false, rng));
+    }
+  }
   std::vector<std::vector<std::string>> groups;
   std::vector<std::pair<size_t, size_t>> blocks;
-  for (const std::string& profile : attnpool::tunings()) {
+  for (const std::string& profile : profiles) {
     attnpool::force_tuning(profile);
     const std::pair<size_t, size_t> sizes{TuningParameter("query_rows"),
                                           TuningParameter("key_block_bytes")};
@@ -434,8 +472,6 @@ void TuningBitsSweep() {
     groups[group].push_back(profile);
   }
   size_t compared = 0;
-  std::mt19937_64 rng(kSeed + 62);
-  INFO("seed " << kSeed + 62);
   for (const SdpaShape& s : shapes) {
     for (const auto& [interleaved, adjusted] :
          {std::pair{false, false}, {true, false}, {false, true}}) {

@@ -1494,6 +1494,19 @@ int main(void) {
     test_elements();
     printf("tuning %-12s %s\n", name, failures == before ? "ok" : "FAILED");
   }
+  /* A profile with parameters of its own; out-of-range values refused. */
+  CHECK(attnpool_force_tuning("GENERIC query_rows=48 decode_stretch=1") ==
+        ATTNPOOL_OK);
+  CHECK(strcmp(attnpool_tuning(), "generic query_rows=48 decode_stretch=1") ==
+        0);
+  CHECK(strncmp(attnpool_tuning_parameters(), "query_rows=48 ", 14) == 0);
+  tuned_sdpa(tuned);
+  for (int i = 0; i < 2 * TUNED_ROWS * TUNED_DV; ++i) {
+    CHECK(fabsf(tuned[i] - tuned_chosen[i]) <= 1e-4f);
+  }
+  CHECK(attnpool_force_tuning("generic query_rows=50") ==
+        ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "tuning") == 0);
   CHECK(attnpool_force_tuning("") == ATTNPOOL_OK);
   CHECK(strcmp(attnpool_tuning(), chosen) == 0);
   printf("%d passed, %d failed\n", checks - failures, failures);

@@ -107,5 +107,61 @@ TEST_CASE("targets: tuning profiles are listed, forced and reset",
   REQUIRE(attnpool::tuning() == profiles.front());
 }
 
+TEST_CASE("targets: a tuning profile forced with parameters of its own",
+          "[targets]") {
+  attnpool::reset_target();
+  attnpool::force_tuning("generic");
+  const std::string generic = attnpool::tuning_parameters();
+  // Parameters after the name replace the profile's; the others stay.
+  attnpool::force_tuning("Generic  QUERY_ROWS=192\tdecode_interleave=1");
+  REQUIRE(attnpool::tuning() == "generic query_rows=192 decode_interleave=1");
+  std::string expected = generic;
+  expected.replace(expected.find("query_rows=96"), 13, "query_rows=192");
+  expected.replace(expected.find("decode_interleave=0"), 19,
+                   "decode_interleave=1");
+  REQUIRE(attnpool::tuning_parameters() == expected);
+  // Every parameter at its largest valid value; a later value wins.
+  attnpool::force_tuning(
+      "zen4 query_rows=24 query_rows=1536 key_block_bytes=1048576 "
+      "decode_stretch=64 decode_key_prefetch_rows=4096 decode_load_bytes=0 "
+      "decode_interleave=0");
+  REQUIRE(attnpool::tuning_parameters() ==
+          "query_rows=1536 key_block_bytes=1048576 decode_stretch=64 "
+          "decode_key_prefetch_rows=4096 decode_load_bytes=0 "
+          "decode_interleave=0");
+  const std::string forced = attnpool::tuning();
+  for (const char* text : {"generic query_rows=100",
+                           "generic query_rows=0",
+                           "generic query_rows=1560",
+                           "generic key_block_bytes=0",
+                           "generic key_block_bytes=1048577",
+                           "generic decode_stretch=0",
+                           "generic decode_stretch=65",
+                           "generic decode_key_prefetch_rows=4097",
+                           "generic decode_load_bytes=16",
+                           "generic decode_interleave=2",
+                           "generic query_rows=",
+                           "generic query_rows=-24",
+                           "generic query_rows=+24",
+                           "generic query_rows=24.0",
+                           "generic query_rows=0x60",
+                           "generic query_rows=9999999999",
+                           "generic query_rows",
+                           "generic =96",
+                           "generic bogus=1",
+                           "generic query_rows=96 ",
+                           " generic query_rows=96",
+                           "query_rows=96",
+                           "bogus query_rows=96"}) {
+    INFO(text);
+    RequireRejected("tuning", {}, [&] { attnpool::force_tuning(text); });
+  }
+  REQUIRE(attnpool::tuning() == forced);  // a refused text changes nothing
+  // A name alone, in any case, is the profile itself.
+  attnpool::force_tuning("SMALL_L2");
+  REQUIRE(attnpool::tuning() == "small_l2");
+  attnpool::reset_target();
+}
+
 }  // namespace
 }  // namespace attnpool_test

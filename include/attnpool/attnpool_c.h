@@ -608,9 +608,11 @@ const char* attnpool_tuning(void);
 const char* attnpool_tuning_parameters(void);
 /* Every profile, this CPU's choice first, space-separated. */
 const char* attnpool_tunings(void);
-/* Forces a profile (case-insensitive) for the whole process, "" restores
- * this CPU's choice: ATTNPOOL_INVALID_ARGUMENT (argument "tuning") for an
- * unknown name. */
+/* Forces a profile (case-insensitive), any of its parameters after its name
+ * as name=value ("generic query_rows=192"; targets.h force_tuning), for the
+ * whole process; "" restores this CPU's choice: ATTNPOOL_INVALID_ARGUMENT
+ * (argument "tuning") for an unknown name or parameter or a value out of
+ * range. */
 attnpool_status attnpool_force_tuning(const char* name);
 
 /* ------------------------------------------ reduced-precision keys, values */

@@ -90,10 +90,12 @@ void force_bf16_dot_instruction(const std::string& name);
 // Each profile computes within the same stated bounds (pool.h); results are
 // bitwise the same for any thread count under one profile, but may differ
 // between profiles in the last bits (the key blocks, where the online
-// softmax rescales, move). The environment variable ATTNPOOL_TUNING, read
-// once at the first call into the library, forces a profile as
-// force_tuning() does; an unknown name makes every call throw
-// attnpool::Error naming ATTNPOOL_TUNING.
+// softmax rescales, move). A profile may be forced with parameters of its
+// own (below); tuning() then returns the name with them, e.g. "generic
+// query_rows=192". The environment variable ATTNPOOL_TUNING, read once at
+// the first call into the library, forces a profile as force_tuning()
+// does; a name or parameters force_tuning() would refuse make every call
+// throw attnpool::Error naming ATTNPOOL_TUNING.
 std::string tuning();
 
 // The profile's parameters, e.g. "query_rows=96 key_block_bytes=2048
@@ -105,9 +107,16 @@ std::string tuning_parameters();
 std::vector<std::string> tunings();
 
 // Makes every following call run with the profile `name`
-// (case-insensitive), "" back to this CPU's choice. Throws attnpool::Error
-// (argument "tuning") for an unknown name. Process-global and not
-// thread-safe, like force_target().
+// (case-insensitive), "" back to this CPU's choice. Any of the profile's
+// parameters may follow its name as name=value, whitespace apart ("zen4
+// decode_interleave=0 decode_key_prefetch_rows=64": tuning_parameters()'s
+// names; query_rows a multiple of 24 up to 1536, key_block_bytes 1 to 2^20,
+// decode_stretch 1 to 64, decode_key_prefetch_rows up to 4096,
+// decode_load_bytes 0 or 32, decode_interleave 0 or 1), to measure or test
+// a machine's best parameters without rebuilding. Throws attnpool::Error
+// (argument "tuning") for an unknown name or parameter or a value outside
+// those, and then changes nothing. Process-global and not thread-safe, like
+// force_target().
 void force_tuning(const std::string& name);
 
 // The target on which the calling thread's most recent attnpool computation

@@ -67,8 +67,10 @@ tuning = _core.tuning
 tuning_parameters = _core.tuning_parameters
 #: Every profile, this CPU's choice first.
 tunings = _core.tunings
-#: Makes every following call run with a profile (ValueError for an unknown
-#: name) until reset_target(); "" restores this CPU's choice.
+#: Makes every following call run with a profile, any of its parameters
+#: after its name as name=value ("generic query_rows=192"), until
+#: reset_target() (ValueError for an unknown name or parameter or a value out
+#: of range); "" restores this CPU's choice.
 force_tuning = _core.force_tuning
 #: The fused path the last attention_pool of this thread took.
 last_fused_path = _core.last_fused_path

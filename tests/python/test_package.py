@@ -304,6 +304,17 @@ def test_tunings():
     finally:
         attnpool.reset_target()
     assert attnpool.tuning() == profiles[0]
+    # A profile with parameters of its own; a value out of range refused.
+    try:
+        attnpool.force_tuning("generic query_rows=48 decode_interleave=1")
+        assert attnpool.tuning() == "generic query_rows=48 decode_interleave=1"
+        assert attnpool.tuning_parameters().startswith("query_rows=48 ")
+        outputs.append(attnpool.scaled_dot_product_attention(q, k, v))
+        with pytest.raises(ValueError, match="tuning"):
+            attnpool.force_tuning("generic query_rows=50")
+        assert attnpool.tuning() == "generic query_rows=48 decode_interleave=1"
+    finally:
+        attnpool.reset_target()
     for out in outputs[1:]:  # within the float bound of one another
         np.testing.assert_allclose(out, outputs[0], rtol=1e-4, atol=1e-4)
 
