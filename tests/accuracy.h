@@ -30,6 +30,9 @@ constexpr const char* kTypeName = sizeof(T) == 4 ? "float" : "double";
 // (arch/math-inl.h's contract).
 template <typename T>
 constexpr double kExpError = sizeof(T) == 4 ? 2e-7 : 4e-16;
+// The same for the vectorized tanh (everywhere).
+template <typename T>
+constexpr double kTanhError = sizeof(T) == 4 ? 2e-7 : 5e-16;
 
 // kernel.h's contract for one weight of apply_kernel: the bound on |got −
 // want| for the stage-1 value x whose reference weight is `want` (finite).

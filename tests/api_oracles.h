@@ -191,16 +191,39 @@ std::string CompareNormalized(Normalization normalization, bool logits,
   const double fill = empty_rows == EmptyRows::nan
                           ? std::numeric_limits<double>::quiet_NaN()
                           : 0.0;
-  std::vector<double> seen(cols);
+  const auto magnitude = [](double x) {
+    return std::isfinite(x) ? std::fabs(x) : 0.0;
+  };
+  std::vector<double> seen(cols), seen_error(cols);
   for (size_t i = 0; i < rows && report.ok(); ++i) {
     // The row as the normalization sees it, and its largest visible entry.
     double largest = -std::numeric_limits<double>::infinity();
+    double largest_error = 0;
     bool negative = false, positive = false;
     for (size_t j = 0; j < cols; ++j) {
       seen[j] = values[i * cols + j];
       if (Seen(mask, i, j)) {
+        // The error of the adjusted score in T: each of its terms rounded
+        // (the soft-capped score with tanh's error too: the terms may
+        // cancel to far less than they are), then their sum.
+        double capped = seen[j];
+        if (mask.softcap) {
+          capped =
+              double(*mask.softcap) * std::tanh(capped / double(*mask.softcap));
+        }
+        const double alibi =
+            double(mask.alibi_slope) *
+            double(static_cast<__int128>(j) - i - mask.causal_offset);
         seen[j] = attnpool::reference::adjusted_score(mask, i, j, seen[j]);
-        largest = std::max(largest, seen[j]);
+        seen_error[j] =
+            (4 * u + (mask.softcap ? kTanhError<T> : 0)) * magnitude(capped) +
+            4 * u *
+                (magnitude(alibi) + magnitude(seen[j]) +
+                 (mask.bias.data ? magnitude(double(mask.bias(i, j))) : 0));
+        if (seen[j] > largest) {
+          largest = seen[j];
+          largest_error = seen_error[j];
+        }
         negative |= seen[j] < 0;
         positive |= seen[j] > 0;
       }
@@ -269,9 +292,6 @@ std::string CompareNormalized(Normalization normalization, bool logits,
         shared |= Seen(mask, i, j) && std::isinf(seen[j]);
       }
     }
-    const auto magnitude = [](double x) {
-      return std::isfinite(x) ? std::fabs(x) : 0.0;
-    };
     for (size_t j = 0; j < cols && report.ok(); ++j) {
       const double w = want_row[j], g = got(i, j);
       double bound = 0;
@@ -283,16 +303,10 @@ std::string CompareNormalized(Normalization normalization, bool logits,
         bound = 0;  // weights as they are
       } else if (scores && normalization != Normalization::none) {
         // softmax (normalize.h): (m + 8)·u + 2 exps, and the error of the
-        // exponent aᵢ − max — u·|aᵢ − max|, the scores rounded to T once
-        // (bias) or a few times (logits) — which moves the weight by a
-        // factor e^error (first order: error; not so for huge logits).
-        // (ALiBi's slope·(j − p) is rounded to T too, whatever it cancels.)
-        const double alibi =
-            std::fabs(double(mask.alibi_slope)) *
-            (double(cols) + double(i) + std::fabs(double(mask.causal_offset)));
-        const double exponent =
-            4 * u * (magnitude(seen[j]) + magnitude(largest) + 2 * alibi) +
-            relative;
+        // exponent aᵢ − max — the adjusted scores' (seen_error) and
+        // `relative` — which moves the weight by a factor e^error (first
+        // order: error; not so for huge logits).
+        const double exponent = seen_error[j] + largest_error + relative;
         bound =
             Times((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent), w) +
             kTiny<T>;

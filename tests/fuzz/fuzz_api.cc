@@ -20,7 +20,9 @@
 //       or 2¹⁶ for large inputs (bit 128 of [1], [6] and [7]): most inputs
 //       are small and cheap to check, an eighth of random ones are large
 //   [6] layout: padding b % 4, offset b / 4 % 4; 128: large (above)
-//   [7] threads: 0 (default), 1, 2, 3 (b % 4); 128: large (above)
+//   [7] threads: 0 (default), 1, 2, 3 (b % 4); 128: large (above); the
+//       tuning profile (b / 4 % 32): this CPU's choice below 16, else it
+//       forced with small blocks and other decode parameters (Tuning())
 //   [8] distance  [9] kernel  [10] bandwidth  [11] scale  [12] normalization
 //   [13] causal offset (int8 % 8): query i's key position i + offset
 //   [14] mask extras (masked functions; each made valid or dropped): 1
@@ -166,6 +168,24 @@ struct NarrowRows {
   }
 };
 
+// The tuning profile of bits b / 4 % 32 of byte [7]: "" (this CPU's
+// choice) below 16, else this CPU's choice with parameters of its own
+// (targets.h force_tuning): blocks of 24 or 48 query rows and of one or a
+// few key panels (4 or 128 bytes of scores a row), so that even small
+// inputs span several, and each decode parameter at one of two values.
+std::string Tuning(uint8_t threads_byte) {
+  const unsigned v = threads_byte / 4 % 32;
+  if (v < 16) return std::string();
+  return attnpool::tunings().front() +
+         (v & 1 ? " query_rows=48" : " query_rows=24") +
+         (v & 2 ? " key_block_bytes=128" : " key_block_bytes=4") +
+         (v & 4 ? " decode_stretch=3" : " decode_stretch=1") +
+         (v & 8 ? " decode_interleave=1 decode_load_bytes=32 "
+                  "decode_key_prefetch_rows=0"
+                : " decode_interleave=0 decode_load_bytes=0 "
+                  "decode_key_prefetch_rows=7");
+}
+
 template <typename T>
 void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   Sizes sizes;
@@ -187,6 +207,7 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   Workspace<T> ws(api, sizes, layout);
   Args<T>& args = ws.args;
   args.execution.threads = threads_byte % 4;
+  const std::string tuning = Tuning(threads_byte);
   static const double kBandwidths[8] = {1e-3, 0.05, 0.5, 1, 2.5, 10, 1e3, 1e6};
   static const double kScales[8] = {0, 1, -1, 0.5, 0.01, 3, -0.2, 0};
   args.distance =
@@ -323,13 +344,15 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
          << " visible=" << (args.mask.visible.data != nullptr)
          << " specials=" << specials
          << " keys=" << attnpool::element_type_name(key_rows.type)
-         << " values=" << attnpool::element_type_name(value_rows.type);
+         << " values=" << attnpool::element_type_name(value_rows.type)
+         << " tuning=" << (tuning.empty() ? "chosen" : "'" + tuning + "'");
     return text.str();
   };
 
   struct Reset {
-    ~Reset() { attnpool::reset_target(); }
+    ~Reset() { attnpool::reset_target(); }  // the tuning too
   } reset;
+  attnpool::force_tuning(tuning);
   const std::vector<std::string> targets = attnpool::supported_targets();
   // The rerun on one thread on one target per input, each in turn as the
   // inputs vary (every target's determinism is also a Catch2 test).
