@@ -117,7 +117,10 @@ struct Mask {
 //
 // Accuracy (float): every weight w of sum or softmax has relative error
 // ≤ (m + 8)·u + 4e-7 + u·|aᵢ − max| (the last term only for softmax), or
-// absolute error ≤ the smallest normal number where it underflows.
+// absolute error ≤ the smallest normal number where it underflows. With
+// adjustments, the error of aᵢ and of max grows by a few u times the
+// magnitudes of their terms (the soft-capped score, with tanh's relative
+// 2e-7 beside; ALiBi's term; the bias), which their sum may cancel.
 void normalize(Normalization normalization, MatrixView<float> values,
                const Mask<float>& mask = {},
                EmptyRows empty_rows = EmptyRows::nan,
