@@ -73,8 +73,11 @@ Workload Make(const std::string& name, int threads) {
       return attnpool::dense_tensor(out->data(), 1, heads, n, d);
     };
     if (name == "W5n") {
-      auto kb = std::make_shared<std::vector<attnpool::bf16>>(k->size());
-      auto vb = std::make_shared<std::vector<attnpool::bf16>>(v->size());
+      using Bf16s =
+          std::vector<attnpool::bf16,
+                      attnpool_bench::CacheLineAllocator<attnpool::bf16>>;
+      auto kb = std::make_shared<Bf16s>(k->size());
+      auto vb = std::make_shared<Bf16s>(v->size());
       attnpool::to_bfloat16(k->data(), k->size(), kb->data());
       attnpool::to_bfloat16(v->data(), v->size(), vb->data());
       const auto narrow = [=](const attnpool::bf16* data) {

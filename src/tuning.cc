@@ -225,11 +225,14 @@ std::string Parse(const std::string& text, Custom* custom) {
   return std::string();
 }
 
-// The forced profile: its index in kTunings, kTuningCount for `custom`,
-// -1 for this CPU's choice. `custom` changes only while forcing, which is
-// not thread-safe (targets.h).
+// The forced profile: its index in kTunings, kTuningCount for
+// ForcedCustom(), -1 for this CPU's choice. ForcedCustom() changes only
+// while forcing, which is not thread-safe (targets.h).
 std::atomic<int> forced{-1};
-Custom custom;
+Custom& ForcedCustom() {
+  static Custom custom;  // (constructed at its first use, whenever that is)
+  return custom;
+}
 
 void Force(Custom&& parsed) {
   const int index = IndexNamed(parsed.label);
@@ -237,6 +240,7 @@ void Force(Custom&& parsed) {
     forced.store(index, std::memory_order_relaxed);
     return;
   }
+  Custom& custom = ForcedCustom();
   custom = std::move(parsed);
   custom.tuning.name = custom.label.c_str();
   forced.store(kTuningCount, std::memory_order_relaxed);
@@ -268,7 +272,7 @@ const Tuning& ActiveTuning() {
   const int index = forced.load(std::memory_order_relaxed);
   return index < 0              ? ChosenTuning()
          : index < kTuningCount ? kTunings[index]
-                                : custom.tuning;
+                                : ForcedCustom().tuning;
 }
 
 const Tuning* Tunings(size_t* count) {

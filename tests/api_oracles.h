@@ -403,7 +403,8 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
                            ConstMatrixView<T> queries, ConstMatrixView<T> keys,
                            ConstMatrixView<T> values, ConstMatrixView<T> out,
                            ConstMatrixView<T> weights,
-                           double* largest_logit = nullptr) {
+                           double* largest_logit = nullptr,
+                           std::vector<double>* scores_out = nullptr) {
   Report report;
   const size_t n = queries.rows, m = keys.rows, dv = values.cols;
   if (m == 0) {  // every row empty, or beside a sink 0
@@ -444,6 +445,7 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
     }
   }
   if (logits && largest_logit != nullptr) *largest_logit = largest;
+  if (scores_out != nullptr) *scores_out = scores;
   // The target rounds each logit a few times in T: u·|ℓ| per weight.
   const double relative = logits ? 8 * kU<T> * largest + 6 * kU<T> : 0;
   const std::string weights_report =
@@ -533,19 +535,56 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
                                   before.mask, before.execution);
   // The largest finite |logit| (the exps' argument error grows with it).
   double largest_logit = 0;
+  std::vector<double> scores;  // the reference's logits or kernel values
   const std::string staged_report =
       VerifyPipeline<T>(spec, before.mask, queries, keys, values, staged,
-                        weights, &largest_logit);
+                        weights, &largest_logit, &scores);
   if (!staged_report.empty()) return "staged: " + staged_report;
   const double u = kU<T>;
   const double blocks = 1 + m / 128.0;
   // The logits' rounding moves weights by a factor e^error (first order:
   // error; not so for huge logits), and so do the distances both paths
   // form, each within distance.h's bound but in their own order.
+  const double logit_error = u * (16 * largest_logit + 12) +
+                             2 * LogitErrorOfDistances<T>(spec, queries, keys);
   const double relative =
-      (m + 16 + 8 * blocks) * u + 6 * kExpError<T> +
-      ExpFactor(u * (16 * largest_logit + 12) +
-                2 * LogitErrorOfDistances<T>(spec, queries, keys));
+      (m + 16 + 8 * blocks) * u + 6 * kExpError<T> + ExpFactor(logit_error);
+  // A visible key whose staged weight is 0 (its weight underflowed in T, or
+  // its logit, rounded in T, fell that far below the row's largest) may
+  // keep a weight in the fused kernel: at most e^(ℓⱼ − max ℓ + 2·error) of
+  // the reference logits in a normalized row, kTiny·e^(2·error) under none.
+  // For huge logits, whose error leaves no relative bound, that is more than
+  // kTiny (the row's values' kTiny·Σ|v| below).
+  const bool logits = attnpool::is_exponential(spec.kernel.kernel);
+  const bool normalized = spec.normalization != Normalization::none;
+  std::vector<double> zero_weight_shares(n * dv, 0.0);
+  for (size_t i = 0; logits && !scores.empty() && i < n; ++i) {
+    double top = -std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < m; ++j) {
+      if (attnpool::reference::hidden(before.mask, i, j)) continue;
+      top = std::max(top, attnpool::reference::adjusted_score(
+                              before.mask, i, j, scores[i * m + j]));
+    }
+    if (!std::isfinite(top)) continue;
+    for (size_t j = 0; j < m; ++j) {
+      if (attnpool::reference::hidden(before.mask, i, j) ||
+          weights(i, j) != 0) {
+        continue;
+      }
+      const double logit = attnpool::reference::adjusted_score(
+          before.mask, i, j, scores[i * m + j]);
+      if (std::isnan(logit)) continue;
+      const double at_most =
+          normalized ? std::exp(std::min(0.0, logit - top + 2 * logit_error))
+                     : kTiny<T> * std::exp(std::min(700.0, 2 * logit_error));
+      for (size_t c = 0; c < dv; ++c) {
+        const double v = values(j, c);
+        if (std::isfinite(v)) {
+          zero_weight_shares[i * dv + c] += at_most * std::fabs(v);
+        }
+      }
+    }
+  }
   const bool zero_weights_count = ZeroWeightsCount(spec);
   Report report;
   for (size_t i = 0; i < n && report.ok(); ++i) {
@@ -582,8 +621,10 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
       // pipeline (exp's contract) but kept by the fused kernel, whose state
       // is relative to its own max until the sink or a merge scales it:
       // up to kTiny·|v| per key (the sink of a row whose keys are far).
-      double bound =
-          argmax ? 0 : Times(relative, scale) + kTiny<T> * (4 + values_sum);
+      double bound = argmax ? 0
+                            : Times(relative, scale) +
+                                  kTiny<T> * (4 + values_sum) +
+                                  zero_weight_shares[i * dv + c];
       // Normalized weights make both outputs convex combinations of the
       // contributing values: within 2·max|v| of each other whatever the
       // logits' error (which for huge logits leaves no relative bound).
