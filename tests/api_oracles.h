@@ -324,8 +324,7 @@ std::string CompareNormalized(Normalization normalization, bool logits,
               w == 0 ? bound + at_most : std::min(bound, std::max(w, at_most));
         }
       } else {  // sum of weights, none of exp(logits)
-        const double exponent =
-            (logits ? 4 * u * magnitude(seen[j]) : 0) + relative;
+        const double exponent = (logits ? seen_error[j] : 0) + relative;
         bound =
             Times((cols + 8) * u + 2 * kExpError<T> + ExpFactor(exponent), w) +
             kTiny<T>;
