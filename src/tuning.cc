@@ -181,7 +181,12 @@ std::string Parse(const std::string& text, Custom* custom) {
   std::string name;
   words >> name;
   const int index = IndexNamed(name);
-  if (index < 0 || text.empty() || space(text.front()) || space(text.back())) {
+  if (index >= 0 && (space(text.front()) || space(text.back()))) {
+    return "'" + text +
+           "': whitespace before the profile's name or after "
+           "its last parameter";
+  }
+  if (index < 0) {
     std::string message = "'" + text + "' is not a tuning profile (profiles:";
     for (const Tuning& tuning : kTunings)
       message += std::string(" ") + tuning.name;

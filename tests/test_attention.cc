@@ -509,7 +509,7 @@ void TuningBitsSweep() {
       }
     }
   }
-  REQUIRE(compared > 0);  // the table has profiles of the same block sizes
+  REQUIRE(compared > 0);  // every profile beside its random decode settings
 }
 ATTNPOOL_TEST_EACH_TARGET(TuningBitsFloat, "attention.tuning_bits.float",
                           "[attention]") {
