@@ -11,8 +11,10 @@
 // Any failure prints what was decoded and aborts (a crash for libFuzzer).
 //
 // Input layout (missing bytes read as 0):
-//   [0] function (index into the table; ATTNPOOL_FUZZ_API=<name> fixes it,
-//       ATTNPOOL_FUZZ_API=list prints the names)
+//   [0] function (index into the table, or past it "attention_layers":
+//       tests/fuzz/fuzz_layers.cc, its own layout after [1];
+//       ATTNPOOL_FUZZ_API=<name> fixes it, ATTNPOOL_FUZZ_API=list prints
+//       the names)
 //   [1] flags: 1 double, 2 NaN/±inf values, 4 valid lengths, 8 causal,
 //       16 bias, 32 visible, 64 empty rows → zero, 128 large (with [6], [7])
 //   [2..5] n, m, d, dv    (b < 224: b % 25, else 25 + 9·(b − 224)), then
@@ -55,6 +57,8 @@
 #include <vector>
 
 #include "tests/api_table.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_layers.h"
 
 namespace attnpool_test {
 namespace {
@@ -64,127 +68,6 @@ using attnpool::Kernel;
 using attnpool::Normalization;
 
 int forced_api = -1;  // ATTNPOOL_FUZZ_API
-
-class Bytes {
- public:
-  Bytes(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  uint8_t Next() { return position_ < size_ ? data_[position_++] : 0; }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t position_ = 0;
-};
-
-size_t DecodeSize(uint8_t b) { return b < 224 ? b % 25 : 25 + 9 * (b - 224); }
-
-template <typename T>
-T DecodeValue(uint8_t b, double scale, bool specials) {
-  if (specials && b >= 250) {
-    const T inf = std::numeric_limits<T>::infinity();
-    const T table[6] = {
-        std::numeric_limits<T>::quiet_NaN(), inf, -inf, T(0), -T(0), T(1)};
-    return table[b - 250];
-  }
-  return static_cast<T>((static_cast<int>(b) - 125) / 16.0 * scale);
-}
-
-[[noreturn]] void Fail(const std::string& what, const std::string& call) {
-  std::fprintf(stderr, "attnpool fuzz failure: %s\n  call: %s\n", what.c_str(),
-               call.c_str());
-  std::fflush(stderr);
-  std::abort();
-}
-
-// Keys or values stored as `type`, dense: Store rounds the float view in
-// place to the values they hold (int8 keeps float for non-finite views).
-struct NarrowRows {
-  attnpool::ElementType type = attnpool::ElementType::float32;
-  std::vector<uint16_t> half;
-  std::vector<int8_t> bytes;
-  std::vector<float> floats, scales;
-  size_t rows = 0, cols = 0;
-
-  void Store(attnpool::ElementType requested, attnpool::MatrixView<float> v) {
-    type = requested;
-    rows = v.rows;
-    cols = v.cols;
-    floats.assign(rows * cols + 1, 0.0f);
-    for (size_t r = 0; r < rows; ++r) {
-      std::copy(v.row(r), v.row(r) + cols, floats.data() + r * cols);
-    }
-    const size_t count = rows * cols;
-    switch (type) {
-      case attnpool::ElementType::float32:
-        break;
-      case attnpool::ElementType::bfloat16:
-      case attnpool::ElementType::float16:
-        half.resize(count + 1);
-        if (type == attnpool::ElementType::bfloat16) {
-          attnpool::to_bfloat16(floats.data(), count,
-                                reinterpret_cast<attnpool::bf16*>(half.data()));
-          attnpool::to_float(reinterpret_cast<attnpool::bf16*>(half.data()),
-                             count, floats.data());
-        } else {
-          attnpool::to_float16(floats.data(), count,
-                               reinterpret_cast<attnpool::f16*>(half.data()));
-          attnpool::to_float(reinterpret_cast<attnpool::f16*>(half.data()),
-                             count, floats.data());
-        }
-        break;
-      case attnpool::ElementType::int8:
-        for (size_t k = 0; k < count; ++k) {
-          if (!std::isfinite(floats[k])) type = attnpool::ElementType::float32;
-        }
-        if (type != attnpool::ElementType::int8) break;
-        bytes.resize(count + 1);
-        scales.resize(rows + 1);
-        attnpool::quantize_rows({floats.data(), rows, cols},
-                                {bytes.data(), rows, cols}, scales.data());
-        attnpool::dequantize_rows({{bytes.data(), rows, cols}, scales.data()},
-                                  {floats.data(), rows, cols});
-        break;
-    }
-    for (size_t r = 0; r < rows; ++r) {
-      std::copy(floats.data() + r * cols, floats.data() + (r + 1) * cols,
-                v.row(r));
-    }
-  }
-
-  attnpool::ElementRows Rows() const {
-    switch (type) {
-      case attnpool::ElementType::bfloat16:
-        return attnpool::ConstMatrixView<attnpool::bf16>(
-            reinterpret_cast<const attnpool::bf16*>(half.data()), rows, cols);
-      case attnpool::ElementType::float16:
-        return attnpool::ConstMatrixView<attnpool::f16>(
-            reinterpret_cast<const attnpool::f16*>(half.data()), rows, cols);
-      case attnpool::ElementType::int8:
-        return attnpool::Int8Rows{{bytes.data(), rows, cols}, scales.data()};
-      case attnpool::ElementType::float32:
-        break;
-    }
-    return attnpool::ConstMatrixView<float>(floats.data(), rows, cols);
-  }
-};
-
-// The tuning profile of bits b / 4 % 32 of byte [7]: "" (this CPU's
-// choice) below 16, else this CPU's choice with parameters of its own
-// (targets.h force_tuning): blocks of 24 or 48 query rows and of one or a
-// few key panels (4 or 128 bytes of scores a row), so that even small
-// inputs span several, and each decode parameter at one of two values.
-std::string Tuning(uint8_t threads_byte) {
-  const unsigned v = threads_byte / 4 % 32;
-  if (v < 16) return std::string();
-  return attnpool::tunings().front() +
-         (v & 1 ? " query_rows=48" : " query_rows=24") +
-         (v & 2 ? " key_block_bytes=128" : " key_block_bytes=4") +
-         (v & 4 ? " decode_stretch=3" : " decode_stretch=1") +
-         (v & 8 ? " decode_interleave=1 decode_load_bytes=32 "
-                  "decode_key_prefetch_rows=0"
-                : " decode_interleave=0 decode_load_bytes=0 "
-                  "decode_key_prefetch_rows=7");
-}
 
 template <typename T>
 void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
@@ -412,6 +295,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* name = std::getenv("ATTNPOOL_FUZZ_API");
   if (name != nullptr && std::strcmp(name, "list") == 0) {
     for (const auto& api : Apis<float>()) std::printf("%s\n", api.name);
+    std::printf("%s\n", attnpool_test::kLayersName);
     std::exit(0);
   }
   if (name != nullptr && *name != '\0') {
@@ -421,11 +305,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         attnpool_test::forced_api = static_cast<int>(k);
       }
     }
+    if (std::strcmp(attnpool_test::kLayersName, name) == 0) {
+      attnpool_test::forced_api = static_cast<int>(apis.size());
+    }
     if (attnpool_test::forced_api < 0) {
       std::fprintf(stderr,
                    "ATTNPOOL_FUZZ_API=%s: no such function; known:", name);
       for (const auto& api : apis) std::fprintf(stderr, " %s", api.name);
-      std::fprintf(stderr, "\n");
+      std::fprintf(stderr, " %s\n", attnpool_test::kLayersName);
       std::exit(2);
     }
   }
@@ -438,9 +325,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t count = Apis<float>().size();
   const uint8_t which = bytes.Next();
   const size_t index =
-      forced_api >= 0 ? static_cast<size_t>(forced_api) : which % count;
+      forced_api >= 0 ? static_cast<size_t>(forced_api) : which % (count + 1);
   const uint8_t flags = bytes.Next();
-  if (flags & 1) {
+  if (index == count) {
+    FuzzLayers(bytes, flags);
+  } else if (flags & 1) {
     FuzzOne(Apis<double>()[index], bytes, flags);
   } else {
     FuzzOne(Apis<float>()[index], bytes, flags);

@@ -12,6 +12,7 @@ import random
 APIS = ["pairwise_distances", "apply_kernel", "normalize", "weighted_sum",
         "attention_pool_staged", "attention_pool_staged/workspace"]
 ATTENTION_POOL = 6  # its index in the API table
+LAYERS = 8  # "attention_layers", past the table (tests/fuzz/fuzz_layers.cc)
 
 
 def size(n):
@@ -38,6 +39,60 @@ def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
             elements]
     body = [rng.randrange(256) for _ in range(4096 - len(head))]
     return bytes(head + body)
+
+
+def layer_seed(flags, heads, kv, sequences, dk, dv, threads=1, causal=0,
+               sides=0, adjustments=0, elements=0, block=15, scale=0,
+               values=4, seed=(1, 2, 3, 4)):
+    """An "attention_layers" input: Hq = heads, kv the index of Hkv among
+    Hq's divisors, sequences a list of (queries byte, keys byte)."""
+    head = [LAYERS, flags, heads - 1, kv, len(sequences) - 1, dk, dv, threads,
+            causal & 0xFF, sides, adjustments, elements, block - 1, scale,
+            values] + list(seed)
+    return bytes(head + [b for pair in sequences for b in pair])
+
+
+def layer_seeds():
+    """Seeds of "attention_layers": decode and prefill, grouped heads, long
+    contexts split into key chunks, every mask feature, element types."""
+    causal, left, right, cap, alibi, sinks, zero = 2, 4, 8, 16, 32, 64, 128
+    decode = lambda m: (5, m)  # one query
+    return [
+        # Grouped decode, Hq 4 over 2, short contexts, one empty.
+        layer_seed(causal | sinks, 4, 1, [decode(40), decode(100), decode(0)],
+                   dk=31, dv=15, adjustments=16),
+        # Long contexts (8192 and 10192 keys), float, int8, bf16/f16.
+        layer_seed(causal | cap | alibi, 2, 0, [decode(248), decode(250)],
+                   dk=7, dv=3, adjustments=2),
+        layer_seed(causal | sinks, 2, 0, [decode(249), decode(30)], dk=7,
+                   dv=3, elements=3 + 4 * 3, threads=2),
+        layer_seed(alibi, 1, 0, [decode(248)], dk=15, dv=7,
+                   elements=1 + 4 * 2, adjustments=4),
+        # Prefill, windows on both sides, bf16 keys and f16 values.
+        layer_seed(causal | left | right | alibi | sinks, 2, 1,
+                   [(140, 60), (150, 90)], dk=15, dv=9, sides=3 + 8 * 5,
+                   elements=1 + 4 * 2, causal=-2, adjustments=37),
+        # Double, every mask feature, empty rows zero.
+        layer_seed(1 | causal | left | right | cap | alibi | sinks | zero, 3,
+                   1, [(135, 50), (5, 7), (100, 0)], dk=9, dv=4, sides=2 + 8,
+                   adjustments=0x5B),
+        # Blocks of one row, no value columns, non-finite values.
+        layer_seed(causal, 2, 1, [(140, 40), (5, 17)], dk=4, dv=223, block=1,
+                   values=128 + 4),
+        # int8 keys, float values, two threads, a forced small-block tuning.
+        layer_seed(causal | left, 4, 2, [decode(90), (160, 100), decode(3)],
+                   dk=23, dv=11, elements=3, threads=4 * 21 + 2, sides=6),
+        # f16, Hq 6 over 3, five sequences (no queries, no keys, decode).
+        layer_seed(cap | sinks, 6, 2,
+                   [(100, 30), decode(0), (133, 70), decode(111), (140, 5)],
+                   dk=5, dv=5, elements=2 + 4 * 2, adjustments=0x27, block=7),
+        # A scale of −1, empty rows zero, queries before every key.
+        layer_seed(causal | zero, 2, 0, [(145, 20), decode(9)], dk=10, dv=6,
+                   scale=3, causal=-7),
+        # Whole vectors: dk = dv = 64, multi-query decode.
+        layer_seed(causal | sinks | alibi, 4, 0, [decode(30), (100, 64)],
+                   dk=227, dv=227, elements=1 + 4 * 1, adjustments=0x31),
+    ]
 
 
 def regressions():
@@ -104,6 +159,7 @@ def main():
                               padding=k % 4, offset=(k + 2) % 4, threads=2,
                               causal=k, extras=(k * 5) % 32, sides=k * 9 + 3,
                               adjustments=k * 21, elements=elements, rng=rng))
+    seeds += layer_seeds()
     for index, data in enumerate(seeds):
         with open(os.path.join(here, "seed-%03d" % index), "wb") as out:
             out.write(data)

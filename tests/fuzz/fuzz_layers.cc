@@ -1,0 +1,566 @@
+// The fuzz target's function "attention_layers": an input decodes into
+// sequences of different lengths packed along one axis, grouped query
+// heads, a mask (causal, sliding window, soft-cap, ALiBi, sinks), a scale,
+// a paged layout of the same keys and values, their element types, a thread
+// count and a tuning. On every target this CPU supports:
+//  - scaled_dot_product_attention_varlen's output is bitwise each
+//    sequence's scaled_dot_product_attention alone (attention.h), and that
+//    each head's attention_pool with the same mask (the layer's contract);
+//  - those attention_pool calls agree with the scalar reference (the API
+//    table's oracle, tests/api_oracles.h; one head of each sequence per
+//    target, in turn);
+//  - the paged cache (blocks scattered through a pool, NaN where no key
+//    is) gives bitwise the packed call's output;
+//  - keys and values stored as bf16, f16 or int8 give bitwise the float
+//    call's output on the values they hold, packed and paged;
+//  - inputs and the output's padding stay untouched, the call runs on the
+//    target forced, and (on one target per input, in turn) the output is
+//    bitwise that of one thread.
+//
+// Input layout, after [0] (the function) and [1] (flags: 1 double,
+// 2 causal, 4 window left, 8 window right, 16 soft-cap, 32 ALiBi, 64
+// sinks, 128 empty rows → zero); missing bytes read as 0:
+//   [2] query heads Hq = 1 + b % 6   [3] key/value heads: divisor b % k of
+//       Hq's k divisors   [4] sequences 1 + b % 5
+//   [5] dk, [6] dv: 1 + b % 40 below 224, else 40 + 8·(b − 224); dv = 0
+//       for b = 223
+//   [7] threads b % 4 and the tuning (fuzz_common.h Tuning)
+//   [8] causal offset (int8 % 8)   [9] window sides kSides[b % 8] left,
+//       kSides[b / 8 % 8] right
+//   [10] adjustments: cap kCaps[b % 4], the standard ALiBi slopes times
+//       kSlopeFactors[b / 4 % 4], head h's sink kSinks[(b / 16 + h) % 4]
+//   [11] element types of keys (b % 4) and values (b / 4 % 4), float only
+//   [12] the paged cache's block size 1 + b % 20
+//   [13] scale: the default for b % 8 = 0, else kScales[b % 8 − 1]
+//   [14] values: magnitude 2^(b % 9 − 4); with bit 128 about one element
+//       in 32 is NaN, ±inf or ±0
+//   [15..18] the values' seed
+//   then per sequence its queries (b < 96: 1, b < 128: 0, else b % 33)
+//   and keys (b < 248: b % 112, else 8192 + 1000·(b − 248)). The work
+//   Σ n·m·Hq·(dk + dv + 1) is then halved (the most keys, else the most
+//   queries) until within 2¹⁴, or 2²⁰ where a keys byte is ≥ 248: long
+//   decode contexts, whose keys are split into chunks.
+#include "tests/fuzz/fuzz_layers.h"
+
+#include <attnpool/attnpool.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tests/api_oracles.h"
+#include "tests/api_table.h"
+
+namespace attnpool_test {
+namespace {
+
+using attnpool::AttentionMask;
+using attnpool::ElementTensor;
+using attnpool::ElementType;
+using attnpool::TensorView;
+
+constexpr size_t kSides[8] = {0, 1, 2, 3, 5, 17, 64, 700};
+constexpr double kCaps[4] = {0.25, 1, 3, 50};
+constexpr double kSlopeFactors[4] = {1, -1, 1.0 / 32, 8};
+constexpr double kSinks[4] = {-1, 0, 2.5, HUGE_VAL};
+constexpr double kScales[7] = {1, 0.5, -1, 0.01, 3, 1e-3, 20};
+
+size_t DecodeDepth(uint8_t b) {
+  if (b == 223) return 0;
+  return b < 224 ? 1 + b % 40 : 40 + 8 * (b - 224);
+}
+
+// A (1, heads, rows, cols) view of rows packed as (rows, heads, cols), with
+// `padding` elements after each packed row.
+template <typename U>
+TensorView<U> Packed(U* data, size_t heads, size_t rows, size_t cols,
+                     size_t padding = 0) {
+  const size_t row_stride = heads * cols + padding;
+  return {data, 1, heads, rows, cols, rows * row_stride, cols, row_stride};
+}
+
+// Rows [begin, end) of every head of a (1, H, rows, cols) view.
+template <typename U>
+TensorView<U> Rows(TensorView<U> view, size_t begin, size_t end) {
+  view.data += begin * view.row_stride;
+  view.rows = end - begin;
+  return view;
+}
+
+uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Keys or values of `type` as a tensor: its elements at `half` (bf16,
+// f16), `bytes` with `scales` (int8) or `floats`, `cols` a row, laid out by
+// layout(data, cols) for data of any element type.
+template <class Layout>
+ElementTensor Elements(ElementType type, const uint16_t* half,
+                       const int8_t* bytes, const float* scales,
+                       const float* floats, size_t cols, const Layout& layout) {
+  switch (type) {
+    case ElementType::bfloat16:
+      return layout(reinterpret_cast<const attnpool::bf16*>(half), cols);
+    case ElementType::float16:
+      return layout(reinterpret_cast<const attnpool::f16*>(half), cols);
+    case ElementType::int8:
+      return attnpool::Int8Tensor{layout(bytes, cols), layout(scales, 1)};
+    case ElementType::float32:
+      break;
+  }
+  return layout(floats, cols);
+}
+
+// A paged pool of one cache's rows: (blocks, block_size, heads, cols) of
+// T and, given the cache stored narrow (packed as the float rows), of its
+// element type's bits;
+// `pool_row[r]` is the pool row of packed row r. Rows no sequence holds are
+// NaN (int8: their scales).
+template <typename T>
+struct PagedPool {
+  std::vector<T> rows;
+  std::vector<uint16_t> half;
+  std::vector<int8_t> bytes;
+  std::vector<float> scales;
+
+  PagedPool(const std::vector<T>& packed, const NarrowRows* narrow,
+            size_t pool_rows, const std::vector<size_t>& pool_row, size_t heads,
+            size_t cols)
+      : rows(pool_rows * heads * cols + 1, std::numeric_limits<T>::quiet_NaN()),
+        half(narrow ? pool_rows * heads * cols + 1 : 0, 0x7fc0),  // NaN
+        bytes(narrow ? pool_rows * heads * cols + 1 : 0, int8_t(-128)),
+        scales(narrow ? pool_rows * heads + 1 : 0,
+               std::numeric_limits<float>::quiet_NaN()) {
+    const size_t width = heads * cols;
+    for (size_t r = 0; r < pool_row.size(); ++r) {
+      const size_t to = pool_row[r];
+      std::copy_n(packed.data() + r * width, width, rows.data() + to * width);
+      if (narrow == nullptr) continue;
+      const NarrowRows& from = *narrow;
+      if (!from.half.empty()) {
+        std::copy_n(from.half.data() + r * width, width,
+                    half.data() + to * width);
+      }
+      if (!from.bytes.empty()) {
+        std::copy_n(from.bytes.data() + r * width, width,
+                    bytes.data() + to * width);
+        std::copy_n(from.scales.data() + r * heads, heads,
+                    scales.data() + to * heads);
+      }
+    }
+  }
+};
+
+// The (blocks, heads, block_size, cols) view of a pool's `data`.
+template <typename U>
+TensorView<U> PoolView(U* data, size_t blocks, size_t block_size, size_t heads,
+                       size_t cols) {
+  return {data, blocks,      heads, block_size, cols, block_size * heads * cols,
+          cols, heads * cols};
+}
+
+template <typename T>
+bool SameBits(const T* a, const T* b, size_t count) {
+  return count == 0 || std::memcmp(a, b, count * sizeof(T)) == 0;
+}
+
+template <typename T>
+void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
+  constexpr bool kFloat = std::is_same<T, float>::value;
+  const size_t heads = 1 + bytes.Next() % 6;
+  std::vector<size_t> divisors;
+  for (size_t k = 1; k <= heads; ++k) {
+    if (heads % k == 0) divisors.push_back(k);
+  }
+  const size_t kv_heads = divisors[bytes.Next() % divisors.size()];
+  const size_t group = heads / kv_heads;
+  const size_t count = 1 + bytes.Next() % 5;
+  const size_t dk = std::max<size_t>(1, DecodeDepth(bytes.Next()));
+  const size_t dv = DecodeDepth(bytes.Next());
+  const uint8_t threads_byte = bytes.Next();
+  const int causal_offset = static_cast<int8_t>(bytes.Next()) % 8;
+  const uint8_t sides = bytes.Next(), adjustments = bytes.Next(),
+                elements = bytes.Next();
+  const size_t block_size = 1 + bytes.Next() % 20;
+  const uint8_t scale_byte = bytes.Next(), value_byte = bytes.Next();
+  uint64_t seed = 0;
+  for (int k = 0; k < 4; ++k) seed = seed << 8 | bytes.Next();
+  std::vector<size_t> n(count), m(count);
+  bool long_context = false;
+  for (size_t b = 0; b < count; ++b) {
+    const uint8_t nb = bytes.Next(), mb = bytes.Next();
+    n[b] = nb < 96 ? 1 : nb < 128 ? 0 : nb % 33;
+    m[b] = mb < 248 ? mb % 112 : 8192 + 1000 * (mb - 248);
+    long_context |= mb >= 248;
+  }
+  const size_t budget = long_context ? size_t{1} << 20 : size_t{1} << 14;
+  const auto work = [&] {
+    size_t total = 0;
+    for (size_t b = 0; b < count; ++b) total += n[b] * m[b];
+    return total * heads * (dk + dv + 1);
+  };
+  while (work() > budget) {
+    const size_t most_keys = std::max_element(m.begin(), m.end()) - m.begin();
+    const size_t most_queries =
+        std::max_element(n.begin(), n.end()) - n.begin();
+    if (m[most_keys] >= n[most_queries]) {
+      m[most_keys] /= 2;
+    } else {
+      n[most_queries] /= 2;
+    }
+  }
+  std::vector<size_t> query_offsets = {0}, key_offsets = {0};
+  for (size_t b = 0; b < count; ++b) {
+    query_offsets.push_back(query_offsets.back() + n[b]);
+    key_offsets.push_back(key_offsets.back() + m[b]);
+  }
+  const size_t total_n = query_offsets.back(), total_m = key_offsets.back();
+
+  // Values.
+  const double magnitude = std::ldexp(1.0, value_byte % 9 - 4);
+  const bool specials = value_byte & 128;
+  std::vector<T> queries(total_n * heads * dk + 1),
+      keys(total_m * kv_heads * dk + 1), values(total_m * kv_heads * dv + 1);
+  for (std::vector<T>* data : {&queries, &keys, &values}) {
+    for (T& x : *data) {
+      const uint64_t r = SplitMix(seed);
+      x = T((double(r >> 11) * 0x1p-53 * 2 - 1) * magnitude);
+      if (specials && (r & 31) == 0) {
+        const T table[5] = {std::numeric_limits<T>::quiet_NaN(),
+                            std::numeric_limits<T>::infinity(),
+                            -std::numeric_limits<T>::infinity(), T(0), -T(0)};
+        x = table[(r >> 5) % 5];
+      }
+    }
+  }
+  // Narrow keys and values round the float ones to what they hold.
+  NarrowRows narrow_keys, narrow_values;
+  const bool narrow = kFloat && elements % 16 != 0;
+  if constexpr (kFloat) {
+    if (narrow) {
+      narrow_keys.Store(static_cast<ElementType>(elements % 4),
+                        {keys.data(), total_m * kv_heads, dk});
+      narrow_values.Store(static_cast<ElementType>(elements / 4 % 4),
+                          {values.data(), total_m * kv_heads, dv});
+    }
+  }
+
+  // The mask.
+  AttentionMask<T> mask;
+  mask.causal = flags & 2;
+  mask.causal_offset = causal_offset;
+  if (flags & 4) mask.window_left = kSides[sides % 8];
+  if (flags & 8) mask.window_right = kSides[sides / 8 % 8];
+  if (flags & 16) mask.softcap = T(kCaps[adjustments % 4]);
+  std::vector<T> slopes, sinks;
+  if (flags & 32) {
+    for (double slope : attnpool::alibi_slopes(heads)) {
+      slopes.push_back(T(slope * kSlopeFactors[adjustments / 4 % 4]));
+    }
+    mask.alibi_slopes = slopes.data();
+  }
+  if (flags & 64) {
+    for (size_t h = 0; h < heads; ++h) {
+      sinks.push_back(T(kSinks[(adjustments / 16 + h) % 4]));
+    }
+    mask.sinks = sinks.data();
+  }
+  std::optional<double> scale;
+  if (scale_byte % 8 != 0) scale = kScales[scale_byte % 8 - 1];
+  const attnpool::EmptyRows empty_rows =
+      flags & 128 ? attnpool::EmptyRows::zero : attnpool::EmptyRows::nan;
+  const attnpool::Execution execution{static_cast<int>(threads_byte % 4)};
+  const std::string tuning = Tuning(threads_byte);
+
+  // The paged layout: blocks of every sequence in a shuffled pool, two more
+  // than they need.
+  std::vector<size_t> table_width(count);
+  size_t blocks = 2, widest = 0;
+  for (size_t b = 0; b < count; ++b) {
+    table_width[b] = (m[b] + block_size - 1) / block_size;
+    blocks += table_width[b];
+    widest = std::max(widest, table_width[b]);
+  }
+  std::vector<int32_t> order(blocks);
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t k = blocks; k > 1; --k) {
+    std::swap(order[k - 1], order[SplitMix(seed) % k]);
+  }
+  const size_t table_stride = widest + 1;
+  std::vector<int32_t> block_table(count * table_stride, -1);
+  std::vector<size_t> pool_row(total_m);
+  size_t next_block = 0;
+  for (size_t b = 0; b < count; ++b) {
+    for (size_t j = 0; j < m[b]; ++j) {
+      if (j % block_size == 0) {
+        block_table[b * table_stride + j / block_size] = order[next_block++];
+      }
+      pool_row[key_offsets[b] + j] =
+          size_t(block_table[b * table_stride + j / block_size]) * block_size +
+          j % block_size;
+    }
+  }
+  const size_t pool_rows = blocks * block_size;
+  const PagedPool<T> key_pool(keys, narrow ? &narrow_keys : nullptr, pool_rows,
+                              pool_row, kv_heads, dk);
+  const PagedPool<T> value_pool(values, narrow ? &narrow_values : nullptr,
+                                pool_rows, pool_row, kv_heads, dv);
+
+  const auto call = [&] {
+    std::ostringstream text;
+    text.precision(17);
+    text << kLayersName << "<" << (kFloat ? "float" : "double")
+         << "> heads=" << heads << "/" << kv_heads << " dk=" << dk
+         << " dv=" << dv << " sequences (n, m):";
+    for (size_t b = 0; b < count; ++b) text << " " << n[b] << "," << m[b];
+    text << " block_size=" << block_size << " threads=" << execution.threads
+         << " causal=" << mask.causal << "/" << mask.causal_offset
+         << " window=" << (mask.window_left ? int(*mask.window_left) : -1)
+         << "/" << (mask.window_right ? int(*mask.window_right) : -1)
+         << " softcap=" << (mask.softcap ? double(*mask.softcap) : 0.0)
+         << " alibi=" << (slopes.empty() ? 0.0 : double(slopes[0]))
+         << " sinks=" << (sinks.empty() ? -HUGE_VAL : double(sinks[0]))
+         << " scale=" << (scale ? std::to_string(*scale) : "default")
+         << " empty=" << (flags & 128 ? "zero" : "nan")
+         << " magnitude=" << magnitude << " specials=" << specials
+         << " keys=" << attnpool::element_type_name(narrow_keys.type)
+         << " values=" << attnpool::element_type_name(narrow_values.type)
+         << " tuning=" << (tuning.empty() ? "chosen" : "'" + tuning + "'");
+    return text.str();
+  };
+
+  const TensorView<const T> q = Packed<const T>(queries.data(), heads, total_n,
+                                                dk),
+                            k = Packed<const T>(keys.data(), kv_heads, total_m,
+                                                dk),
+                            v = Packed<const T>(values.data(), kv_heads,
+                                                total_m, dv);
+  const attnpool::PackedSequences sequences{count, query_offsets.data(),
+                                            key_offsets.data()};
+  attnpool::PagedKVCache<T> cache;
+  cache.keys =
+      PoolView<const T>(key_pool.rows.data(), blocks, block_size, kv_heads, dk);
+  cache.values = PoolView<const T>(value_pool.rows.data(), blocks, block_size,
+                                   kv_heads, dv);
+  cache.block_table = block_table.data();
+  cache.block_table_stride = table_stride;
+  cache.lengths = m.data();
+
+  // Outputs: packed rows with 3 elements of padding each, all a canary.
+  constexpr size_t kPadding = 3;
+  const size_t out_elements = total_n * (heads * dv + kPadding) + 1;
+  const T canary = T(-1234.5);
+  const auto new_out = [&] { return std::vector<T>(out_elements, canary); };
+  const auto out_view = [&](std::vector<T>& data) {
+    return Packed(data.data(), heads, total_n, dv, kPadding);
+  };
+  // Whether `data` holds canaries exactly outside the output view.
+  const auto padding_intact = [&](const std::vector<T>& data) {
+    const size_t row_stride = heads * dv + kPadding;
+    for (size_t e = 0; e < data.size(); ++e) {
+      const bool inside =
+          e < total_n * row_stride && e % row_stride < heads * dv;
+      if (!inside && !SameBits(&data[e], &canary, 1)) return false;
+    }
+    return true;
+  };
+  const std::vector<T> inputs_before[3] = {queries, keys, values};
+
+  struct Reset {
+    ~Reset() { attnpool::reset_target(); }  // the tuning too
+  } reset;
+  attnpool::force_tuning(tuning);
+  const std::vector<std::string> targets = attnpool::supported_targets();
+  const size_t rerun_target = (flags ^ threads_byte ^ seed) % targets.size();
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const std::string& target = targets[t];
+    attnpool::force_target(target);
+    const auto where = [&] { return call() + " target=" + target; };
+    const auto attempt = [&](const char* what, const auto& run) {
+      try {
+        run();
+      } catch (const std::exception& error) {
+        Fail(std::string(what) + ": unexpected exception: " + error.what(),
+             where());
+      }
+    };
+    std::vector<T> packed = new_out();
+    attempt("varlen", [&] {
+      attnpool::scaled_dot_product_attention_varlen(q, k, v, out_view(packed),
+                                                    sequences, mask, scale,
+                                                    empty_rows, execution);
+    });
+    const std::string ran = attnpool::last_run_target();
+    if (!ran.empty() && ran != target) Fail("varlen ran on " + ran, where());
+    if (!padding_intact(packed)) Fail("varlen wrote outside out", where());
+    for (int s = 0; s < 3; ++s) {
+      const std::vector<T>& now = s == 0 ? queries : s == 1 ? keys : values;
+      if (!SameBits(now.data(), inputs_before[s].data(), now.size())) {
+        Fail("an input changed", where());
+      }
+    }
+
+    // Each sequence alone, and each of its heads on attention_pool.
+    std::vector<T> alone = new_out();
+    for (size_t b = 0; b < count; ++b) {
+      const size_t q0 = query_offsets[b], q1 = query_offsets[b + 1],
+                   k0 = key_offsets[b], k1 = key_offsets[b + 1];
+      AttentionMask<T> own = mask;
+      own.causal_offset =
+          std::ptrdiff_t(m[b]) - std::ptrdiff_t(n[b]) + mask.causal_offset;
+      attempt("one sequence", [&] {
+        attnpool::scaled_dot_product_attention(
+            Rows(q, q0, q1), Rows(k, k0, k1), Rows(v, k0, k1),
+            Rows(out_view(alone), q0, q1), own, scale, empty_rows, execution);
+      });
+      for (size_t h = 0; h < heads; ++h) {
+        Args<T> args;
+        const size_t g = h / group;
+        args.views = {
+            {queries.data() + q0 * heads * dk + h * dk, n[b], dk, heads * dk},
+            {keys.data() + k0 * kv_heads * dk + g * dk, m[b], dk,
+             kv_heads * dk},
+            {values.data() + k0 * kv_heads * dv + g * dv, m[b], dv,
+             kv_heads * dv}};
+        args.distance = attnpool::Distance::dot;
+        args.kernel.kernel = attnpool::Kernel::exp;
+        args.kernel.scale = scale;
+        args.normalization = attnpool::Normalization::softmax;
+        args.empty_rows = empty_rows;
+        args.mask.causal = own.causal;
+        args.mask.causal_offset = own.causal_offset;
+        args.mask.window_left = own.window_left;
+        args.mask.window_right = own.window_right;
+        args.mask.softcap = own.softcap;
+        if (!slopes.empty()) args.mask.alibi_slope = slopes[h];
+        if (!sinks.empty()) args.mask.sink = sinks[h];
+        args.execution = execution;
+        std::vector<T> head(n[b] * dv + 1);
+        const attnpool::MatrixView<T> head_out(head.data(), n[b], dv);
+        attempt("one head", [&] {
+          attnpool::attention_pool(args.spec(), args.views[0], args.views[1],
+                                   args.views[2], head_out, args.mask,
+                                   execution);
+        });
+        // The reference for one head of each sequence per target, in turn.
+        const std::string report = h == (t + b) % heads
+                                       ? oracles::VerifyFused<T>(args, head_out)
+                                       : std::string();
+        if (!report.empty()) {
+          Fail("head " + std::to_string(h) + " of sequence " +
+                   std::to_string(b) + " differs from the reference: " + report,
+               where());
+        }
+        for (size_t i = 0; i < n[b]; ++i) {
+          const T* got =
+              packed.data() + (q0 + i) * (heads * dv + kPadding) + h * dv;
+          if (!SameBits(got, head_out.row(i), dv)) {
+            Fail("head " + std::to_string(h) + " of sequence " +
+                     std::to_string(b) +
+                     " differs from its attention_pool call",
+                 where());
+          }
+        }
+      }
+    }
+    if (!SameBits(packed.data(), alone.data(), packed.size())) {
+      Fail("varlen differs from its sequences called alone", where());
+    }
+
+    std::vector<T> paged = new_out();
+    attempt("paged", [&] {
+      attnpool::scaled_dot_product_attention_paged(
+          q, cache, out_view(paged), count, query_offsets.data(), mask, scale,
+          empty_rows, execution);
+    });
+    if (!SameBits(packed.data(), paged.data(), packed.size())) {
+      Fail("the paged cache differs from the packed rows", where());
+    }
+
+    if constexpr (kFloat) {
+      if (narrow) {
+        // The narrow rows packed, and their pool.
+        const auto packed_tensor = [&](const NarrowRows& rows, size_t cols) {
+          return Elements(rows.type, rows.half.data(), rows.bytes.data(),
+                          rows.scales.data(), rows.floats.data(), cols,
+                          [&](const auto* data, size_t width) {
+                            return Packed(data, kv_heads, total_m, width);
+                          });
+        };
+        const auto pool_tensor = [&](const PagedPool<T>& pool, ElementType type,
+                                     size_t cols) {
+          return Elements(
+              type, pool.half.data(), pool.bytes.data(), pool.scales.data(),
+              pool.rows.data(), cols, [&](const auto* data, size_t width) {
+                return PoolView(data, blocks, block_size, kv_heads, width);
+              });
+        };
+        std::vector<float> narrow_packed = new_out();
+        attempt("varlen, narrow", [&] {
+          attnpool::scaled_dot_product_attention_varlen(
+              q, packed_tensor(narrow_keys, dk),
+              packed_tensor(narrow_values, dv), out_view(narrow_packed),
+              sequences, mask, scale, empty_rows, execution);
+        });
+        if (!SameBits(packed.data(), narrow_packed.data(), packed.size())) {
+          Fail(
+              "narrow keys/values differ from the float call on the values "
+              "they hold",
+              where());
+        }
+        attnpool::PagedElementCache narrow_cache;
+        narrow_cache.keys = pool_tensor(key_pool, narrow_keys.type, dk);
+        narrow_cache.values = pool_tensor(value_pool, narrow_values.type, dv);
+        narrow_cache.block_table = block_table.data();
+        narrow_cache.block_table_stride = table_stride;
+        narrow_cache.lengths = m.data();
+        std::vector<float> narrow_paged = new_out();
+        attempt("paged, narrow", [&] {
+          attnpool::scaled_dot_product_attention_paged(
+              q, narrow_cache, out_view(narrow_paged), count,
+              query_offsets.data(), mask, scale, empty_rows, execution);
+        });
+        if (!SameBits(packed.data(), narrow_paged.data(), packed.size())) {
+          Fail(
+              "a narrow paged cache differs from the float call on the "
+              "values it holds",
+              where());
+        }
+      }
+    }
+
+    if (execution.threads != 1 && t == rerun_target) {
+      std::vector<T> single = new_out();
+      attempt("varlen, one thread", [&] {
+        attnpool::scaled_dot_product_attention_varlen(
+            q, k, v, out_view(single), sequences, mask, scale, empty_rows, {1});
+      });
+      if (!SameBits(packed.data(), single.data(), packed.size())) {
+        Fail("differs from the same call on one thread", where());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FuzzLayers(Bytes& bytes, uint8_t flags) {
+  if (flags & 1) {
+    FuzzLayersOf<double>(bytes, flags);
+  } else {
+    FuzzLayersOf<float>(bytes, flags);
+  }
+}
+
+}  // namespace attnpool_test
