@@ -2,10 +2,12 @@
 # ASan + UBSan (clang 14) build of the library, the whole test suite and the
 # libFuzzer target, in one build directory; runs the suite, replays the
 # corpus (tests/fuzz/corpus), then fuzzes each function of the API table
-# (tests/api_table.h), two at a time, with a fixed seed and a fixed number
-# of inputs (ATTNPOOL_FUZZ_RUNS, default 40000: about a minute for a pooling
-# function on the slower machines), so that a result depends only on the
-# code: two runs of one commit fuzz the same inputs. For that the feedback
+# (tests/api_table.h) and the attention layers (tests/fuzz/fuzz_layers.cc),
+# two at a time, with a fixed seed and a fixed number of inputs
+# (ATTNPOOL_FUZZ_RUNS, default 40000: about a minute for a pooling function
+# on the slower machines; the layers, whose inputs make some thirty calls
+# each, a twentieth of it), so that a result depends only on the code: two
+# runs of one commit fuzz the same inputs. For that the feedback
 # is edges only (no hit counts, compare traces or entropic bookkeeping) and
 # the library runs on one thread (OMP_THREAD_LIMIT=1): OpenMP threads race
 # on the coverage counters. Thread counts are fuzzed by
@@ -34,17 +36,23 @@ fi
 grep -E "tests passed|Total Test time" "$build/ctest.log"
 grep -h "^hostile inputs:" "$build/Testing/Temporary/LastTest.log" || true
 
-echo "== libFuzzer (ASan + UBSan): $runs inputs per function, fixed seeds"
+layer_runs=$((runs / 20))
+echo "== libFuzzer (ASan + UBSan): $runs inputs per function" \
+  "($layer_runs for attention_layers), fixed seeds"
 mapfile -t functions < <(ATTNPOOL_FUZZ_API=list "$build/tests/attnpool_fuzz")
 failed=0
-for ((k = 0; k < ${#functions[@]}; k += 2)); do
-  for ((j = k; j < k + 2 && j < ${#functions[@]}; ++j)); do
-    # The seed: the function's index, so each explores its own sequence.
-    OMP_THREAD_LIMIT=1 fuzz_function "$build/fuzz" "${functions[j]}" \
-      -seed=$((j + 1)) -runs="$runs" -use_counters=0 -use_cmp=0 -entropic=0 &
-  done
-  wait
+# Two at a time, the next starting as soon as one ends: the layers (listed
+# last, the longest) first.
+for ((j = ${#functions[@]} - 1; j >= 0; --j)); do
+  while (($(jobs -rp | wc -l) >= 2)); do wait -n; done
+  function_runs=$runs
+  [[ ${functions[j]} == attention_layers ]] && function_runs=$layer_runs
+  # The seed: the function's index, so each explores its own sequence.
+  OMP_THREAD_LIMIT=1 fuzz_function "$build/fuzz" "${functions[j]}" \
+    -seed=$((j + 1)) -runs="$function_runs" -use_counters=0 -use_cmp=0 \
+    -entropic=0 &
 done
+wait
 for function in "${functions[@]}"; do
   fuzz_report "$build/fuzz" "$function" || failed=1
 done
