@@ -35,7 +35,10 @@
 //   [17] element types of keys (b % 4) and values (b / 4 % 4), ElementType
 //       (attention_pool on float; int8 dropped for non-finite rows): the
 //       inputs are rounded to what the type holds, checked as above, and
-//       the call on the narrow rows must give the float call's bits
+//       the call on the narrow rows must give the float call's bits; with
+//       bf16 keys, bit 16 stores the queries as bf16 too: on the bf16
+//       dot-product tile (pool.h "tile_bf16") the result is checked against
+//       the reference instead
 //   then per matrix (inputs in slot order, then the bias): a scale byte
 //   (2^(b % 17 − 8)) and one byte per element ((b − 125)/16 × scale, or with
 //   flag 2 and b ≥ 250 one of NaN, +inf, −inf, 0, −0, 1); then one byte per
@@ -56,6 +59,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tests/api_oracles.h"
 #include "tests/api_table.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "tests/fuzz/fuzz_layers.h"
@@ -186,7 +190,7 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
   }
 
   // Keys and values stored narrow, the inputs rounded to what they hold.
-  NarrowRows key_rows, value_rows;
+  NarrowRows query_rows, key_rows, value_rows;
   const bool narrow = std::is_same<T, float>::value &&
                       std::strcmp(api.name, "attention_pool") == 0 &&
                       elements % 16 != 0;
@@ -196,6 +200,9 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
                      args.views[1]);
       value_rows.Store(static_cast<attnpool::ElementType>(elements / 4 % 4),
                        args.views[2]);
+      if (elements & 16 && key_rows.type == attnpool::ElementType::bfloat16) {
+        query_rows.Store(attnpool::ElementType::bfloat16, args.views[0]);
+      }
     }
   }
 
@@ -226,6 +233,7 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
          << " sink=" << (args.mask.sink ? double(*args.mask.sink) : -HUGE_VAL)
          << " visible=" << (args.mask.visible.data != nullptr)
          << " specials=" << specials
+         << " queries=" << attnpool::element_type_name(query_rows.type)
          << " keys=" << attnpool::element_type_name(key_rows.type)
          << " values=" << attnpool::element_type_name(value_rows.type)
          << " tuning=" << (tuning.empty() ? "chosen" : "'" + tuning + "'");
@@ -265,10 +273,27 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
         std::vector<float> narrow_out(out.rows * out.cols + 1);
         const attnpool::MatrixView<float> o(narrow_out.data(), out.rows,
                                             out.cols);
-        attnpool::attention_pool(run->args.spec(), run->args.views[0],
-                                 key_rows.Rows(), value_rows.Rows(), o,
-                                 run->args.mask, run->args.execution);
-        if (!SameBits<float>(o, out)) {
+        const bool narrow_queries =
+            query_rows.type != attnpool::ElementType::float32;
+        if (narrow_queries) {
+          attnpool::attention_pool(run->args.spec(), query_rows.Rows(),
+                                   key_rows.Rows(), value_rows.Rows(), o,
+                                   run->args.mask, run->args.execution);
+        } else {
+          attnpool::attention_pool(run->args.spec(), run->args.views[0],
+                                   key_rows.Rows(), value_rows.Rows(), o,
+                                   run->args.mask, run->args.execution);
+        }
+        if (narrow_queries && attnpool::last_fused_path() == "tile_bf16") {
+          // Its own order of the products' sums: the float call's bound.
+          const std::string tile_report =
+              oracles::VerifyFused<float>(ws.args, o);
+          if (!tile_report.empty()) {
+            Fail("the bf16 dot-product tile differs from the reference: " +
+                     tile_report,
+                 where());
+          }
+        } else if (!SameBits<float>(o, out)) {
           Fail(
               "narrow keys/values differ from the float call on the values "
               "they hold",

@@ -160,6 +160,19 @@ def main():
                               causal=k, extras=(k * 5) % 32, sides=k * 9 + 3,
                               adjustments=k * 21, elements=elements, rng=rng))
     seeds += layer_seeds()
+    # bf16 queries beside bf16 keys (bit 16 of the element byte): the bf16
+    # dot-product tile where the CPU has one, checked against the reference.
+    bf16_rng = random.Random(20261128)
+    for k, (n, m, d, dv) in enumerate([(40, 300, 64, 16), (13, 70, 13, 5),
+                                       (9, 33, 1, 3), (100, 20, 32, 32)]):
+        seeds.append(seed(ATTENTION_POOL, False, n, m, d, dv, distance=3,
+                          kernel=5, bandwidth=3, scale=k % 3,
+                          normalization=2 if k != 3 else 1,
+                          flags=8 if k % 2 == 0 else 0, padding=k % 4,
+                          offset=(k + 1) % 4, threads=2, causal=k,
+                          extras=(k * 11) % 32, sides=k * 9 + 1,
+                          adjustments=k * 13, elements=1 + 16 + 4 * (k % 2),
+                          rng=bf16_rng))
     for index, data in enumerate(seeds):
         with open(os.path.join(here, "seed-%03d" % index), "wb") as out:
             out.write(data)
