@@ -11,6 +11,9 @@
 //    target, in turn);
 //  - the paged cache (blocks scattered through a pool, NaN where no key
 //    is) gives bitwise the packed call's output;
+//  - the same sequences as a dense batch (valid lengths, a bias and a
+//    visibility broadcast over batch and heads) give bitwise each head's
+//    attention_pool, and that agrees with the reference;
 //  - keys and values stored as bf16, f16 or int8 give bitwise the float
 //    call's output on the values they hold, packed and paged;
 //  - inputs and the output's padding stay untouched, the call runs on the
@@ -36,7 +39,11 @@
 //       in 32 is NaN, ±inf or ±0
 //   [15..18] the values' seed
 //   then per sequence its queries (b < 96: 1, b < 128: 0, else b % 33)
-//   and keys (b < 248: b % 112, else 8192 + 1000·(b − 248)). The work
+//   and keys (b < 248: b % 112, else 8192 + 1000·(b − 248)); then with
+//   bit 1 of the next byte the same sequences as a dense batch (padded to
+//   the most queries and keys), whose valid lengths are per batch entry
+//   or (bit 32) per query, and whose bias and visibility (kBroadcasts[b / 2
+//   % 4], [b / 8 % 4]; 0: none) broadcast over batch and heads. The work
 //   Σ n·m·Hq·(dk + dv + 1) is then halved (the most keys, else the most
 //   queries) until within 2¹⁴, or 2²⁰ where a keys byte is ≥ 248: long
 //   decode contexts, whose keys are split into chunks.
@@ -72,6 +79,10 @@ constexpr double kCaps[4] = {0.25, 1, 3, 50};
 constexpr double kSlopeFactors[4] = {1, -1, 1.0 / 32, 8};
 constexpr double kSinks[4] = {-1, 0, 2.5, HUGE_VAL};
 constexpr double kScales[7] = {1, 0.5, -1, 0.01, 3, 1e-3, 20};
+// A dense batch's bias or visibility (index 1–3): whether its batch and
+// its heads are whole (else 1, broadcast).
+constexpr bool kBroadcasts[4][2] = {
+    {}, {true, true}, {false, true}, {false, false}};
 
 size_t DecodeDepth(uint8_t b) {
   if (b == 223) return 0;
@@ -204,6 +215,7 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     m[b] = mb < 248 ? mb % 112 : 8192 + 1000 * (mb - 248);
     long_context |= mb >= 248;
   }
+  const uint8_t dense_byte = bytes.Next();
   const size_t budget = long_context ? size_t{1} << 20 : size_t{1} << 14;
   const auto work = [&] {
     size_t total = 0;
@@ -311,6 +323,85 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
           j % block_size;
     }
   }
+  // The same sequences as a dense batch (count, H, N, d), N and M their
+  // most queries and keys: the rows past a sequence's keys NaN, hidden by
+  // valid lengths (per batch entry, or per query at most its keys), its
+  // extra queries random; a bias and a visibility broadcast as
+  // kBroadcasts says.
+  const size_t most_n = *std::max_element(n.begin(), n.end()),
+               most_m = *std::max_element(m.begin(), m.end());
+  const bool dense =
+      dense_byte & 1 &&
+      count * most_n * most_m * heads * (dk + dv + 1) <= 4 * budget;
+  std::vector<T> dense_queries, dense_keys, dense_values, bias;
+  std::vector<uint8_t> visible;
+  std::vector<size_t> dense_lengths;
+  AttentionMask<T> dense_mask = mask;
+  if (dense) {
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    dense_queries.resize(count * heads * most_n * dk + 1);
+    dense_keys.assign(count * kv_heads * most_m * dk + 1, nan);
+    dense_values.assign(count * kv_heads * most_m * dv + 1, nan);
+    const auto random = [&](double scale) {
+      return T((double(SplitMix(seed) >> 11) * 0x1p-53 * 2 - 1) * scale);
+    };
+    for (size_t b = 0; b < count; ++b) {
+      for (size_t h = 0; h < heads; ++h) {
+        for (size_t i = 0; i < most_n; ++i) {
+          for (size_t c = 0; c < dk; ++c) {
+            dense_queries[((b * heads + h) * most_n + i) * dk + c] =
+                i < n[b]
+                    ? queries[((query_offsets[b] + i) * heads + h) * dk + c]
+                    : random(magnitude);
+          }
+        }
+      }
+      for (size_t g = 0; g < kv_heads; ++g) {
+        for (size_t j = 0; j < m[b]; ++j) {
+          const size_t row = (key_offsets[b] + j) * kv_heads + g;
+          std::copy_n(
+              keys.data() + row * dk, dk,
+              dense_keys.data() + ((b * kv_heads + g) * most_m + j) * dk);
+          std::copy_n(
+              values.data() + row * dv, dv,
+              dense_values.data() + ((b * kv_heads + g) * most_m + j) * dv);
+        }
+      }
+    }
+    dense_mask.lengths_per_query = dense_byte & 32;
+    if (dense_mask.lengths_per_query) {
+      for (size_t b = 0; b < count; ++b) {
+        for (size_t i = 0; i < most_n; ++i) {
+          dense_lengths.push_back(SplitMix(seed) % (m[b] + 1));
+        }
+      }
+    } else {
+      dense_lengths = m;
+    }
+    dense_mask.valid_lengths = dense_lengths.data();
+    const size_t bias_shape = dense_byte / 2 % 4,
+                 visible_shape = dense_byte / 8 % 4;
+    if (bias_shape != 0) {
+      const size_t batch = kBroadcasts[bias_shape][0] ? count : 1,
+                   bias_heads = kBroadcasts[bias_shape][1] ? heads : 1;
+      bias.resize(batch * bias_heads * most_n * most_m + 1);
+      for (T& x : bias) {
+        x = SplitMix(seed) % 16 == 0 ? -std::numeric_limits<T>::infinity()
+                                     : random(4);
+      }
+      dense_mask.bias = attnpool::dense_tensor<const T>(
+          bias.data(), batch, bias_heads, most_n, most_m);
+    }
+    if (visible_shape != 0) {
+      const size_t batch = kBroadcasts[visible_shape][0] ? count : 1,
+                   visible_heads = kBroadcasts[visible_shape][1] ? heads : 1;
+      visible.resize(batch * visible_heads * most_n * most_m + 1);
+      for (uint8_t& x : visible) x = SplitMix(seed) % 4 != 0;
+      dense_mask.visible = attnpool::dense_tensor<const uint8_t>(
+          visible.data(), batch, visible_heads, most_n, most_m);
+    }
+  }
+
   const size_t pool_rows = blocks * block_size;
   const PagedPool<T> key_pool(keys, narrow ? &narrow_keys : nullptr, pool_rows,
                               pool_row, kv_heads, dk);
@@ -336,7 +427,13 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
          << " magnitude=" << magnitude << " specials=" << specials
          << " keys=" << attnpool::element_type_name(narrow_keys.type)
          << " values=" << attnpool::element_type_name(narrow_values.type)
-         << " tuning=" << (tuning.empty() ? "chosen" : "'" + tuning + "'");
+         << " tuning=" << (tuning.empty() ? "chosen" : "'" + tuning + "'")
+         << " dense batch="
+         << (dense ? "bias " + std::to_string(dense_byte / 2 % 4) +
+                         " visible " + std::to_string(dense_byte / 8 % 4) +
+                         (dense_mask.lengths_per_query ? " lengths per query"
+                                                       : "")
+                   : std::string("none"));
     return text.str();
   };
 
@@ -359,7 +456,8 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
 
   // Outputs: packed rows with 3 elements of padding each, all a canary.
   constexpr size_t kPadding = 3;
-  const size_t out_elements = total_n * (heads * dv + kPadding) + 1;
+  const size_t out_stride = heads * dv + kPadding;
+  const size_t out_elements = total_n * out_stride + 1;
   const T canary = T(-1234.5);
   const auto new_out = [&] { return std::vector<T>(out_elements, canary); };
   const auto out_view = [&](std::vector<T>& data) {
@@ -367,15 +465,29 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
   };
   // Whether `data` holds canaries exactly outside the output view.
   const auto padding_intact = [&](const std::vector<T>& data) {
-    const size_t row_stride = heads * dv + kPadding;
     for (size_t e = 0; e < data.size(); ++e) {
       const bool inside =
-          e < total_n * row_stride && e % row_stride < heads * dv;
+          e < total_n * out_stride && e % out_stride < heads * dv;
       if (!inside && !SameBits(&data[e], &canary, 1)) return false;
     }
     return true;
   };
   const std::vector<T> inputs_before[3] = {queries, keys, values};
+  // attention_pool's mask of query head h under a layer's mask `layer`
+  // (without its valid lengths, bias and visibility).
+  const auto head_mask_of = [&](const AttentionMask<T>& layer, size_t h) {
+    attnpool::Mask<T> head_mask;
+    head_mask.causal = layer.causal;
+    head_mask.causal_offset = layer.causal_offset;
+    head_mask.window_left = layer.window_left;
+    head_mask.window_right = layer.window_right;
+    head_mask.softcap = layer.softcap;
+    if (layer.alibi_slopes != nullptr) {
+      head_mask.alibi_slope = layer.alibi_slopes[h];
+    }
+    if (layer.sinks != nullptr) head_mask.sink = layer.sinks[h];
+    return head_mask;
+  };
 
   struct Reset {
     ~Reset() { attnpool::reset_target(); }  // the tuning too
@@ -395,6 +507,40 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
              where());
       }
     };
+    // attention_pool of one head (`hq`, `hk`, `hv`, `head_mask`): bitwise
+    // the layer's rows at `got`, `got_stride` apart, and with `verify`
+    // within the reference's bound.
+    const auto check_head =
+        [&](const std::string& which, attnpool::MatrixView<T> hq,
+            attnpool::MatrixView<T> hk, attnpool::MatrixView<T> hv,
+            const attnpool::Mask<T>& head_mask, const T* got, size_t got_stride,
+            bool verify) {
+          Args<T> args;
+          args.views = {hq, hk, hv};
+          args.distance = attnpool::Distance::dot;
+          args.kernel.kernel = attnpool::Kernel::exp;
+          args.kernel.scale = scale;
+          args.normalization = attnpool::Normalization::softmax;
+          args.empty_rows = empty_rows;
+          args.mask = head_mask;
+          args.execution = execution;
+          std::vector<T> head(hq.rows * hv.cols + 1);
+          const attnpool::MatrixView<T> head_out(head.data(), hq.rows, hv.cols);
+          attempt("one head", [&] {
+            attnpool::attention_pool(args.spec(), hq, hk, hv, head_out,
+                                     head_mask, execution);
+          });
+          const std::string report =
+              verify ? oracles::VerifyFused<T>(args, head_out) : std::string();
+          if (!report.empty()) {
+            Fail(which + " differs from the reference: " + report, where());
+          }
+          for (size_t i = 0; i < hq.rows; ++i) {
+            if (!SameBits(got + i * got_stride, head_out.row(i), hv.cols)) {
+              Fail(which + " differs from its attention_pool call", where());
+            }
+          }
+        };
     std::vector<T> packed = new_out();
     attempt("varlen", [&] {
       attnpool::scaled_dot_product_attention_varlen(q, k, v, out_view(packed),
@@ -425,53 +571,16 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
             Rows(out_view(alone), q0, q1), own, scale, empty_rows, execution);
       });
       for (size_t h = 0; h < heads; ++h) {
-        Args<T> args;
         const size_t g = h / group;
-        args.views = {
+        check_head(
+            "head " + std::to_string(h) + " of sequence " + std::to_string(b),
             {queries.data() + q0 * heads * dk + h * dk, n[b], dk, heads * dk},
             {keys.data() + k0 * kv_heads * dk + g * dk, m[b], dk,
              kv_heads * dk},
             {values.data() + k0 * kv_heads * dv + g * dv, m[b], dv,
-             kv_heads * dv}};
-        args.distance = attnpool::Distance::dot;
-        args.kernel.kernel = attnpool::Kernel::exp;
-        args.kernel.scale = scale;
-        args.normalization = attnpool::Normalization::softmax;
-        args.empty_rows = empty_rows;
-        args.mask.causal = own.causal;
-        args.mask.causal_offset = own.causal_offset;
-        args.mask.window_left = own.window_left;
-        args.mask.window_right = own.window_right;
-        args.mask.softcap = own.softcap;
-        if (!slopes.empty()) args.mask.alibi_slope = slopes[h];
-        if (!sinks.empty()) args.mask.sink = sinks[h];
-        args.execution = execution;
-        std::vector<T> head(n[b] * dv + 1);
-        const attnpool::MatrixView<T> head_out(head.data(), n[b], dv);
-        attempt("one head", [&] {
-          attnpool::attention_pool(args.spec(), args.views[0], args.views[1],
-                                   args.views[2], head_out, args.mask,
-                                   execution);
-        });
-        // The reference for one head of each sequence per target, in turn.
-        const std::string report = h == (t + b) % heads
-                                       ? oracles::VerifyFused<T>(args, head_out)
-                                       : std::string();
-        if (!report.empty()) {
-          Fail("head " + std::to_string(h) + " of sequence " +
-                   std::to_string(b) + " differs from the reference: " + report,
-               where());
-        }
-        for (size_t i = 0; i < n[b]; ++i) {
-          const T* got =
-              packed.data() + (q0 + i) * (heads * dv + kPadding) + h * dv;
-          if (!SameBits(got, head_out.row(i), dv)) {
-            Fail("head " + std::to_string(h) + " of sequence " +
-                     std::to_string(b) +
-                     " differs from its attention_pool call",
-                 where());
-          }
-        }
+             kv_heads * dv},
+            head_mask_of(own, h), packed.data() + q0 * out_stride + h * dv,
+            out_stride, h == (t + b) % heads);
       }
     }
     if (!SameBits(packed.data(), alone.data(), packed.size())) {
@@ -536,6 +645,51 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
               "a narrow paged cache differs from the float call on the "
               "values it holds",
               where());
+        }
+      }
+    }
+
+    if (dense) {
+      std::vector<T> dense_out(count * heads * most_n * dv + 1, canary);
+      attempt("dense batch", [&] {
+        attnpool::scaled_dot_product_attention(
+            attnpool::dense_tensor<const T>(dense_queries.data(), count, heads,
+                                            most_n, dk),
+            attnpool::dense_tensor<const T>(dense_keys.data(), count, kv_heads,
+                                            most_m, dk),
+            attnpool::dense_tensor<const T>(dense_values.data(), count,
+                                            kv_heads, most_m, dv),
+            attnpool::dense_tensor(dense_out.data(), count, heads, most_n, dv),
+            dense_mask, scale, empty_rows, execution);
+      });
+      if (!SameBits(&dense_out.back(), &canary, 1)) {
+        Fail("the dense batch wrote past out", where());
+      }
+      for (size_t b = 0; b < count; ++b) {
+        const std::vector<size_t> entry_lengths(most_n, m[b]);
+        for (size_t h = 0; h < heads; ++h) {
+          attnpool::Mask<T> head_mask = head_mask_of(dense_mask, h);
+          head_mask.valid_lengths = dense_mask.lengths_per_query
+                                        ? dense_lengths.data() + b * most_n
+                                        : entry_lengths.data();
+          const auto slice = [&](const auto& tensor) {
+            return tensor.matrix(tensor.batch == 1 ? 0 : b,
+                                 tensor.heads == 1 ? 0 : h);
+          };
+          if (!bias.empty()) head_mask.bias = slice(dense_mask.bias);
+          if (!visible.empty()) head_mask.visible = slice(dense_mask.visible);
+          const size_t g = h / group;
+          check_head("head " + std::to_string(h) + " of batch entry " +
+                         std::to_string(b) + " (dense)",
+                     {dense_queries.data() + (b * heads + h) * most_n * dk,
+                      most_n, dk},
+                     {dense_keys.data() + (b * kv_heads + g) * most_m * dk,
+                      most_m, dk},
+                     {dense_values.data() + (b * kv_heads + g) * most_m * dv,
+                      most_m, dv},
+                     head_mask,
+                     dense_out.data() + (b * heads + h) * most_n * dv, dv,
+                     h == (t + b) % heads);
         }
       }
     }

@@ -43,24 +43,26 @@ def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
 
 def layer_seed(flags, heads, kv, sequences, dk, dv, threads=1, causal=0,
                sides=0, adjustments=0, elements=0, block=15, scale=0,
-               values=4, seed=(1, 2, 3, 4)):
+               values=4, seed=(1, 2, 3, 4), dense=0):
     """An "attention_layers" input: Hq = heads, kv the index of Hkv among
-    Hq's divisors, sequences a list of (queries byte, keys byte)."""
+    Hq's divisors, sequences a list of (queries byte, keys byte), dense the
+    dense batch's byte."""
     head = [LAYERS, flags, heads - 1, kv, len(sequences) - 1, dk, dv, threads,
             causal & 0xFF, sides, adjustments, elements, block - 1, scale,
             values] + list(seed)
-    return bytes(head + [b for pair in sequences for b in pair])
+    return bytes(head + [b for pair in sequences for b in pair] + [dense])
 
 
 def layer_seeds():
     """Seeds of "attention_layers": decode and prefill, grouped heads, long
-    contexts split into key chunks, every mask feature, element types."""
+    contexts split into key chunks, every mask feature, element types, dense
+    batches with valid lengths, biases and visibilities."""
     causal, left, right, cap, alibi, sinks, zero = 2, 4, 8, 16, 32, 64, 128
     decode = lambda m: (5, m)  # one query
     return [
         # Grouped decode, Hq 4 over 2, short contexts, one empty.
         layer_seed(causal | sinks, 4, 1, [decode(40), decode(100), decode(0)],
-                   dk=31, dv=15, adjustments=16),
+                   dk=31, dv=15, adjustments=16, dense=1 + 2 * 1 + 8 * 2),
         # Long contexts (8192 and 10192 keys), float, int8, bf16/f16.
         layer_seed(causal | cap | alibi, 2, 0, [decode(248), decode(250)],
                    dk=7, dv=3, adjustments=2),
@@ -71,11 +73,12 @@ def layer_seeds():
         # Prefill, windows on both sides, bf16 keys and f16 values.
         layer_seed(causal | left | right | alibi | sinks, 2, 1,
                    [(140, 60), (150, 90)], dk=15, dv=9, sides=3 + 8 * 5,
-                   elements=1 + 4 * 2, causal=-2, adjustments=37),
+                   elements=1 + 4 * 2, causal=-2, adjustments=37,
+                   dense=1 + 2 * 2 + 8 * 3 + 32),
         # Double, every mask feature, empty rows zero.
         layer_seed(1 | causal | left | right | cap | alibi | sinks | zero, 3,
                    1, [(135, 50), (5, 7), (100, 0)], dk=9, dv=4, sides=2 + 8,
-                   adjustments=0x5B),
+                   adjustments=0x5B, dense=1 + 2 * 3 + 8 * 1 + 32),
         # Blocks of one row, no value columns, non-finite values.
         layer_seed(causal, 2, 1, [(140, 40), (5, 17)], dk=4, dv=223, block=1,
                    values=128 + 4),
@@ -88,7 +91,7 @@ def layer_seeds():
                    dk=5, dv=5, elements=2 + 4 * 2, adjustments=0x27, block=7),
         # A scale of −1, empty rows zero, queries before every key.
         layer_seed(causal | zero, 2, 0, [(145, 20), decode(9)], dk=10, dv=6,
-                   scale=3, causal=-7),
+                   scale=3, causal=-7, dense=1 + 2 * 1),
         # Whole vectors: dk = dv = 64, multi-query decode.
         layer_seed(causal | sinks | alibi, 4, 0, [decode(30), (100, 64)],
                    dk=227, dv=227, elements=1 + 4 * 1, adjustments=0x31),
