@@ -244,15 +244,18 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
   const bool specials = value_byte & 128;
   std::vector<T> queries(total_n * heads * dk + 1),
       keys(total_m * kv_heads * dk + 1), values(total_m * kv_heads * dv + 1);
+  // Uniform in [−scale, scale).
+  const auto random = [&](double scale) {
+    return T((double(SplitMix(seed) >> 11) * 0x1p-53 * 2 - 1) * scale);
+  };
   for (std::vector<T>* data : {&queries, &keys, &values}) {
     for (T& x : *data) {
-      const uint64_t r = SplitMix(seed);
-      x = T((double(r >> 11) * 0x1p-53 * 2 - 1) * magnitude);
-      if (specials && (r & 31) == 0) {
+      x = random(magnitude);
+      if (specials && SplitMix(seed) % 32 == 0) {
         const T table[5] = {std::numeric_limits<T>::quiet_NaN(),
                             std::numeric_limits<T>::infinity(),
                             -std::numeric_limits<T>::infinity(), T(0), -T(0)};
-        x = table[(r >> 5) % 5];
+        x = table[SplitMix(seed) % 5];
       }
     }
   }
@@ -342,9 +345,6 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     dense_queries.resize(count * heads * most_n * dk + 1);
     dense_keys.assign(count * kv_heads * most_m * dk + 1, nan);
     dense_values.assign(count * kv_heads * most_m * dv + 1, nan);
-    const auto random = [&](double scale) {
-      return T((double(SplitMix(seed) >> 11) * 0x1p-53 * 2 - 1) * scale);
-    };
     for (size_t b = 0; b < count; ++b) {
       for (size_t h = 0; h < heads; ++h) {
         for (size_t i = 0; i < most_n; ++i) {
