@@ -135,9 +135,8 @@ ElementTensor Elements(ElementType type, const uint16_t* half,
 
 // A paged pool of one cache's rows: (blocks, block_size, heads, cols) of
 // T and, given the cache stored narrow (packed as the float rows), of its
-// element type's bits;
-// `pool_row[r]` is the pool row of packed row r. Rows no sequence holds are
-// NaN (int8: their scales).
+// element type's bits; `pool_row[r]` is the pool row of packed row r. Rows
+// no sequence holds are NaN (int8: their scales).
 template <typename T>
 struct PagedPool {
   std::vector<T> rows;
@@ -179,6 +178,22 @@ TensorView<U> PoolView(U* data, size_t blocks, size_t block_size, size_t heads,
                        size_t cols) {
   return {data, blocks,      heads, block_size, cols, block_size * heads * cols,
           cols, heads * cols};
+}
+
+// attention_pool's mask of query head h under a layer's mask `layer`
+// (without its valid lengths, bias and visibility).
+template <typename T>
+attnpool::Mask<T> HeadMask(const AttentionMask<T>& layer, size_t h) {
+  attnpool::Mask<T> head_mask;
+  head_mask.causal = layer.causal;
+  head_mask.causal_offset = layer.causal_offset;
+  head_mask.window_left = layer.window_left;
+  head_mask.window_right = layer.window_right;
+  head_mask.softcap = layer.softcap;
+  if (layer.alibi_slopes != nullptr)
+    head_mask.alibi_slope = layer.alibi_slopes[h];
+  if (layer.sinks != nullptr) head_mask.sink = layer.sinks[h];
+  return head_mask;
 }
 
 template <typename T>
@@ -473,22 +488,6 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     return true;
   };
   const std::vector<T> inputs_before[3] = {queries, keys, values};
-  // attention_pool's mask of query head h under a layer's mask `layer`
-  // (without its valid lengths, bias and visibility).
-  const auto head_mask_of = [&](const AttentionMask<T>& layer, size_t h) {
-    attnpool::Mask<T> head_mask;
-    head_mask.causal = layer.causal;
-    head_mask.causal_offset = layer.causal_offset;
-    head_mask.window_left = layer.window_left;
-    head_mask.window_right = layer.window_right;
-    head_mask.softcap = layer.softcap;
-    if (layer.alibi_slopes != nullptr) {
-      head_mask.alibi_slope = layer.alibi_slopes[h];
-    }
-    if (layer.sinks != nullptr) head_mask.sink = layer.sinks[h];
-    return head_mask;
-  };
-
   struct Reset {
     ~Reset() { attnpool::reset_target(); }  // the tuning too
   } reset;
@@ -579,7 +578,7 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
              kv_heads * dk},
             {values.data() + k0 * kv_heads * dv + g * dv, m[b], dv,
              kv_heads * dv},
-            head_mask_of(own, h), packed.data() + q0 * out_stride + h * dv,
+            HeadMask(own, h), packed.data() + q0 * out_stride + h * dv,
             out_stride, h == (t + b) % heads);
       }
     }
@@ -668,7 +667,7 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
       for (size_t b = 0; b < count; ++b) {
         const std::vector<size_t> entry_lengths(most_n, m[b]);
         for (size_t h = 0; h < heads; ++h) {
-          attnpool::Mask<T> head_mask = head_mask_of(dense_mask, h);
+          attnpool::Mask<T> head_mask = HeadMask(dense_mask, h);
           head_mask.valid_lengths = dense_mask.lengths_per_query
                                         ? dense_lengths.data() + b * most_n
                                         : entry_lengths.data();
