@@ -640,5 +640,144 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
   return report.str();
 }
 
+// ------------------------------------------------------------- additive
+
+// What an output must hold: element (i, c) of `want` (row-major), NaN
+// exactly where want is, else within `bound`.
+struct ExpectedOutput {
+  size_t rows = 0, cols = 0;
+  std::vector<double> want, bound;
+};
+
+template <typename T>
+std::string CompareOutput(const ExpectedOutput& expected,
+                          ConstMatrixView<T> out) {
+  Report report;
+  for (size_t i = 0; i < expected.rows && report.ok(); ++i) {
+    for (size_t c = 0; c < expected.cols && report.ok(); ++c) {
+      const double want = expected.want[i * expected.cols + c];
+      const double bound = expected.bound[i * expected.cols + c];
+      if (!Close<T>(out(i, c), want, bound)) {
+        report.Fail("out (", i, ", ", c, ") got ", out(i, c), " want ", want,
+                    " bound ", bound);
+      }
+    }
+  }
+  return report.str();
+}
+
+// One head of additive_attention (attention.h) by the reference: the
+// scores Σᵤ w_v[u]·tanh(W_q q + W_k k)ᵤ in double, each within the header's
+// bound e = Σᵤ |w_v[u]|·((dq + dk + 4)·u·(Σ|W_q q| + Σ|W_k k|)ᵤ + tanh's
+// error + (h + 2)·u); then the masks, softmax and weighted sum of the
+// reference in double. A row's logits move by at most E = its largest e
+// plus the adjustments' rounding (4·u of each term where they add up, and
+// the soft-cap's tanh) and the exps' argument rounding u·(16·max|logit| +
+// 12), so its weights by e^(2E) − 1 relative: the output within that times
+// Σⱼ |wⱼ·vⱼ|, plus the sums' (m + 16)·u and the exps' error, and kTiny·Σ|v|
+// for weights flushed to 0. Values of visible keys must be finite; hidden
+// keys may hold anything.
+template <typename T>
+ExpectedOutput ExpectAdditive(const attnpool::AdditiveWeights<T>& weights,
+                              ConstMatrixView<T> queries,
+                              ConstMatrixView<T> keys,
+                              ConstMatrixView<T> values,
+                              const attnpool::Mask<T>& mask,
+                              EmptyRows empty_rows) {
+  const size_t n = queries.rows, m = keys.rows, dv = values.cols;
+  const size_t hidden = weights.w_q.rows, dq = queries.cols, dk = keys.cols;
+  const double u = kU<T>;
+  // Projections and their magnitudes, rows×h.
+  const auto project = [&](ConstMatrixView<T> x, ConstMatrixView<T> w,
+                           std::vector<double>& sums,
+                           std::vector<double>& magnitudes) {
+    sums.assign(x.rows * hidden, 0.0);
+    magnitudes.assign(x.rows * hidden, 0.0);
+    for (size_t r = 0; r < x.rows; ++r) {
+      for (size_t a = 0; a < hidden; ++a) {
+        for (size_t p = 0; p < x.cols; ++p) {
+          const double term = double(w(a, p)) * double(x(r, p));
+          sums[r * hidden + a] += term;
+          magnitudes[r * hidden + a] += std::fabs(term);
+        }
+      }
+    }
+  };
+  std::vector<double> pq, mq, pk, mk;
+  project(queries, weights.w_q, pq, mq);
+  project(keys, weights.w_k, pk, mk);
+  std::vector<double> scores(n * m), errors(n * m);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < m; ++j) {
+      double score = 0, error = 0;
+      for (size_t a = 0; a < hidden; ++a) {
+        const double w = weights.w_v[a];
+        score += w * std::tanh(pq[i * hidden + a] + pk[j * hidden + a]);
+        error += std::fabs(w) * (double(dq + dk + 4) * u *
+                                     (mq[i * hidden + a] + mk[j * hidden + a]) +
+                                 kTanhError<T> + double(hidden + 2) * u);
+      }
+      scores[i * m + j] = score;
+      errors[i * m + j] = error;
+    }
+  }
+  std::vector<double> normalized = scores;
+  attnpool::reference::normalize(Normalization::softmax, true, empty_rows, mask,
+                                 normalized, n, m);
+  ExpectedOutput expected;
+  expected.rows = n;
+  expected.cols = dv;
+  expected.want.assign(n * dv, 0.0);
+  expected.bound.assign(n * dv, 0.0);
+  const double cap = mask.softcap ? std::fabs(double(*mask.softcap)) : 0;
+  // Without keys the row is empty (NaN under that policy) unless a sink
+  // joins its softmax; otherwise `normalized` holds the row's fate.
+  const bool sink =
+      mask.sink && *mask.sink > -std::numeric_limits<T>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    double largest_error = 0, largest_logit = 0;
+    if (mask.sink) largest_logit = std::fabs(double(*mask.sink));
+    bool nan_row = m == 0 && !sink && empty_rows == EmptyRows::nan;
+    for (size_t j = 0; j < m; ++j) {
+      nan_row |= std::isnan(normalized[i * m + j]);
+      if (attnpool::reference::hidden(mask, i, j)) continue;
+      const double logit =
+          attnpool::reference::adjusted_score(mask, i, j, scores[i * m + j]);
+      const double alibi =
+          double(mask.alibi_slope) *
+          double(static_cast<__int128>(j) - i - mask.causal_offset);
+      const double bias = mask.bias.data ? double(mask.bias(i, j)) : 0;
+      const double adjustment_error =
+          4 * u *
+              (std::fabs(scores[i * m + j]) + std::fabs(alibi) +
+               std::fabs(bias) + std::fabs(logit)) +
+          cap * (kTanhError<T> + 4 * u);
+      largest_error =
+          std::max(largest_error, errors[i * m + j] + adjustment_error);
+      if (std::isfinite(logit)) {
+        largest_logit = std::max(largest_logit, std::fabs(logit));
+      }
+    }
+    const double logit_error = largest_error + u * (16 * largest_logit + 12);
+    const double relative =
+        ExpFactor(2 * logit_error) + double(m + 16) * u + 6 * kExpError<T>;
+    for (size_t c = 0; c < dv; ++c) {
+      double want = nan_row ? std::numeric_limits<double>::quiet_NaN() : 0;
+      double scale = 0, values_sum = 0;
+      for (size_t j = 0; j < m && !nan_row; ++j) {
+        if (attnpool::reference::hidden(mask, i, j)) continue;
+        const double w = normalized[i * m + j], v = values(j, c);
+        want += w * v;
+        scale += std::fabs(w * v);
+        values_sum += std::fabs(v);
+      }
+      expected.want[i * dv + c] = want;
+      expected.bound[i * dv + c] =
+          Times(relative, scale) + kTiny<T> * (4 + values_sum);
+    }
+  }
+  return expected;
+}
+
 }  // namespace oracles
 }  // namespace attnpool_test

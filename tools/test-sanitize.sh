@@ -2,11 +2,13 @@
 # ASan + UBSan (clang 14) build of the library, the whole test suite and the
 # libFuzzer target, in one build directory; runs the suite, replays the
 # corpus (tests/fuzz/corpus), then fuzzes each function of the API table
-# (tests/api_table.h) and the attention layers (tests/fuzz/fuzz_layers.cc),
-# two at a time, with a fixed seed and a fixed number of inputs
-# (ATTNPOOL_FUZZ_RUNS, default 40000: about a minute for a pooling function
-# on the slower machines; the layers, whose inputs make some thirty calls
-# each, a twentieth of it), so that a result depends only on the code: two
+# (tests/api_table.h), the attention layers (tests/fuzz/fuzz_layers.cc) and
+# cross-validation (tests/fuzz/fuzz_regression.cc), two at a time, with a
+# fixed seed and a fixed number of inputs (ATTNPOOL_FUZZ_RUNS, default
+# 40000: about a minute for a pooling function on the slower machines; the
+# layers, whose inputs make some thirty calls each, a twentieth of it;
+# cross-validation, whose oracle weighs every pair of every bandwidth,
+# a fortieth), so that a result depends only on the code: two
 # runs of one commit fuzz the same inputs. For that the feedback
 # is edges only (no hit counts, compare traces or entropic bookkeeping) and
 # the library runs on one thread (OMP_THREAD_LIMIT=1): OpenMP threads race
@@ -36,17 +38,18 @@ fi
 grep -E "tests passed|Total Test time" "$build/ctest.log"
 grep -h "^hostile inputs:" "$build/Testing/Temporary/LastTest.log" || true
 
-layer_runs=$((runs / 20))
+# The costlier functions' share of the inputs.
+declare -A divisor=([attention_layers]=20 [cross_validate]=40)
 echo "== libFuzzer (ASan + UBSan): $runs inputs per function" \
-  "($layer_runs for attention_layers), fixed seeds"
+  "($((runs / divisor[attention_layers])) for attention_layers," \
+  "$((runs / divisor[cross_validate])) for cross_validate), fixed seeds"
 mapfile -t functions < <(ATTNPOOL_FUZZ_API=list "$build/tests/attnpool_fuzz")
 failed=0
-# Two at a time, the next starting as soon as one ends: the layers (listed
-# last, the longest) first.
+# Two at a time, the next starting as soon as one ends: the functions past
+# the API table (listed last, the longest) first.
 for ((j = ${#functions[@]} - 1; j >= 0; --j)); do
   while (($(jobs -rp | wc -l) >= 2)); do wait -n; done
-  function_runs=$runs
-  [[ ${functions[j]} == attention_layers ]] && function_runs=$layer_runs
+  function_runs=$((runs / ${divisor[${functions[j]}]:-1}))
   # The seed: the function's index, so each explores its own sequence.
   OMP_THREAD_LIMIT=1 fuzz_function "$build/fuzz" "${functions[j]}" \
     -seed=$((j + 1)) -runs="$function_runs" -use_counters=0 -use_cmp=0 \

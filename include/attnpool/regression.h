@@ -224,9 +224,22 @@ struct CrossValidationResult {
 // keeps every weight a normal number (no slow subnormal arithmetic) and
 // moves each prediction by at most n·bandwidths·ε·max|y|, far below the
 // rounding of T. Other grids take one exp per pair and bandwidth.
-// Accuracy: the tests hold the scores to 2e-5 (float) and 1e-12 (double)
-// relative to a double-precision evaluation and to brute-force refits
-// (tests/test_regression.cc); measured ≤ 5.3e-7 and 1.5e-15.
+// Accuracy, with u the unit roundoff of T and ŷ* the exact prediction on the
+// coordinates as scaled in T: each weight wⱼ lies in an interval [lowⱼ,
+// highⱼ] around the exact w*ⱼ that follows from r² within (d + 3)·u
+// relative (so t = r² − r²ₘᵢₙ within that of both), the Gaussian's exponent
+// within 5·u relative plus exp's error (on the powers path one exp's error
+// and one rounding per bandwidth of the grid, ε per step, and the exponent
+// within 1e-9·λ_max·t/2 more: λ's spacing), a compact kernel's formula
+// within kernel.h's accuracy at u within ((d + 3)/2 + 12)·u, and 0 for a
+// pair skip_distant may drop;
+// then |ŷ − ŷ*| ≤ δ = Σⱼ Δⱼ·|yⱼ − ŷ*| / Σⱼ lowⱼ + 2·(n + 8)·u·max|y|, Δⱼ
+// the larger distance from w*ⱼ to its interval's ends, and each held-out
+// squared error is within Σ_c (2·|y − ŷ*|·δ + δ²) of the exact one. The
+// fuzz target holds every score to that (tests/fuzz/fuzz_regression.cc);
+// the suite holds them to 2e-5 (float) and 1e-12 (double) relative to a
+// double-precision evaluation and to brute-force refits; measured ≤ 5.3e-7
+// and 1.5e-15.
 //
 // Throws attnpool::Error, before any work: "x", "y" (views, non-finite
 // elements), "x.rows" (n < 2), "y.rows", "y.cols" (0), "kernel", "bandwidths"

@@ -11,10 +11,11 @@
 // Any failure prints what was decoded and aborts (a crash for libFuzzer).
 //
 // Input layout (missing bytes read as 0):
-//   [0] function (index into the table, or past it "attention_layers":
-//       tests/fuzz/fuzz_layers.cc, its own layout after [1];
-//       ATTNPOOL_FUZZ_API=<name> fixes it, ATTNPOOL_FUZZ_API=list prints
-//       the names)
+//   [0] function (index into the table, or past it one of kLayerFunctions,
+//       each with its own layout after [1]: "attention_layers"
+//       (tests/fuzz/fuzz_layers.cc), "cross_validate"
+//       (tests/fuzz/fuzz_regression.cc); ATTNPOOL_FUZZ_API=<name> fixes
+//       it, ATTNPOOL_FUZZ_API=list prints the names)
 //   [1] flags: 1 double, 2 NaN/±inf values, 4 valid lengths, 8 causal,
 //       16 bias, 32 visible, 64 empty rows → zero, 128 large (with [6], [7])
 //   [2..5] n, m, d, dv    (b < 224: b % 25, else 25 + 9·(b − 224)), then
@@ -52,6 +53,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -63,6 +65,7 @@
 #include "tests/api_table.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "tests/fuzz/fuzz_layers.h"
+#include "tests/fuzz/fuzz_regression.h"
 
 namespace attnpool_test {
 namespace {
@@ -72,6 +75,16 @@ using attnpool::Kernel;
 using attnpool::Normalization;
 
 int forced_api = -1;  // ATTNPOOL_FUZZ_API
+
+// The functions past the API table, in order: each decodes the input after
+// its flags byte itself.
+struct LayerFunction {
+  const char* name;
+  void (*fuzz)(Bytes& bytes, uint8_t flags);
+};
+constexpr LayerFunction kLayerFunctions[] = {{kLayersName, FuzzLayers},
+                                             {kRegressionName, FuzzRegression}};
+constexpr size_t kLayerFunctionCount = std::size(kLayerFunctions);
 
 template <typename T>
 void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
@@ -316,28 +329,27 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
 }  // namespace attnpool_test
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  using attnpool_test::Apis;
+  using namespace attnpool_test;
+  const auto& apis = Apis<float>();
+  std::vector<const char*> names;
+  for (const auto& api : apis) names.push_back(api.name);
+  for (const LayerFunction& function : kLayerFunctions) {
+    names.push_back(function.name);
+  }
   const char* name = std::getenv("ATTNPOOL_FUZZ_API");
   if (name != nullptr && std::strcmp(name, "list") == 0) {
-    for (const auto& api : Apis<float>()) std::printf("%s\n", api.name);
-    std::printf("%s\n", attnpool_test::kLayersName);
+    for (const char* known : names) std::printf("%s\n", known);
     std::exit(0);
   }
   if (name != nullptr && *name != '\0') {
-    const auto& apis = Apis<float>();
-    for (size_t k = 0; k < apis.size(); ++k) {
-      if (std::strcmp(apis[k].name, name) == 0) {
-        attnpool_test::forced_api = static_cast<int>(k);
-      }
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (std::strcmp(names[k], name) == 0) forced_api = static_cast<int>(k);
     }
-    if (std::strcmp(attnpool_test::kLayersName, name) == 0) {
-      attnpool_test::forced_api = static_cast<int>(apis.size());
-    }
-    if (attnpool_test::forced_api < 0) {
+    if (forced_api < 0) {
       std::fprintf(stderr,
                    "ATTNPOOL_FUZZ_API=%s: no such function; known:", name);
-      for (const auto& api : apis) std::fprintf(stderr, " %s", api.name);
-      std::fprintf(stderr, " %s\n", attnpool_test::kLayersName);
+      for (const char* known : names) std::fprintf(stderr, " %s", known);
+      std::fprintf(stderr, "\n");
       std::exit(2);
     }
   }
@@ -349,11 +361,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes bytes(data, size);
   const size_t count = Apis<float>().size();
   const uint8_t which = bytes.Next();
-  const size_t index =
-      forced_api >= 0 ? static_cast<size_t>(forced_api) : which % (count + 1);
+  const size_t index = forced_api >= 0 ? static_cast<size_t>(forced_api)
+                                       : which % (count + kLayerFunctionCount);
   const uint8_t flags = bytes.Next();
-  if (index == count) {
-    FuzzLayers(bytes, flags);
+  if (index >= count) {
+    kLayerFunctions[index - count].fuzz(bytes, flags);
   } else if (flags & 1) {
     FuzzOne(Apis<double>()[index], bytes, flags);
   } else {

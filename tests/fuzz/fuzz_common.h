@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -40,6 +41,24 @@ T DecodeValue(uint8_t b, double scale, bool specials) {
     return table[b - 250];
   }
   return static_cast<T>((static_cast<int>(b) - 125) / 16.0 * scale);
+}
+
+// The values' pseudo-random stream (SplitMix64), seeded by input bytes.
+inline uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+template <typename T>
+bool SameBits(const T* a, const T* b, size_t count) {
+  return count == 0 || std::memcmp(a, b, count * sizeof(T)) == 0;
+}
+
+template <typename T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && SameBits(a.data(), b.data(), a.size());
 }
 
 [[noreturn]] inline void Fail(const std::string& what,

@@ -14,6 +14,10 @@
 //  - the same sequences as a dense batch (valid lengths, a bias and a
 //    visibility broadcast over batch and heads) give bitwise each head's
 //    attention_pool, and that agrees with the reference;
+//  - additive_attention over the dense batch (its padding keys NaN, hidden)
+//    agrees with the reference within the bound of attention.h's score
+//    error (tests/api_oracles.h, ExpectAdditive), and gives bitwise the
+//    same output on one thread;
 //  - keys and values stored as bf16, f16 or int8 give bitwise the float
 //    call's output on the values they hold, packed and paged;
 //  - inputs and the output's padding stay untouched, the call runs on the
@@ -43,7 +47,10 @@
 //   bit 1 of the next byte the same sequences as a dense batch (padded to
 //   the most queries and keys), whose valid lengths are per batch entry
 //   or (bit 32) per query, and whose bias and visibility (kBroadcasts[b / 2
-//   % 4], [b / 8 % 4]; 0: none) broadcast over batch and heads. The work
+//   % 4], [b / 8 % 4]; 0: none) broadcast over batch and heads; then with
+//   bit 1 of the next byte additive attention over that batch, with h =
+//   b / 2 % 40 hidden units (where no value is non-finite and N·M·count·
+//   Hq·(h + 1) ≤ 2¹⁸). The work
 //   Σ n·m·Hq·(dk + dv + 1) is then halved (the most keys, else the most
 //   queries) until within 2¹⁴, or 2²⁰ where a keys byte is ≥ 248: long
 //   decode contexts, whose keys are split into chunks.
@@ -104,13 +111,6 @@ TensorView<U> Rows(TensorView<U> view, size_t begin, size_t end) {
   view.data += begin * view.row_stride;
   view.rows = end - begin;
   return view;
-}
-
-uint64_t SplitMix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
 }
 
 // Keys or values of `type` as a tensor: its elements at `half` (bf16,
@@ -197,11 +197,6 @@ attnpool::Mask<T> HeadMask(const AttentionMask<T>& layer, size_t h) {
 }
 
 template <typename T>
-bool SameBits(const T* a, const T* b, size_t count) {
-  return count == 0 || std::memcmp(a, b, count * sizeof(T)) == 0;
-}
-
-template <typename T>
 void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
   constexpr bool kFloat = std::is_same<T, float>::value;
   const size_t heads = 1 + bytes.Next() % 6;
@@ -230,7 +225,7 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     m[b] = mb < 248 ? mb % 112 : 8192 + 1000 * (mb - 248);
     long_context |= mb >= 248;
   }
-  const uint8_t dense_byte = bytes.Next();
+  const uint8_t dense_byte = bytes.Next(), additive_byte = bytes.Next();
   const size_t budget = long_context ? size_t{1} << 20 : size_t{1} << 14;
   const auto work = [&] {
     size_t total = 0;
@@ -417,6 +412,29 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     }
   }
 
+  // Additive attention over the dense batch, where its values are finite
+  // and its oracle's work, count·H·N·M·(h + 1) tanh, is within 2¹⁸: h
+  // hidden units, W_q and W_k uniform in ±2/√dk, w_v in ±1.
+  const size_t additive_hidden = additive_byte / 2 % 40;
+  const bool additive =
+      dense && (additive_byte & 1) && !specials &&
+      count * heads * most_n * most_m * (additive_hidden + 1) <=
+          (size_t{1} << 18);
+  std::vector<T> w_q, w_k, w_v;
+  if (additive) {
+    const double spread = 2 / std::sqrt(double(dk));
+    w_q.resize(additive_hidden * dk + 1);
+    w_k.resize(additive_hidden * dk + 1);
+    w_v.resize(additive_hidden + 1);
+    for (T& w : w_q) w = random(spread);
+    for (T& w : w_k) w = random(spread);
+    for (T& w : w_v) w = random(1);
+  }
+  const attnpool::AdditiveWeights<T> additive_weights{
+      {w_q.data(), additive_hidden, dk},
+      {w_k.data(), additive_hidden, dk},
+      w_v.data()};
+
   const size_t pool_rows = blocks * block_size;
   const PagedPool<T> key_pool(keys, narrow ? &narrow_keys : nullptr, pool_rows,
                               pool_row, kv_heads, dk);
@@ -448,7 +466,10 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
                          " visible " + std::to_string(dense_byte / 8 % 4) +
                          (dense_mask.lengths_per_query ? " lengths per query"
                                                        : "")
-                   : std::string("none"));
+                   : std::string("none"))
+         << " additive="
+         << (additive ? "h " + std::to_string(additive_hidden)
+                      : std::string("none"));
     return text.str();
   };
 
@@ -487,6 +508,27 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     }
     return true;
   };
+  // Head h of batch entry b of the dense batch: the layer's mask with that
+  // entry's valid lengths (`entry_lengths`, each its keys, unless they are
+  // per query) and its slices of the bias and visibility.
+  const auto dense_head_mask = [&](size_t b, size_t h,
+                                   const std::vector<size_t>& entry_lengths) {
+    attnpool::Mask<T> head_mask = HeadMask(dense_mask, h);
+    head_mask.valid_lengths = dense_mask.lengths_per_query
+                                  ? dense_lengths.data() + b * most_n
+                                  : entry_lengths.data();
+    const auto slice = [&](const auto& tensor) {
+      return tensor.matrix(tensor.batch == 1 ? 0 : b,
+                           tensor.heads == 1 ? 0 : h);
+    };
+    if (!bias.empty()) head_mask.bias = slice(dense_mask.bias);
+    if (!visible.empty()) head_mask.visible = slice(dense_mask.visible);
+    return head_mask;
+  };
+  // The additive reference per (batch entry, head): the same on every
+  // target, formed once.
+  std::vector<std::optional<oracles::ExpectedOutput>> additive_expected(count *
+                                                                        heads);
   const std::vector<T> inputs_before[3] = {queries, keys, values};
   struct Reset {
     ~Reset() { attnpool::reset_target(); }  // the tuning too
@@ -649,15 +691,16 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     }
 
     if (dense) {
+      const auto q_dense = attnpool::dense_tensor<const T>(
+          dense_queries.data(), count, heads, most_n, dk);
+      const auto k_dense = attnpool::dense_tensor<const T>(
+          dense_keys.data(), count, kv_heads, most_m, dk);
+      const auto v_dense = attnpool::dense_tensor<const T>(
+          dense_values.data(), count, kv_heads, most_m, dv);
       std::vector<T> dense_out(count * heads * most_n * dv + 1, canary);
       attempt("dense batch", [&] {
         attnpool::scaled_dot_product_attention(
-            attnpool::dense_tensor<const T>(dense_queries.data(), count, heads,
-                                            most_n, dk),
-            attnpool::dense_tensor<const T>(dense_keys.data(), count, kv_heads,
-                                            most_m, dk),
-            attnpool::dense_tensor<const T>(dense_values.data(), count,
-                                            kv_heads, most_m, dv),
+            q_dense, k_dense, v_dense,
             attnpool::dense_tensor(dense_out.data(), count, heads, most_n, dv),
             dense_mask, scale, empty_rows, execution);
       });
@@ -667,16 +710,8 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
       for (size_t b = 0; b < count; ++b) {
         const std::vector<size_t> entry_lengths(most_n, m[b]);
         for (size_t h = 0; h < heads; ++h) {
-          attnpool::Mask<T> head_mask = HeadMask(dense_mask, h);
-          head_mask.valid_lengths = dense_mask.lengths_per_query
-                                        ? dense_lengths.data() + b * most_n
-                                        : entry_lengths.data();
-          const auto slice = [&](const auto& tensor) {
-            return tensor.matrix(tensor.batch == 1 ? 0 : b,
-                                 tensor.heads == 1 ? 0 : h);
-          };
-          if (!bias.empty()) head_mask.bias = slice(dense_mask.bias);
-          if (!visible.empty()) head_mask.visible = slice(dense_mask.visible);
+          const attnpool::Mask<T> head_mask =
+              dense_head_mask(b, h, entry_lengths);
           const size_t g = h / group;
           check_head("head " + std::to_string(h) + " of batch entry " +
                          std::to_string(b) + " (dense)",
@@ -689,6 +724,54 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
                      head_mask,
                      dense_out.data() + (b * heads + h) * most_n * dv, dv,
                      h == (t + b) % heads);
+        }
+      }
+
+      if (additive) {
+        const auto run_additive = [&](int threads) {
+          std::vector<T> additive_out(count * heads * most_n * dv + 1, canary);
+          attempt("additive attention", [&] {
+            attnpool::additive_attention(
+                additive_weights, q_dense, k_dense, v_dense,
+                attnpool::dense_tensor(additive_out.data(), count, heads,
+                                       most_n, dv),
+                dense_mask, empty_rows, {threads});
+          });
+          if (!SameBits(&additive_out.back(), &canary, 1)) {
+            Fail("additive attention wrote past out", where());
+          }
+          return additive_out;
+        };
+        const std::vector<T> additive_out = run_additive(execution.threads);
+        if (most_n * most_m != 0 && attnpool::last_run_target() != target) {
+          Fail("additive attention ran on " + attnpool::last_run_target(),
+               where());
+        }
+        for (size_t b = 0; b < count; ++b) {
+          const std::vector<size_t> entry_lengths(most_n, m[b]);
+          for (size_t h = 0; h < heads; ++h) {
+            const size_t g = h / group;
+            auto& expected = additive_expected[b * heads + h];
+            if (!expected) {
+              expected = oracles::ExpectAdditive<T>(
+                  additive_weights, q_dense.matrix(b, h), k_dense.matrix(b, g),
+                  v_dense.matrix(b, g), dense_head_mask(b, h, entry_lengths),
+                  empty_rows);
+            }
+            const std::string report = oracles::CompareOutput<T>(
+                *expected, {additive_out.data() + (b * heads + h) * most_n * dv,
+                            most_n, dv});
+            if (!report.empty()) {
+              Fail("additive attention, head " + std::to_string(h) +
+                       " of batch entry " + std::to_string(b) +
+                       ", differs from the reference: " + report,
+                   where());
+            }
+          }
+        }
+        if (execution.threads != 1 && t == rerun_target &&
+            !SameBits(run_additive(1), additive_out)) {
+          Fail("additive attention differs on one thread", where());
         }
       }
     }

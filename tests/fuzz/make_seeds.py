@@ -13,6 +13,7 @@ APIS = ["pairwise_distances", "apply_kernel", "normalize", "weighted_sum",
         "attention_pool_staged", "attention_pool_staged/workspace"]
 ATTENTION_POOL = 6  # its index in the API table
 LAYERS = 8  # "attention_layers", past the table (tests/fuzz/fuzz_layers.cc)
+CROSS_VALIDATE = 9  # "cross_validate" (tests/fuzz/fuzz_regression.cc)
 
 
 def size(n):
@@ -43,14 +44,16 @@ def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
 
 def layer_seed(flags, heads, kv, sequences, dk, dv, threads=1, causal=0,
                sides=0, adjustments=0, elements=0, block=15, scale=0,
-               values=4, seed=(1, 2, 3, 4), dense=0):
+               values=4, seed=(1, 2, 3, 4), dense=0, additive=0):
     """An "attention_layers" input: Hq = heads, kv the index of Hkv among
     Hq's divisors, sequences a list of (queries byte, keys byte), dense the
-    dense batch's byte."""
+    dense batch's byte, additive its additive attention's (1 + 2·h: h
+    hidden units)."""
     head = [LAYERS, flags, heads - 1, kv, len(sequences) - 1, dk, dv, threads,
             causal & 0xFF, sides, adjustments, elements, block - 1, scale,
             values] + list(seed)
-    return bytes(head + [b for pair in sequences for b in pair] + [dense])
+    return bytes(head + [b for pair in sequences for b in pair] + [dense] +
+                 ([additive] if additive else []))
 
 
 def layer_seeds():
@@ -62,7 +65,8 @@ def layer_seeds():
     return [
         # Grouped decode, Hq 4 over 2, short contexts, one empty.
         layer_seed(causal | sinks, 4, 1, [decode(40), decode(100), decode(0)],
-                   dk=31, dv=15, adjustments=16, dense=1 + 2 * 1 + 8 * 2),
+                   dk=31, dv=15, adjustments=16, dense=1 + 2 * 1 + 8 * 2,
+                   additive=1 + 2 * 16),
         # Long contexts (8192 and 10192 keys), float, int8, bf16/f16.
         layer_seed(causal | cap | alibi, 2, 0, [decode(248), decode(250)],
                    dk=7, dv=3, adjustments=2),
@@ -74,11 +78,12 @@ def layer_seeds():
         layer_seed(causal | left | right | alibi | sinks, 2, 1,
                    [(140, 60), (150, 90)], dk=15, dv=9, sides=3 + 8 * 5,
                    elements=1 + 4 * 2, causal=-2, adjustments=37,
-                   dense=1 + 2 * 2 + 8 * 3 + 32),
+                   dense=1 + 2 * 2 + 8 * 3 + 32, additive=1 + 2 * 7),
         # Double, every mask feature, empty rows zero.
         layer_seed(1 | causal | left | right | cap | alibi | sinks | zero, 3,
                    1, [(135, 50), (5, 7), (100, 0)], dk=9, dv=4, sides=2 + 8,
-                   adjustments=0x5B, dense=1 + 2 * 3 + 8 * 1 + 32),
+                   adjustments=0x5B, dense=1 + 2 * 3 + 8 * 1 + 32,
+                   additive=1),
         # Blocks of one row, no value columns, non-finite values.
         layer_seed(causal, 2, 1, [(140, 40), (5, 17)], dk=4, dv=223, block=1,
                    values=128 + 4),
@@ -91,10 +96,64 @@ def layer_seeds():
                    dk=5, dv=5, elements=2 + 4 * 2, adjustments=0x27, block=7),
         # A scale of −1, empty rows zero, queries before every key.
         layer_seed(causal | zero, 2, 0, [(145, 20), decode(9)], dk=10, dv=6,
-                   scale=3, causal=-7, dense=1 + 2 * 1),
+                   scale=3, causal=-7, dense=1 + 2 * 1,
+                   additive=1 + 2 * 39),
         # Whole vectors: dk = dv = 64, multi-query decode.
         layer_seed(causal | sinks | alibi, 4, 0, [decode(30), (100, 64)],
                    dk=227, dv=227, elements=1 + 4 * 1, adjustments=0x31),
+    ]
+
+
+def cv_seed(flags, n, d, dy, kernel, folds=2, count=1, h=24, ratio=8,
+            threads=1, data=0x2B, targets=4, seed=(5, 6, 7, 8), scales=()):
+    """A "cross_validate" input: n points (2..97, or with flag 128 2 + 4·k),
+    the kernel's index among those of distances (gaussian, boxcar,
+    triangular, epanechnikov, biweight, triweight, tricube, cosine)."""
+    n_byte = (n - 2) // 4 if flags & 128 else n - 2
+    return bytes([CROSS_VALIDATE, flags, n_byte, d, dy - 1, kernel, folds - 2,
+                  count - 1, h, ratio, threads - 1, data, targets] +
+                 list(seed) + list(scales))
+
+
+def cv_seeds():
+    """Seeds of "cross_validate": the Gaussian's powers path over every
+    chunk width and past one key block, its one-exp path (uneven, equal and
+    forbidden powers), every compact kernel, folds, scales, ties on a grid,
+    an outlier, no coordinates."""
+    double, kfold, scaled, uneven, no_powers, grid, outlier, large = (
+        1, 2, 4, 8, 16, 32, 64, 128)
+    return [
+        # Powers, 33 bandwidths (chunks 2, 2, 4, 8, 8, 8, 1), leave-one-out.
+        cv_seed(0, 44, 2, 1, 0, count=33, h=16, ratio=40),
+        # Powers in double, 5 folds, scales, an outlier, ties on a grid.
+        cv_seed(double | kfold | scaled | grid | outlier, 60, 3, 2, 0,
+                folds=5, count=17, h=30, ratio=20, threads=2,
+                scales=(4, 6, 4 + 128)),
+        # Past one key block (512 points): powers with one and three
+        # outputs, a compact kernel.
+        cv_seed(large, 602, 1, 1, 0, count=2, h=8, threads=2, data=0x40),
+        cv_seed(large | double | kfold, 562, 2, 3, 0, folds=3, count=3,
+                h=40, threads=3),
+        cv_seed(large | grid, 542, 1, 2, 3, count=2, h=20, data=0x31),
+        # One exp per bandwidth: uneven, equal bandwidths, forbidden powers.
+        cv_seed(uneven | outlier, 70, 4, 1, 0, count=12, h=12, ratio=60),
+        cv_seed(double, 50, 2, 2, 0, count=6, h=20, ratio=250),
+        cv_seed(no_powers | kfold, 64, 1, 1, 0, folds=7, count=9, h=24),
+        # The compact kernels: ties on a grid (the boxcar's step), uneven
+        # grids, folds, scales of 1.3·2^k, outliers.
+        cv_seed(grid, 80, 1, 1, 1, count=5, h=28, ratio=10),
+        cv_seed(uneven | kfold, 75, 2, 1, 2, folds=4, count=8, h=36),
+        cv_seed(double | scaled | outlier, 66, 2, 3, 3, count=4, h=44,
+                scales=(128 + 3, 5)),
+        cv_seed(grid | kfold, 55, 3, 1, 4, folds=10, count=3, h=50,
+                threads=2),
+        cv_seed(double | uneven, 44, 1, 2, 5, count=7, h=26, ratio=30),
+        cv_seed(outlier, 97, 5, 1, 6, count=4, h=33, threads=3),
+        cv_seed(kfold | scaled, 40, 2, 1, 7, folds=2, count=5, h=41,
+                scales=(2, 128 + 7)),
+        # No coordinates: every pair at distance 0.
+        cv_seed(0, 20, 0, 2, 0, count=3, h=18),
+        cv_seed(kfold, 9, 0, 1, 2, folds=3, count=2),
     ]
 
 
@@ -176,6 +235,7 @@ def main():
                           extras=(k * 11) % 32, sides=k * 9 + 1,
                           adjustments=k * 13, elements=1 + 16 + 4 * (k % 2),
                           rng=bf16_rng))
+    seeds += cv_seeds()
     for index, data in enumerate(seeds):
         with open(os.path.join(here, "seed-%03d" % index), "wb") as out:
             out.write(data)
