@@ -18,6 +18,11 @@
 //    agrees with the reference within the bound of attention.h's score
 //    error (tests/api_oracles.h, ExpectAdditive), and gives bitwise the
 //    same output on one thread;
+//  - multi_head_attention over the dense batch's first heads as its inputs,
+//    with the same mask, gives bitwise its composition from the public
+//    pieces (attention.h: linear projections, scaled_dot_product_attention
+//    over strided head views, the output projection), and the same bits on
+//    one thread;
 //  - keys and values stored as bf16, f16 or int8 give bitwise the float
 //    call's output on the values they hold, packed and paged;
 //  - inputs and the output's padding stay untouched, the call runs on the
@@ -50,10 +55,13 @@
 //   % 4], [b / 8 % 4]; 0: none) broadcast over batch and heads; then with
 //   bit 1 of the next byte additive attention over that batch, with h =
 //   b / 2 % 40 hidden units (where no value is non-finite and N·M·count·
-//   Hq·(h + 1) ≤ 2¹⁸). The work
-//   Σ n·m·Hq·(dk + dv + 1) is then halved (the most keys, else the most
-//   queries) until within 2¹⁴, or 2²⁰ where a keys byte is ≥ 248: long
-//   decode contexts, whose keys are split into chunks.
+//   Hq·(h + 1) ≤ 2¹⁸); then with bit 1 of the next byte multi-head
+//   attention over it, Hq heads of dh = 1 + b / 2 % 8 and dv = b / 16 % 8
+//   columns, 1 + (b / 2 + dk) % 11 outputs, biases with bit 128 (where
+//   N·M·count·Hq·(dh + dv + 1) ≤ 2¹⁸). The work Σ n·m·Hq·(dk + dv + 1) is
+//   then halved (the most keys, else the most queries) until within 2¹⁴,
+//   or 2²⁰ where a keys byte is ≥ 248: long decode contexts, whose keys are
+//   split into chunks.
 #include "tests/fuzz/fuzz_layers.h"
 
 #include <attnpool/attnpool.h>
@@ -225,7 +233,8 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     m[b] = mb < 248 ? mb % 112 : 8192 + 1000 * (mb - 248);
     long_context |= mb >= 248;
   }
-  const uint8_t dense_byte = bytes.Next(), additive_byte = bytes.Next();
+  const uint8_t dense_byte = bytes.Next(), additive_byte = bytes.Next(),
+                multi_head_byte = bytes.Next();
   const size_t budget = long_context ? size_t{1} << 20 : size_t{1} << 14;
   const auto work = [&] {
     size_t total = 0;
@@ -435,6 +444,48 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
       {w_k.data(), additive_hidden, dk},
       w_v.data()};
 
+  // Multi-head attention over the dense batch's first query head and first
+  // key/value head as its inputs (d_q = d_k = dk, d_v_in = dv) and its mask
+  // (H = Hq heads), where count·H·N·M·(dh + dv_h + 1) is within 2¹⁸: dh =
+  // 1 + b / 2 % 8, dv_h = b / 16 % 8 per head, d_out = 1 + (b / 2 + dk) %
+  // 11, biases with bit 128; weights uniform in ±1/√(rows).
+  const size_t mh_dh = 1 + multi_head_byte / 2 % 8,
+               mh_dv = multi_head_byte / 16 % 8,
+               mh_out = 1 + (multi_head_byte / 2 + dk) % 11;
+  const bool multi_head =
+      dense && (multi_head_byte & 1) &&
+      count * heads * most_n * most_m * (mh_dh + mh_dv + 1) <=
+          (size_t{1} << 18);
+  const auto matrix_weights = [&](size_t rows, size_t cols) {
+    std::vector<T> w(rows * cols + 1);
+    for (T& x : w) x = random(1 / std::sqrt(double(std::max<size_t>(1, rows))));
+    return w;
+  };
+  const bool mh_biases = multi_head_byte & 128;
+  std::vector<T> mh_w_q, mh_w_k, mh_w_v, mh_w_o, mh_b_q, mh_b_k, mh_b_v, mh_b_o;
+  attnpool::MultiHeadWeights<T> mh_weights;
+  if (multi_head) {
+    mh_w_q = matrix_weights(dk, heads * mh_dh);
+    mh_w_k = matrix_weights(dk, heads * mh_dh);
+    mh_w_v = matrix_weights(dv, heads * mh_dv);
+    mh_w_o = matrix_weights(heads * mh_dv, mh_out);
+    mh_weights.heads = heads;
+    mh_weights.w_q = {mh_w_q.data(), dk, heads * mh_dh};
+    mh_weights.w_k = {mh_w_k.data(), dk, heads * mh_dh};
+    mh_weights.w_v = {mh_w_v.data(), dv, heads * mh_dv};
+    mh_weights.w_o = {mh_w_o.data(), heads * mh_dv, mh_out};
+    if (mh_biases) {
+      mh_b_q = matrix_weights(1, heads * mh_dh);
+      mh_b_k = matrix_weights(1, heads * mh_dh);
+      mh_b_v = matrix_weights(1, heads * mh_dv);
+      mh_b_o = matrix_weights(1, mh_out);
+      mh_weights.b_q = mh_b_q.data();
+      mh_weights.b_k = mh_b_k.data();
+      mh_weights.b_v = mh_b_v.data();
+      mh_weights.b_o = mh_b_o.data();
+    }
+  }
+
   const size_t pool_rows = blocks * block_size;
   const PagedPool<T> key_pool(keys, narrow ? &narrow_keys : nullptr, pool_rows,
                               pool_row, kv_heads, dk);
@@ -469,7 +520,13 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
                    : std::string("none"))
          << " additive="
          << (additive ? "h " + std::to_string(additive_hidden)
-                      : std::string("none"));
+                      : std::string("none"))
+         << " multi_head="
+         << (multi_head
+                 ? "dh " + std::to_string(mh_dh) + " dv " +
+                       std::to_string(mh_dv) + " out " +
+                       std::to_string(mh_out) + (mh_biases ? " biases" : "")
+                 : std::string("none"));
     return text.str();
   };
 
@@ -772,6 +829,82 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
         if (execution.threads != 1 && t == rerun_target &&
             !SameBits(run_additive(1), additive_out)) {
           Fail("additive attention differs on one thread", where());
+        }
+      }
+
+      if (multi_head) {
+        // Its inputs: the first query head, the first key/value head.
+        const TensorView<const T> x_q{q_dense.data, count, 1,
+                                      most_n,       dk,    q_dense.batch_stride,
+                                      most_n * dk,  dk},
+            x_k{k_dense.data,         count,       1, most_m, dk,
+                k_dense.batch_stride, most_m * dk, dk},
+            x_v{v_dense.data,         count,       1, most_m, dv,
+                v_dense.batch_stride, most_m * dv, dv};
+        const size_t width_q = heads * mh_dh, width_v = heads * mh_dv;
+        const auto run_multi_head = [&](int threads) {
+          std::vector<T> mh_out_rows(count * most_n * mh_out + 1, canary);
+          attempt("multi-head attention", [&] {
+            attnpool::multi_head_attention(
+                mh_weights, x_q, x_k, x_v,
+                attnpool::dense_tensor(mh_out_rows.data(), count, 1, most_n,
+                                       mh_out),
+                dense_mask, empty_rows, {threads});
+          });
+          if (!SameBits(&mh_out_rows.back(), &canary, 1)) {
+            Fail("multi-head attention wrote past out", where());
+          }
+          return mh_out_rows;
+        };
+        const std::vector<T> mh_result = run_multi_head(execution.threads);
+        // attention.h's composition from the public pieces: the linear
+        // projections, scaled_dot_product_attention over strided head views
+        // with the same mask, the output projection. The same bits.
+        std::vector<T> pq(count * most_n * width_q + 1),
+            pk(count * most_m * width_q + 1), pv(count * most_m * width_v + 1),
+            concat(count * most_n * width_v + 1),
+            by_hand(count * most_n * mh_out + 1, canary);
+        attempt("multi-head attention by hand", [&] {
+          for (size_t b = 0; b < count; ++b) {
+            attnpool::linear(
+                x_q.matrix(b, 0), mh_weights.w_q, mh_weights.b_q,
+                {pq.data() + b * most_n * width_q, most_n, width_q}, execution);
+            attnpool::linear(
+                x_k.matrix(b, 0), mh_weights.w_k, mh_weights.b_k,
+                {pk.data() + b * most_m * width_q, most_m, width_q}, execution);
+            attnpool::linear(
+                x_v.matrix(b, 0), mh_weights.w_v, mh_weights.b_v,
+                {pv.data() + b * most_m * width_v, most_m, width_v}, execution);
+          }
+          // Head h: columns [h·dh, (h + 1)·dh) of each projected row.
+          const auto heads_of = [&](auto* data, size_t rows, size_t cols,
+                                    size_t width) {
+            return TensorView<std::remove_pointer_t<decltype(data)>>{
+                data, count, heads, rows, cols, rows * width, cols, width};
+          };
+          attnpool::scaled_dot_product_attention(
+              heads_of(static_cast<const T*>(pq.data()), most_n, mh_dh,
+                       width_q),
+              heads_of(static_cast<const T*>(pk.data()), most_m, mh_dh,
+                       width_q),
+              heads_of(static_cast<const T*>(pv.data()), most_m, mh_dv,
+                       width_v),
+              heads_of(concat.data(), most_n, mh_dv, width_v), dense_mask, {},
+              empty_rows, execution);
+          for (size_t b = 0; b < count; ++b) {
+            attnpool::linear(
+                {concat.data() + b * most_n * width_v, most_n, width_v},
+                mh_weights.w_o, mh_weights.b_o,
+                {by_hand.data() + b * most_n * mh_out, most_n, mh_out},
+                execution);
+          }
+        });
+        if (!SameBits(mh_result, by_hand)) {
+          Fail("multi-head attention differs from its composition", where());
+        }
+        if (execution.threads != 1 && t == rerun_target &&
+            !SameBits(run_multi_head(1), mh_result)) {
+          Fail("multi-head attention differs on one thread", where());
         }
       }
     }

@@ -44,16 +44,19 @@ def seed(api, double, n, m, d, dv, distance, kernel, bandwidth, scale,
 
 def layer_seed(flags, heads, kv, sequences, dk, dv, threads=1, causal=0,
                sides=0, adjustments=0, elements=0, block=15, scale=0,
-               values=4, seed=(1, 2, 3, 4), dense=0, additive=0):
+               values=4, seed=(1, 2, 3, 4), dense=0, additive=0, multi_head=0):
     """An "attention_layers" input: Hq = heads, kv the index of Hkv among
     Hq's divisors, sequences a list of (queries byte, keys byte), dense the
     dense batch's byte, additive its additive attention's (1 + 2·h: h
-    hidden units)."""
+    hidden units), multi_head its multi-head attention's."""
     head = [LAYERS, flags, heads - 1, kv, len(sequences) - 1, dk, dv, threads,
             causal & 0xFF, sides, adjustments, elements, block - 1, scale,
             values] + list(seed)
+    extras = [additive, multi_head]
+    while extras and extras[-1] == 0:
+        extras.pop()
     return bytes(head + [b for pair in sequences for b in pair] + [dense] +
-                 ([additive] if additive else []))
+                 extras)
 
 
 def layer_seeds():
@@ -66,7 +69,7 @@ def layer_seeds():
         # Grouped decode, Hq 4 over 2, short contexts, one empty.
         layer_seed(causal | sinks, 4, 1, [decode(40), decode(100), decode(0)],
                    dk=31, dv=15, adjustments=16, dense=1 + 2 * 1 + 8 * 2,
-                   additive=1 + 2 * 16),
+                   additive=1 + 2 * 16, multi_head=1 + 2 * 3 + 16 * 2 + 128),
         # Long contexts (8192 and 10192 keys), float, int8, bf16/f16.
         layer_seed(causal | cap | alibi, 2, 0, [decode(248), decode(250)],
                    dk=7, dv=3, adjustments=2),
@@ -78,12 +81,13 @@ def layer_seeds():
         layer_seed(causal | left | right | alibi | sinks, 2, 1,
                    [(140, 60), (150, 90)], dk=15, dv=9, sides=3 + 8 * 5,
                    elements=1 + 4 * 2, causal=-2, adjustments=37,
-                   dense=1 + 2 * 2 + 8 * 3 + 32, additive=1 + 2 * 7),
+                   dense=1 + 2 * 2 + 8 * 3 + 32, additive=1 + 2 * 7,
+                   multi_head=1 + 2 * 7 + 16 * 5),
         # Double, every mask feature, empty rows zero.
         layer_seed(1 | causal | left | right | cap | alibi | sinks | zero, 3,
                    1, [(135, 50), (5, 7), (100, 0)], dk=9, dv=4, sides=2 + 8,
                    adjustments=0x5B, dense=1 + 2 * 3 + 8 * 1 + 32,
-                   additive=1),
+                   additive=1, multi_head=1 + 2 * 1 + 16 * 3 + 128),
         # Blocks of one row, no value columns, non-finite values.
         layer_seed(causal, 2, 1, [(140, 40), (5, 17)], dk=4, dv=223, block=1,
                    values=128 + 4),
