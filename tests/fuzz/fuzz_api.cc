@@ -11,9 +11,9 @@
 // Any failure prints what was decoded and aborts (a crash for libFuzzer).
 //
 // Input layout (missing bytes read as 0):
-//   [0] function (index into the table, or past it one of kLayerFunctions,
-//       each with its own layout after [1]: "attention_layers"
-//       (tests/fuzz/fuzz_layers.cc), "cross_validate"
+//   [0] function (index into the table, or past it one of
+//       kFunctionsPastTheTable, each with its own layout after [1]:
+//       "attention_layers" (tests/fuzz/fuzz_layers.cc), "cross_validate"
 //       (tests/fuzz/fuzz_regression.cc); ATTNPOOL_FUZZ_API=<name> fixes
 //       it, ATTNPOOL_FUZZ_API=list prints the names)
 //   [1] flags: 1 double, 2 NaN/±inf values, 4 valid lengths, 8 causal,
@@ -78,13 +78,14 @@ int forced_api = -1;  // ATTNPOOL_FUZZ_API
 
 // The functions past the API table, in order: each decodes the input after
 // its flags byte itself.
-struct LayerFunction {
+struct FunctionPastTheTable {
   const char* name;
   void (*fuzz)(Bytes& bytes, uint8_t flags);
 };
-constexpr LayerFunction kLayerFunctions[] = {{kLayersName, FuzzLayers},
-                                             {kRegressionName, FuzzRegression}};
-constexpr size_t kLayerFunctionCount = std::size(kLayerFunctions);
+constexpr FunctionPastTheTable kFunctionsPastTheTable[] = {
+    {kLayersName, FuzzLayers}, {kRegressionName, FuzzRegression}};
+constexpr size_t kFunctionsPastTheTableCount =
+    std::size(kFunctionsPastTheTable);
 
 template <typename T>
 void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
@@ -333,7 +334,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const auto& apis = Apis<float>();
   std::vector<const char*> names;
   for (const auto& api : apis) names.push_back(api.name);
-  for (const LayerFunction& function : kLayerFunctions) {
+  for (const FunctionPastTheTable& function : kFunctionsPastTheTable) {
     names.push_back(function.name);
   }
   const char* name = std::getenv("ATTNPOOL_FUZZ_API");
@@ -361,11 +362,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Bytes bytes(data, size);
   const size_t count = Apis<float>().size();
   const uint8_t which = bytes.Next();
-  const size_t index = forced_api >= 0 ? static_cast<size_t>(forced_api)
-                                       : which % (count + kLayerFunctionCount);
+  const size_t index = forced_api >= 0
+                           ? static_cast<size_t>(forced_api)
+                           : which % (count + kFunctionsPastTheTableCount);
   const uint8_t flags = bytes.Next();
   if (index >= count) {
-    kLayerFunctions[index - count].fuzz(bytes, flags);
+    kFunctionsPastTheTable[index - count].fuzz(bytes, flags);
   } else if (flags & 1) {
     FuzzOne(Apis<double>()[index], bytes, flags);
   } else {
