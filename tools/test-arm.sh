@@ -14,7 +14,9 @@
 # the two in parallel, one per core; then the dispatch (and the BFDOT tile,
 # max only) on a64fx (SVE, no SVE2) and cortex-a72 (NEON only), and the
 # CTest cases (ATTNPOOL_ISA, the fuzz corpus, the C API) on max with 128-bit
-# SVE.
+# SVE; last, random fuzz inputs (attnpool_fuzz_replay --random, fixed seeds)
+# on SVE2, SVE and NEON with 256-bit SVE vectors (Graviton3's) and, beside
+# them, 384-bit ones (a length that is no power of two, which SVE allows).
 # usage: tools/test-arm.sh [build-dir]   (default build-arm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,4 +85,24 @@ else
   grep -v " Passed " "$build/ctest.log"
   failed=1
 fi
+random_inputs() {  # vector bytes, seed
+  local log="$build/qemu-random-$1.log" status=0
+  QEMU_CPU=max,sve-default-vector-length=$1 qemu-aarch64 \
+    "$build/tests/attnpool_fuzz_replay" --random "$2" 300 >"$log" 2>&1 ||
+    status=$?
+  echo "$status" >"$build/qemu-random-$1.status"
+}
+echo "== qemu-aarch64: 300 random fuzz inputs each with 256-bit and 384-bit" \
+  "SVE vectors (SVE2, SVE, NEON)"
+random_inputs 32 1 &
+random_inputs 48 2 &
+wait
+for bytes in 32 48; do
+  printf 'sve%-5s %s\n' "$((8 * bytes))" \
+    "$(grep -E '^ran ' "$build/qemu-random-$bytes.log" | head -n 1)"
+  if [[ $(cat "$build/qemu-random-$bytes.status") != 0 ]]; then
+    failed=1
+    tail -n 60 "$build/qemu-random-$bytes.log"
+  fi
+done
 exit $failed
