@@ -67,7 +67,8 @@ target_link_libraries(attnpool_fuzz_replay PRIVATE attnpool::attnpool)
 target_include_directories(attnpool_fuzz_replay PRIVATE ${PROJECT_SOURCE_DIR})
 add_test(NAME fuzz.corpus
   COMMAND attnpool_fuzz_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
-# And 300 random inputs of a fixed seed, without libFuzzer (under qemu too).
+# And 300 random inputs of a fixed seed (tools/test-arm.sh runs others under
+# qemu, at vector lengths its suites do not).
 add_test(NAME fuzz.random COMMAND attnpool_fuzz_replay --random 3 300)
 
 # libFuzzer (clang): tools/test-sanitize.sh runs it per function (a fixed
