@@ -1058,14 +1058,14 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     state.max[row] = s.nan ? nan : s.max;
     state.sum[row] = s.nan ? nan : s.sum;
     state.best[row] = plan.key_offset + s.best;
-    // A softmax row that saw only scores of −inf keeps its Σ 0·v (0, or NaN
-    // from a visible key's non-finite value): a sink or a later shard makes
-    // it non-empty, and 0·NaN must reach it there (ZeroWeightSums in the
-    // small-depth paths).
-    const bool empty = mode == RowMode::weights
-                           ? s.sum == T(0)
-                           : mode == RowMode::argmax &&
-                                 s.max == -std::numeric_limits<T>::infinity();
+    // A row whose weights here are all 0 (a weights row's Σ 0, a softmax
+    // row's scores all −inf) keeps its Σ 0·v over the keys that contribute
+    // (0, or NaN from a non-finite value where a zero weight contributes:
+    // arch/contributions.h): a sink or a later shard makes it non-empty,
+    // and 0·NaN must reach it there (ZeroWeightSums in the small-depth
+    // paths). A row empty in the end is finished as such, whatever it holds.
+    const bool empty =
+        mode == RowMode::argmax && s.max == -std::numeric_limits<T>::infinity();
     if (empty || s.nan) {
       std::fill(target, target + columns, T(0));  // finished as empty or NaN
     } else if (mode == RowMode::argmax) {

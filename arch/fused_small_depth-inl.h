@@ -460,8 +460,9 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
         }
       }
     }
-    if (nan || (mode == RowMode::weights && sum_out == T(0))) {
-      std::fill(acc_out, acc_out + columns, T(0));  // finished as NaN or empty
+    // (A weights row of Σ 0 keeps its exact Σ 0·v, as arch/fused-inl.h's.)
+    if (nan) {
+      std::fill(acc_out, acc_out + columns, T(0));  // finished as NaN
     } else if (mode == RowMode::softmax && maximum == -infinity) {
       ZeroWeightSums(plan, key_begin, limit, acc_out);
     }

@@ -882,6 +882,81 @@ ATTNPOOL_TEST_EACH_TARGET(ShardsDouble, "fused.shards.double", "[fused]") {
   ShardCase<double>();
 }
 
+// Exponential weights under none whose keys in one shard (or one chunk of
+// a long call) all underflow to 0: that shard's Σ 0·v still carries a NaN
+// value into the merged row, as the staged W·V does (pool.h "Non-finite
+// data"); a row whose every weight is 0 is empty, whatever the values.
+// Under sum (a softmax of the logits) the same keys' weights underflow
+// against the row's largest logit, and equal logits share the weight.
+template <typename T>
+void UnderflowedShardCase() {
+  const size_t m = 8200, split = 5000;  // beyond two chunks of a call
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (const size_t d : {1, 16}) {  // the small-depth paths, and the others
+    TestMatrix<T> queries(1, d), keys(m, d), values(m, 2);
+    queries(0, 0) = 1;
+    for (size_t j = 0; j < m; ++j) {
+      values(j, 0) = 2;
+      values(j, 1) = 3;
+    }
+    values(7, 0) = nan;
+    for (const Normalization normalization :
+         {Normalization::none, Normalization::sum}) {
+      for (const bool all_far : {false, true}) {
+        INFO("d = " << d << ", " << attnpool::normalization_name(normalization)
+                    << ", all keys far " << all_far);
+        for (size_t j = 0; j < m; ++j) {  // e^-2000 = 0
+          keys(j, 0) = j < split || all_far ? T(-2000) : T(0);
+        }
+        const PoolSpec spec{Distance::dot,
+                            {Kernel::exp, 1.0, 1.0},
+                            normalization,
+                            EmptyRows::zero};
+        TestMatrix<T> whole(1, 2), sharded(1, 2);
+        attnpool::attention_pool(spec, queries.view(), keys.view(),
+                                 values.view(), whole.view());
+        std::vector<T> accumulators(4), max(2), sum(2);
+        std::vector<size_t> best(2);
+        attnpool::PoolPartial<T> parts[2];
+        for (size_t s = 0; s < 2; ++s) {
+          parts[s] = {{accumulators.data() + 2 * s, 1, 2},
+                      max.data() + s,
+                      sum.data() + s,
+                      best.data() + s};
+          const size_t begin = s == 0 ? 0 : split, end = s == 0 ? split : m;
+          attnpool::attention_pool_partial(
+              spec, queries.view(), {keys.data() + begin * d, end - begin, d},
+              {values.data() + 2 * begin, end - begin, 2}, begin, parts[s]);
+        }
+        attnpool::attention_pool_merge(spec, parts[0], parts[1]);
+        attnpool::attention_pool_finish(spec, parts[0], sharded.view());
+        const bool empty = all_far && normalization == Normalization::none;
+        const T column_1 = normalization == Normalization::sum ? T(3)
+                           : empty                             ? T(0)
+                                   : T(3 * (m - split));
+        for (const TestMatrix<T>* out : {&whole, &sharded}) {
+          if (empty) {
+            CHECK((*out)(0, 0) == 0);
+          } else {
+            CHECK(std::isnan((*out)(0, 0)));
+          }
+          CHECK((*out)(0, 1) == Approx(column_1).epsilon(1e-5));
+        }
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(UnderflowedShardFloat,
+                          "fused.underflowed_shard.float", "[fused]") {
+  UnderflowedShardCase<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(UnderflowedShardDouble,
+                          "fused.underflowed_shard.double", "[fused]") {
+  UnderflowedShardCase<double>();
+}
+
 // The far query of the stable form, through the fused path.
 ATTNPOOL_TEST_EACH_TARGET(FusedFarQuery, "fused.far_query", "[fused]") {
   const size_t m = 500;

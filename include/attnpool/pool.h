@@ -124,7 +124,9 @@ void attention_pool_with_normalizer(const PoolSpec& spec,
 //     score seen (−inf: none), sum = Σ exp(a − max), accumulator =
 //     Σ exp(a − max)·v;
 //   none and sum of other kernels (and none of exponential ones):
-//     sum = Σ w, accumulator = Σ w·v;
+//     sum = Σ w, accumulator = Σ w·v over the keys that contribute (also
+//     where every w is 0: an exponential weight that underflowed still
+//     carries 0·NaN to the merged row);
 //   argmax: max = the best score, best = its key's index in the whole
 //     sequence, accumulator = its value row.
 // A query that met a visible NaN has max = sum = NaN.
