@@ -532,13 +532,34 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
       staged(staged_storage.data(), n, dv);
   attnpool::attention_pool_staged(spec, queries, keys, values, staged, weights,
                                   before.mask, before.execution);
-  // The largest finite |logit| (the exps' argument error grows with it).
+  // The largest finite |logit| (the exps' argument error grows with it):
+  // the kernel's here, the adjusted ones below.
   double largest_logit = 0;
   std::vector<double> scores;  // the reference's logits or kernel values
   const std::string staged_report =
       VerifyPipeline<T>(spec, before.mask, queries, keys, values, staged,
                         weights, &largest_logit, &scores);
   if (!staged_report.empty()) return "staged: " + staged_report;
+  // The exps' arguments are the logits as the mask adjusts them (bias,
+  // ALiBi, soft-cap) less a row's largest, the sink's among them: each
+  // rounded in T moves its weight by up to u·|ℓ|.
+  if (attnpool::is_exponential(spec.kernel.kernel) ||
+      attnpool::normalizes_scores(spec.normalization)) {
+    const auto& mask = before.mask;
+    if (mask.sink && std::isfinite(double(*mask.sink))) {
+      largest_logit = std::max(largest_logit, std::fabs(double(*mask.sink)));
+    }
+    for (size_t i = 0; i < n && !scores.empty(); ++i) {
+      for (size_t j = 0; j < m; ++j) {
+        if (attnpool::reference::hidden(mask, i, j)) continue;
+        const double logit =
+            attnpool::reference::adjusted_score(mask, i, j, scores[i * m + j]);
+        if (std::isfinite(logit)) {
+          largest_logit = std::max(largest_logit, std::fabs(logit));
+        }
+      }
+    }
+  }
   const double u = kU<T>;
   const double blocks = 1 + m / 128.0;
   // The logits' rounding moves weights by a factor e^error (first order:
