@@ -60,7 +60,7 @@ endif()
 
 # The fuzz target's corpus (seeds and past failures), replayed by a plain
 # driver in every build, the cross build under qemu included.
-add_executable(attnpool_fuzz_replay fuzz/fuzz_api.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
+add_executable(attnpool_fuzz_replay fuzz/fuzz_api.cc fuzz/fuzz_decode.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
   fuzz/replay_main.cc
   $<TARGET_OBJECTS:attnpool_test_api>)
 target_link_libraries(attnpool_fuzz_replay PRIVATE attnpool::attnpool)
@@ -74,7 +74,7 @@ add_test(NAME fuzz.random COMMAND attnpool_fuzz_replay --random 3 300)
 # libFuzzer (clang): tools/test-sanitize.sh runs it per function (a fixed
 # seed and number of inputs), tools/fuzz-campaign.sh for long campaigns.
 if(ATTNPOOL_BUILD_FUZZERS)
-  add_executable(attnpool_fuzz fuzz/fuzz_api.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
+  add_executable(attnpool_fuzz fuzz/fuzz_api.cc fuzz/fuzz_decode.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
     $<TARGET_OBJECTS:attnpool_test_api>)
   target_link_libraries(attnpool_fuzz PRIVATE attnpool::attnpool)
   target_include_directories(attnpool_fuzz PRIVATE ${PROJECT_SOURCE_DIR})

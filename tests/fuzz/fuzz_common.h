@@ -51,6 +51,22 @@ inline uint64_t SplitMix(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+// Input `index` of `seed` for runs without libFuzzer (--random): 2-4095
+// random bytes, or one time in eight up to 2¹⁷ (enough for the values of
+// the large shapes, 2¹⁶ elements).
+inline std::vector<uint8_t> RandomInput(uint64_t seed, uint64_t index) {
+  uint64_t state = seed * 0x2545f4914f6cdd1dull + index;
+  const uint64_t draw = SplitMix(state);
+  const size_t size =
+      2 + (draw % 8 == 0 ? draw / 8 % (size_t{1} << 17) : draw / 8 % 4094);
+  std::vector<uint8_t> bytes(size);
+  for (size_t k = 0; k < size; k += 8) {
+    const uint64_t word = SplitMix(state);
+    std::memcpy(bytes.data() + k, &word, std::min<size_t>(8, size - k));
+  }
+  return bytes;
+}
+
 template <typename T>
 bool SameBits(const T* a, const T* b, size_t count) {
   return count == 0 || std::memcmp(a, b, count * sizeof(T)) == 0;
@@ -124,20 +140,27 @@ struct NarrowRows {
     }
   }
 
-  attnpool::ElementRows Rows() const {
+  attnpool::ElementRows Rows() const { return Rows(0, rows); }
+
+  // Rows [begin, end).
+  attnpool::ElementRows Rows(size_t begin, size_t end) const {
+    const size_t count = end - begin, at = begin * cols;
     switch (type) {
       case attnpool::ElementType::bfloat16:
         return attnpool::ConstMatrixView<attnpool::bf16>(
-            reinterpret_cast<const attnpool::bf16*>(half.data()), rows, cols);
+            reinterpret_cast<const attnpool::bf16*>(half.data() + at), count,
+            cols);
       case attnpool::ElementType::float16:
         return attnpool::ConstMatrixView<attnpool::f16>(
-            reinterpret_cast<const attnpool::f16*>(half.data()), rows, cols);
+            reinterpret_cast<const attnpool::f16*>(half.data() + at), count,
+            cols);
       case attnpool::ElementType::int8:
-        return attnpool::Int8Rows{{bytes.data(), rows, cols}, scales.data()};
+        return attnpool::Int8Rows{{bytes.data() + at, count, cols},
+                                  scales.data() + begin};
       case attnpool::ElementType::float32:
         break;
     }
-    return attnpool::ConstMatrixView<float>(floats.data(), rows, cols);
+    return attnpool::ConstMatrixView<float>(floats.data() + at, count, cols);
   }
 };
 

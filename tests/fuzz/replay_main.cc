@@ -4,10 +4,11 @@
 // or runs random inputs where libFuzzer is not at hand (under qemu):
 //   attnpool_fuzz_replay --random SEED COUNT [FIRST]
 // inputs FIRST, FIRST + 1, ... of SEED, each its bytes of random length
-// (RandomInput below); each is named before it runs ("random SEED/i"), so
-// that a failing one runs alone as --random SEED 1 i. No coverage feedback:
-// the input layout (tests/fuzz/fuzz_api.cc) makes random bytes valid calls.
-// It aborts on the first failing input, like the fuzzer would.
+// (RandomInput, tests/fuzz/fuzz_common.h); each is named before it runs
+// ("random SEED/i"), so that a failing one runs alone as --random SEED 1 i. No
+// coverage feedback: the input layout (tests/fuzz/fuzz_api.cc) makes random
+// bytes valid calls. It aborts on the first failing input, like the fuzzer
+// would.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -26,21 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
-// Input `index` of `seed`: 2-4095 random bytes, or one time in eight up to
-// 2¹⁷ (enough for the values of the large shapes, 2¹⁶ elements).
-std::vector<uint8_t> RandomInput(uint64_t seed, uint64_t index) {
-  uint64_t state = seed * 0x2545f4914f6cdd1dull + index;
-  const uint64_t draw = attnpool_test::SplitMix(state);
-  const size_t size =
-      2 + (draw % 8 == 0 ? draw / 8 % (size_t{1} << 17) : draw / 8 % 4094);
-  std::vector<uint8_t> bytes(size);
-  for (size_t k = 0; k < size; k += 8) {
-    const uint64_t word = attnpool_test::SplitMix(state);
-    std::memcpy(bytes.data() + k, &word, std::min<size_t>(8, size - k));
-  }
-  return bytes;
-}
-
 int RunRandom(int argc, char** argv) {
   if (argc != 4 && argc != 5) {
     std::fprintf(stderr,
@@ -51,7 +37,7 @@ int RunRandom(int argc, char** argv) {
   const uint64_t count = std::strtoull(argv[3], nullptr, 10);
   const uint64_t first = argc == 5 ? std::strtoull(argv[4], nullptr, 10) : 0;
   for (uint64_t i = first; i < first + count; ++i) {
-    const std::vector<uint8_t> bytes = RandomInput(seed, i);
+    const std::vector<uint8_t> bytes = attnpool_test::RandomInput(seed, i);
     std::fprintf(stderr, "random %llu/%llu\n",
                  static_cast<unsigned long long>(seed),
                  static_cast<unsigned long long>(i));

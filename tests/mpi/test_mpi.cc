@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/mpi/world.h"
+
 namespace {
 
 using attnpool::ConstMatrixView;
@@ -32,16 +34,9 @@ namespace mpi = attnpool::mpi;
 
 constexpr uint64_t kSeed = 20261127;
 
-int Rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-int Ranks() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using attnpool_test::Rank;
+using attnpool_test::Ranks;
+using attnpool_test::SameOnEveryRank;
 
 template <typename T>
 std::vector<T> Random(size_t count, uint64_t seed, double low = -1,
@@ -109,17 +104,6 @@ size_t Mismatches(const std::vector<T>& got, const std::vector<T>& want,
 
 template <typename T>
 constexpr double kTolerance = sizeof(T) == 4 ? 2e-5 : 1e-12;
-
-// Whether every rank's `data` has the bits of rank 0's.
-template <typename T>
-bool SameOnEveryRank(const std::vector<T>& data) {
-  std::vector<T> first = data;
-  MPI_Bcast(first.data(), static_cast<int>(first.size() * sizeof(T)), MPI_BYTE,
-            0, MPI_COMM_WORLD);
-  int same = SameBits(first, data);
-  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return same == 1;
-}
 
 struct Case {
   const char* name;
