@@ -1070,10 +1070,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
       std::fill(target, target + columns, T(0));  // finished as empty or NaN
     } else if (mode == RowMode::argmax) {
       const T* row = RowOf(plan.values, s.best, target);
-      if (row != target) std::memcpy(target, row, columns * sizeof(T));
-    } else {
-      std::memcpy(target, accumulator + r * padded_columns,
-                  columns * sizeof(T));
+      if (row != target) std::copy_n(row, columns, target);
+    } else {  // (copy_n: without columns `target` may be null)
+      std::copy_n(accumulator + r * padded_columns, columns, target);
     }
   }
 }

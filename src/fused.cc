@@ -69,7 +69,7 @@ void MergeState(detail::FusedRowMode mode, const detail::FusedState<T>& into,
       if (part.max[i] > into.max[i]) {
         into.max[i] = part.max[i];
         into.best[i] = part.best[i];
-        std::memcpy(acc, add, columns * sizeof(T));
+        std::copy_n(add, columns, acc);  // (no columns: acc may be null)
       }
     } else {
       const T old_max = into.max[i], other = part.max[i];

@@ -79,8 +79,11 @@ void StateWire::Pack(const OwnedState<T>& state, size_t begin, size_t end,
     unsigned char* at = wire;
     std::memcpy(at, &state.max_[i], sizeof(T));
     std::memcpy(at += sizeof(T), &state.sum_[i], sizeof(T));
-    std::memcpy(at += sizeof(T), &state.accumulator_[i * columns_],
-                columns_ * sizeof(T));
+    at += sizeof(T);
+    if (columns_ != 0) {  // (without columns the accumulator is empty)
+      std::memcpy(at, state.accumulator_.data() + i * columns_,
+                  columns_ * sizeof(T));
+    }
     if (with_best_) {
       const uint64_t best = state.best_[i];
       std::memcpy(at + columns_ * sizeof(T), &best, sizeof(best));
@@ -95,8 +98,11 @@ void StateWire::Unpack(const unsigned char* wire, size_t begin, size_t end,
     const unsigned char* at = wire;
     std::memcpy(&state.max_[i], at, sizeof(T));
     std::memcpy(&state.sum_[i], at += sizeof(T), sizeof(T));
-    std::memcpy(&state.accumulator_[i * columns_], at += sizeof(T),
-                columns_ * sizeof(T));
+    at += sizeof(T);
+    if (columns_ != 0) {
+      std::memcpy(state.accumulator_.data() + i * columns_, at,
+                  columns_ * sizeof(T));
+    }
     if (with_best_) {
       uint64_t best = 0;
       std::memcpy(&best, at + columns_ * sizeof(T), sizeof(best));
