@@ -7,8 +7,11 @@
 //  - leave inputs, padding and guards untouched,
 //  - be bitwise the result of the same call on one thread (checked on one
 //    target per input, in turn),
-//  - report the target it ran on.
-// Any failure prints what was decoded and aborts (a crash for libFuzzer).
+//  - report the target it ran on;
+// and attention_pool's keys, cut into two shards whose states
+// (attention_pool_partial) are merged and finished, must agree with the
+// reference too (on one target per input, in turn). Any failure prints
+// what was decoded and aborts (a crash for libFuzzer).
 //
 // Input layout (missing bytes read as 0):
 //   [0] function (index into the table, or past it one of
@@ -156,6 +159,24 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
               "they hold",
               where());
         }
+      }
+    }
+    if (std::strcmp(api.name, "attention_pool") == 0 && t == rerun_target) {
+      // Its keys in two shards (cut where the layout and thread bytes say),
+      // their states merged and finished: within the same bound (on one
+      // target per input, in turn, as the rerun on one thread).
+      const size_t m = ws.sizes()[kM];
+      const KeyShards<T> shards{
+          decoded,
+          {0, (decoded.layout_byte ^ decoded.threads_byte) % (m + 1), m}};
+      const std::vector<T> merged = shards.Merged();
+      const std::string shard_report = oracles::VerifyFused<T>(
+          ws.args, attnpool::ConstMatrixView<T>(merged.data(), ws.sizes()[kN],
+                                                ws.sizes()[kDv]));
+      if (!shard_report.empty()) {
+        Fail("its keys in two shards, merged, differ from the reference: " +
+                 shard_report,
+             where() + " shards at " + std::to_string(shards.begin[1]));
       }
     }
     if (args.execution.threads != 1 && t == rerun_target) {

@@ -5,10 +5,10 @@
 //   attnpool_fuzz_replay --random SEED COUNT [FIRST]
 // inputs FIRST, FIRST + 1, ... of SEED, each its bytes of random length
 // (RandomInput, tests/fuzz/fuzz_common.h); each is named before it runs
-// ("random SEED/i"), so that a failing one runs alone as --random SEED 1 i. No
-// coverage feedback: the input layout (tests/fuzz/fuzz_api.cc) makes random
-// bytes valid calls. It aborts on the first failing input, like the fuzzer
-// would.
+// ("random SEED/i"), so that a failing one runs alone as --random SEED 1 i.
+// No coverage feedback: the input layout (tests/fuzz/fuzz_api.cc) makes
+// random bytes valid calls. It aborts on the first failing input, like the
+// fuzzer would.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

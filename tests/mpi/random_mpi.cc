@@ -58,16 +58,6 @@ std::vector<size_t> Cuts(size_t total, int ranks, uint64_t& state) {
 }
 
 template <typename T>
-MatrixView<T> RowsOf(MatrixView<T> view, size_t begin, size_t end) {
-  return {view.data + begin * view.stride, end - begin, view.cols, view.stride};
-}
-template <typename T>
-MatrixView<T> ColumnsOf(MatrixView<T> view, size_t begin, size_t end) {
-  if (view.data == nullptr) return view;
-  return {view.data + begin, view.rows, end - begin, view.stride};
-}
-
-template <typename T>
 void RunOne(const Api<T>& api, Bytes& bytes, uint8_t flags, uint64_t seed,
             uint64_t index) {
   const int rank = Rank(), ranks = Ranks();
@@ -108,33 +98,15 @@ void RunOne(const Api<T>& api, Bytes& bytes, uint8_t flags, uint64_t seed,
            std::to_string(rank) + " of " + std::to_string(ranks);
   };
 
-  // Shard r's keys, values and mask (bias and visible: its columns).
-  const auto shard_mask = [&](int r) {
-    attnpool::Mask<T> mask = args.mask;
-    mask.bias = ColumnsOf(mask.bias, key_begin[r], key_begin[r + 1]);
-    mask.visible = ColumnsOf(mask.visible, key_begin[r], key_begin[r + 1]);
-    return mask;
-  };
-  // pool(keys, values) of shard r: narrow where the call stores them so.
-  const auto pool_shard = [&](int r, const auto& pool) {
-    const size_t b = key_begin[r], e = key_begin[r + 1];
-    if constexpr (std::is_same<T, float>::value) {
-      if (decoded.narrow) {
-        return pool(decoded.key_rows.Rows(b, e), decoded.value_rows.Rows(b, e));
-      }
-    }
-    return pool(ConstMatrixView<T>(RowsOf(keys, b, e)),
-                ConstMatrixView<T>(RowsOf(values, b, e)));
-  };
-
+  const KeyShards<T> shards{decoded, key_begin};
   const T sentinel = T(-1234.5);
   std::vector<T> out(n * dv, sentinel);
   const MatrixView<T> out_view(out.data(), n, dv);
   try {
-    pool_shard(rank, [&](const auto& shard_keys, const auto& shard_values) {
+    shards.Visit(rank, [&](const auto& shard_keys, const auto& shard_values) {
       mpi::attention_pool(MPI_COMM_WORLD, spec, queries, shard_keys,
-                          shard_values, out_view, shard_mask(rank), options,
-                          args.execution);
+                          shard_values, out_view, shards.MaskOf(rank, false),
+                          options, args.execution);
     });
   } catch (const std::exception& error) {
     Fail(std::string("split keys: unexpected exception: ") + error.what(),
@@ -146,31 +118,8 @@ void RunOne(const Api<T>& api, Bytes& bytes, uint8_t flags, uint64_t seed,
       Fail("split keys differ from the reference: " + report, where());
     }
     if (options.reduction == mpi::Reduction::rank_order) {
-      // The shards' states merged in key order by this process; the sink
-      // joins the first shard's state only.
-      std::vector<T> accumulator(n * dv), later_accumulator(n * dv),
-          scratch(4 * n);
-      std::vector<size_t> best(2 * n);
-      const attnpool::PoolPartial<T> into{{accumulator.data(), n, dv},
-                                          scratch.data(),
-                                          scratch.data() + n,
-                                          best.data()};
-      const attnpool::PoolPartial<T> later{{later_accumulator.data(), n, dv},
-                                           scratch.data() + 2 * n,
-                                           scratch.data() + 3 * n,
-                                           best.data() + n};
-      for (int r = 0; r < ranks; ++r) {
-        attnpool::Mask<T> mask = shard_mask(r);
-        if (r > 0) mask.sink.reset();
-        pool_shard(r, [&](const auto& shard_keys, const auto& shard_values) {
-          attnpool::attention_pool_partial(
-              spec, queries, shard_keys, shard_values, key_begin[r],
-              r == 0 ? into : later, mask, args.execution);
-        });
-        if (r > 0) attnpool::attention_pool_merge(spec, into, later);
-      }
-      std::vector<T> folded(n * dv);
-      attnpool::attention_pool_finish(spec, into, {folded.data(), n, dv});
+      // The shards' states merged in key order by this process.
+      const std::vector<T> folded = shards.Merged();
       if (!SameBits(folded, out)) {
         Fail("rank order differs from the shards merged in order", where());
       }
