@@ -396,20 +396,83 @@ struct StridedDots {
   }
 };
 
+// An int8 row's scale s is applied once, to the dot of its integers with a
+// query or to its weight in a weighted sum, not to each of its elements
+// (element.h; int8 decode 1.2x faster, Zen 4, W5n: those multiplies took
+// the FMA pipes), where nothing can overflow that would not on the held
+// elements s·q: 2^-100 ≤ |s| ≤ 2^100 (FoldsScale); for a dot, each element
+// of the query 0 or of magnitude in [2^-100, 2^100] (FoldsQuery: its
+// products with the integers normal, their sum finite); for a weighted
+// sum, weights in [0, 1] (a softmax's; a weight·s below 2^-126 loses at
+// most 2^-150·|q| ≤ 2^-143, as the held product w·(s·q) < 2^-119 may in
+// its rounding). Elsewhere (zero, extreme or non-finite scales and
+// queries, other weights) each element is s·q as held, so that NaN and
+// ±inf arise where they would on the held floats.
+constexpr float kFoldLow = 0x1p-100f, kFoldHigh = 0x1p100f;
+
+HWY_INLINE bool FoldsScale(float scale) {
+  // In integer operations (the FP pipes are busy beside): the magnitude's
+  // bits, between those of 2^-100 and 2^100 (NaN's above).
+  uint32_t bits;
+  std::memcpy(&bits, &scale, sizeof(bits));
+  constexpr uint32_t kLow = uint32_t(127 - 100) << 23,
+                     kHigh = uint32_t(127 + 100) << 23;
+  return (bits & 0x7FFFFFFFu) - kLow <= kHigh - kLow;
+}
+
+// Whether FoldsScale holds for scales[0, count) (aligned): in vectors.
+HWY_INLINE bool ScalesFold(const float* HWY_RESTRICT scales, size_t count) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto low = hn::Set(d, kFoldLow), high = hn::Set(d, kFoldHigh);
+  auto inside = hn::Eq(low, low);
+  size_t j = 0;
+  for (; j + N <= count; j += N) {
+    const auto magnitude = hn::Abs(hn::Load(d, scales + j));
+    inside = hn::And(inside,
+                     hn::And(hn::Ge(magnitude, low), hn::Le(magnitude, high)));
+  }
+  bool fold = hn::AllTrue(d, inside);
+  for (; j < count; ++j) fold &= FoldsScale(scales[j]);
+  return fold;
+}
+
+HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
+  for (size_t p = 0; p < depth; ++p) {
+    const float magnitude = std::fabs(query[p]);
+    if (magnitude != 0.0f &&
+        !(magnitude >= kFoldLow && magnitude <= kFoldHigh)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // scores[k] = query · key (j + k) for k < count, the keys narrow rows of E
-// read in place and widened in registers (int8: times the row's scale, as
-// WidenRow does, so that every path sees the same float keys), called per
-// key (NarrowDots; or beside a weighted sum: NarrowWeightedSum). With
-// `ahead_limit` (rows one stride apart), the row kPrefetchRows ahead is
-// prefetched beside each, below that row: bf16 and f16 decode 1.2-1.6x
-// faster (Zen 5, W5n). Given `values` (the `value_bytes` of key j's value
-// row, rows `value_stride` bytes apart; an int8 cache's only), a key's
-// value row is prefetched beside it too, for the weighted sum after the
-// stretch: int8 decode 1.17x faster, and 1.08x more with its keys ahead,
-// which without the values cost it a third (Zen 5, W5n; bf16 and f16
-// values lost 10-13% so).
+// read in place and widened in registers, kWidth keys at a time (Keys:
+// NarrowDots) or one (operator(): beside a weighted sum, NarrowWeightedSum).
+// bf16 and f16 dots are those of the float keys they hold (DirectDot's order of
+// sums). An int8 key's dot is its scale times the dot of its integers
+// (FoldsScale; `query_folds` says whether the query allows it), the integers'
+// products summed by TransposedLaneSums Lanes keys at a time on targets of
+// fixed width (int8 decode 1.05x faster, Zen 4, in cache; each key's sum in one
+// order however keys are grouped, so a paged cache's dots are the contiguous
+// one's). With `ahead_limit` (rows one stride apart), the row kPrefetchRows
+// ahead is prefetched beside each, below that row: bf16 and f16 decode 1.2-1.6x
+// faster (Zen 5, W5n). Given `values` (the `value_bytes` of key j's value row,
+// rows `value_stride` bytes apart; an int8 cache's only), a key's value row is
+// prefetched beside it too, for the weighted sum after the stretch: int8
+// decode 1.17x faster, and 1.08x more with its keys ahead, which without the
+// values cost it a third (Zen 5, W5n; bf16 and f16 values lost 10-13% so).
 template <typename E>
 struct NarrowKeyDots {
+  using D = hn::ScalableTag<float>;
+  static constexpr bool kScaled = std::is_same<E, int8_t>::value;
+#if HWY_HAVE_SCALABLE || HWY_TARGET == HWY_SCALAR
+  static constexpr size_t kWidth = 1;
+#else
+  static constexpr size_t kWidth = kScaled ? hn::MaxLanes(D()) : 1;
+#endif
   const detail::RowList<float>& keys;
   size_t j, count;
   const float* HWY_RESTRICT query;
@@ -417,12 +480,25 @@ struct NarrowKeyDots {
   size_t ahead_limit = 0;
   const char* values = nullptr;
   size_t value_stride = 0, value_bytes = 0;
+  bool query_folds = false;  // int8: FoldsQuery(query, keys.cols)
 
-  HWY_INLINE void operator()(size_t k) const {
-    if (k >= count) return;
-    const hn::ScalableTag<float> d;
+  // `left` ≤ Lanes elements from `key`, widened (times `scale` if
+  // kScaleElements).
+  template <bool kScaleElements>
+  static HWY_INLINE hn::Vec<D> Widened(const E* HWY_RESTRICT key, size_t left,
+                                       float scale) {
+    const D d;
+    const auto widened =
+        left == hn::Lanes(d) ? LoadWide(d, key) : LoadWidePrefix(d, key, left);
+    return kScaleElements ? hn::Mul(hn::Set(d, scale), widened) : widened;
+  }
+
+  // Key k's elements (times `scale` if kScaleElements) times the query's,
+  // in lanes whose sum is the dot; its prefetches beside.
+  template <bool kScaleElements>
+  HWY_INLINE hn::Vec<D> Products(size_t k, float scale) const {
+    const D d;
     const size_t N = hn::Lanes(d), depth = keys.cols;
-    constexpr bool kScaled = std::is_same<E, int8_t>::value;
     const E* HWY_RESTRICT key = keys.template narrow_row<E>(j + k);
     if (j + k + kPrefetchRows < ahead_limit) {
       // A line per 64 bytes from the row's start, written out here: the
@@ -436,12 +512,16 @@ struct NarrowKeyDots {
     for (size_t byte = 0; byte < value_bytes; byte += 64) {
       hwy::Prefetch(values + k * value_stride + byte);
     }
-    const auto scale = hn::Set(d, kScaled ? keys.scale(j + k) : 1.0f);
-    const auto load = [&](size_t p, size_t left) {
-      const auto widened =
-          left == N ? LoadWide(d, key + p) : LoadWidePrefix(d, key + p, left);
-      return kScaled ? hn::Mul(scale, widened) : widened;
+    const auto load = [&](size_t p, size_t left) HWY_ATTR {
+      return Widened<kScaleElements>(key + p, left, scale);
     };
+    if (depth == 4 * N) {  // (the loop below written out: int8 decode 1.05x
+                           // faster, Zen 4, in cache; the same sums)
+      return hn::Add(hn::MulAdd(hn::LoadU(d, query + 2 * N), load(2 * N, N),
+                                hn::Mul(hn::LoadU(d, query), load(0, N))),
+                     hn::MulAdd(hn::LoadU(d, query + 3 * N), load(3 * N, N),
+                                hn::Mul(hn::LoadU(d, query + N), load(N, N))));
+    }
     auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
     size_t p = 0;
     for (; p + 2 * N <= depth; p += 2 * N) {
@@ -452,7 +532,68 @@ struct NarrowKeyDots {
       const size_t left = std::min(N, depth - p);
       sum0 = hn::MulAdd(LoadPrefix(d, query + p, left), load(p, left), sum0);
     }
-    scores[k] = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
+    return hn::Add(sum0, sum1);
+  }
+
+  // Key k's products: int8 elements unscaled where the key's scale folds
+  // (`after` the scale), else scaled (`after` 1).
+  HWY_INLINE hn::Vec<D> KeyProducts(size_t k, float& after) const {
+    after = 1.0f;
+    if constexpr (kScaled) {
+      const float scale = keys.scale(j + k);
+      if (!(query_folds && FoldsScale(scale))) {
+        return Products<true>(k, scale);
+      }
+      after = scale;
+    }
+    return Products<false>(k, 1.0f);
+  }
+
+  // scores of keys [k, k + kWidth) below count: each key's products
+  // summed, times its scale where that folds (int8; else its elements were
+  // scaled).
+  HWY_INLINE void Keys(size_t k) const {
+    if (k >= count) return;
+    const D d;
+    const size_t n = std::min(kWidth, count - k);
+    HWY_ALIGN float after[kWidth];  // the factor of each key's sum
+    if constexpr (kWidth == 1) {
+      const auto sum = hn::SumOfLanes(d, KeyProducts(k, after[0]));
+      scores[k] = after[0] * hn::GetLane(sum);
+    } else {
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+      // Every key's scale taken to fold, then checked (and the query's):
+      // where one does not, the keys again one by one.
+      hn::Vec<D> lanes[kWidth];
+      for (size_t i = 0; i < kWidth; ++i) {
+        if (i < n) {
+          lanes[i] = Products<false>(k + i, 1.0f);
+          after[i] = keys.scale(j + k + i);
+        } else {
+          lanes[i] = hn::Zero(d);
+          after[i] = 1.0f;
+        }
+      }
+      if (!query_folds || !ScalesFold(after, kWidth)) {
+        for (size_t i = 0; i < n; ++i) {
+          lanes[i] = KeyProducts(k + i, after[i]);
+        }
+      }
+      HWY_ALIGN float sums[kWidth];
+      hn::Store(TransposedLaneSums(d, lanes), d, sums);
+      for (size_t i = 0; i < n; ++i) scores[k + i] = after[i] * sums[i];
+#endif
+    }
+  }
+
+  // Key k alone: its score as among kWidth keys.
+  HWY_INLINE void operator()(size_t k) const {
+    if (k >= count) return;
+    NarrowKeyDots one = *this;
+    one.j = j + k;
+    one.count = 1;
+    one.scores = scores + k;
+    one.Keys(0);
   }
 };
 
@@ -472,24 +613,31 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
   if constexpr (std::is_same<T, float>::value) {
     VisitNarrow(keys.element, [&](auto tag) {
       using Dots = NarrowKeyDots<decltype(tag)>;
-      const Dots first{keys,        j,      count,        query,      scores,
-                       ahead_limit, values, value_stride, value_bytes};
+      const auto row = [&](size_t r) {
+        if (r >= rows) return Dots{keys, j, 0, query, scores};  // none
+        const T* row_query = query + r * query_stride;
+        Dots dots{keys, j, count, row_query, scores + r * score_stride};
+        if (r == 0) {
+          dots.ahead_limit = ahead_limit;
+          dots.values = values;
+          dots.value_stride = value_stride;
+          dots.value_bytes = value_bytes;
+        }
+        dots.query_folds = Dots::kScaled && FoldsQuery(row_query, keys.cols);
+        return dots;
+      };
+      const Dots first = row(0);
       if (rows == 1) {
-        for (size_t k = 0; k < count; ++k) first(k);
+        for (size_t k = 0; k < count; k += Dots::kWidth) first.Keys(k);
         return;
       }
       static_assert(detail::kDecodeRows == 4, "the rows written out here");
-      const auto row = [&](size_t r) {
-        return r < rows ? Dots{keys, j, count, query + r * query_stride,
-                               scores + r * score_stride}
-                        : Dots{keys, j, 0, query, scores};  // none
-      };
       const Dots second = row(1), third = row(2), fourth = row(3);
-      for (size_t k = 0; k < count; ++k) {
-        first(k);
-        second(k);
-        third(k);
-        fourth(k);
+      for (size_t k = 0; k < count; k += Dots::kWidth) {
+        first.Keys(k);
+        second.Keys(k);
+        third.Keys(k);
+        fourth.Keys(k);
       }
     });
   }
@@ -508,24 +656,17 @@ struct KeysBeside {
 };
 
 // NarrowWeightedSum for values of E, beside(j) run with value row j's
-// first multiply-adds.
+// first multiply-adds; int8 scales folded into softmax weights
+// (`softmax_weights`: in [0, 1]) where FoldsScale.
 template <typename E, class Beside>
 HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
                                     const detail::RowList<float>& values,
                                     size_t at, const MatrixView<float>& sums,
-                                    size_t ahead_limit, const Beside& beside) {
+                                    size_t ahead_limit, bool softmax_weights,
+                                    const Beside& beside) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d), columns = values.cols;
   constexpr bool kScaled = std::is_same<E, int8_t>::value;
-  // Value row j's `left` ≤ N columns from c, widened (and scaled).
-  const auto value = [&](size_t j, size_t c, size_t left) {
-    const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
-    const auto widened = left == N   ? LoadWide(d, row + c)
-                         : left == 0 ? hn::Zero(d)
-                                     : LoadWidePrefix(d, row + c, left);
-    return kScaled ? hn::Mul(hn::Set(d, values.scale(at + j)), widened)
-                   : widened;
-  };
   // Rows one stride apart of 2-byte values: the row kPrefetchRows ahead,
   // below `ahead_limit`, prefetched beside each (bf16 decode 1.06x, f16
   // 1.10x faster, Zen 5, W5n; an int8 cache's values are prefetched
@@ -539,50 +680,95 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
                       values.template narrow_row<E>(at + j + kPrefetchRows)),
                   columns * sizeof(E));
   };
-  for (size_t r = 0; r < weights.rows; ++r) {
-    const float* HWY_RESTRICT w = weights.row(r);
-    float* HWY_RESTRICT out = sums.row(r);
-    size_t c = 0;
-    // Four whole vectors at a time, in registers.
-    for (; c + 4 * N <= columns; c += 4 * N) {
-      auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d),
-           a3 = hn::Zero(d);
-      for (size_t j = 0; j < weights.cols; ++j) {
-        if (c == 0) {
-          prefetch_ahead(r, j);
-          if (r == 0) beside(j);
+  // Every int8 scale folded into its weight, false returned if one did not
+  // FoldsScale; or (`by_key`) those that do, the others applied to their
+  // elements (the folded ones' times 1: the same bits).
+  const auto all_sums = [&](auto by_key) HWY_ATTR {
+    constexpr bool kByKey = decltype(by_key)::value;
+    bool folded = true;
+    // Key j's factor of row r's weight (its scale where folded) and of its
+    // elements.
+    const auto factors = [&](const float* HWY_RESTRICT w, size_t j,
+                             float& element_scale) HWY_ATTR {
+      element_scale = 1.0f;
+      if constexpr (!kScaled) {
+        return hn::Set(d, w[j]);
+      } else {
+        const float scale = values.scale(at + j);
+        if (!kByKey) {
+          folded &= FoldsScale(scale);
+        } else if (!(softmax_weights && FoldsScale(scale))) {
+          element_scale = scale;
+          return hn::Set(d, w[j]);
         }
-        const auto weight = hn::Set(d, w[j]);
-        a0 = hn::MulAdd(weight, value(j, c, N), a0);
-        a1 = hn::MulAdd(weight, value(j, c + N, N), a1);
-        a2 = hn::MulAdd(weight, value(j, c + 2 * N, N), a2);
-        a3 = hn::MulAdd(weight, value(j, c + 3 * N, N), a3);
+        return hn::Set(d, w[j] * scale);
       }
-      hn::Store(a0, d, out + c);
-      hn::Store(a1, d, out + c + N);
-      hn::Store(a2, d, out + c + 2 * N);
-      hn::Store(a3, d, out + c + 3 * N);
-    }
-    for (; c < sums.cols; c += N) {
-      const size_t left = c < columns ? std::min(N, columns - c) : 0;
-      auto acc = hn::Zero(d);
-      for (size_t j = 0; j < weights.cols; ++j) {
-        if (c == 0) {  // (rows under 4 vectors)
-          prefetch_ahead(r, j);
-          if (r == 0) beside(j);
+    };
+    // Value row j's `left` ≤ N columns from c, widened (and scaled).
+    const auto value = [&](size_t j, size_t c, size_t left,
+                           float element_scale) HWY_ATTR {
+      const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
+      const auto widened = left == N   ? LoadWide(d, row + c)
+                           : left == 0 ? hn::Zero(d)
+                                       : LoadWidePrefix(d, row + c, left);
+      return kByKey ? hn::Mul(hn::Set(d, element_scale), widened) : widened;
+    };
+    for (size_t r = 0; r < weights.rows; ++r) {
+      const float* HWY_RESTRICT w = weights.row(r);
+      float* HWY_RESTRICT out = sums.row(r);
+      size_t c = 0;
+      // Four whole vectors at a time, in registers.
+      for (; c + 4 * N <= columns; c += 4 * N) {
+        auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d),
+             a3 = hn::Zero(d);
+        for (size_t j = 0; j < weights.cols; ++j) {
+          if (c == 0) {
+            prefetch_ahead(r, j);
+            if (r == 0) beside(j);
+          }
+          float element_scale;
+          const auto weight = factors(w, j, element_scale);
+          a0 = hn::MulAdd(weight, value(j, c, N, element_scale), a0);
+          a1 = hn::MulAdd(weight, value(j, c + N, N, element_scale), a1);
+          a2 = hn::MulAdd(weight, value(j, c + 2 * N, N, element_scale), a2);
+          a3 = hn::MulAdd(weight, value(j, c + 3 * N, N, element_scale), a3);
         }
-        acc = hn::MulAdd(hn::Set(d, w[j]), value(j, c, left), acc);
+        hn::Store(a0, d, out + c);
+        hn::Store(a1, d, out + c + N);
+        hn::Store(a2, d, out + c + 2 * N);
+        hn::Store(a3, d, out + c + 3 * N);
       }
-      hn::Store(acc, d, out + c);
+      for (; c < sums.cols; c += N) {
+        const size_t left = c < columns ? std::min(N, columns - c) : 0;
+        auto acc = hn::Zero(d);
+        for (size_t j = 0; j < weights.cols; ++j) {
+          if (c == 0) {  // (rows under 4 vectors)
+            prefetch_ahead(r, j);
+            if (r == 0) beside(j);
+          }
+          float element_scale;
+          const auto weight = factors(w, j, element_scale);
+          acc = hn::MulAdd(weight, value(j, c, left, element_scale), acc);
+        }
+        hn::Store(acc, d, out + c);
+      }
     }
+    return folded;
+  };
+  if constexpr (!kScaled) {
+    all_sums(std::false_type());
+  } else if (!softmax_weights || !all_sums(std::false_type())) {
+    all_sums(std::true_type());
   }
 }
 
 // sums(r, :) = Σⱼ weights(r, j) · values(at + j, :) over the weights'
-// columns, the narrow value rows read in place and widened in registers
-// (int8: times the row's scale first, as WidenRow does): per output one
-// multiply-add chain in key order from 0, as wsum::WeightedSumRows runs it,
-// so the sums are bitwise those of the widened rows. Columns past
+// columns, the narrow value rows read in place and widened in registers:
+// per output one multiply-add chain in key order from 0, as
+// wsum::WeightedSumRows runs it, so that bf16 and f16 sums are bitwise
+// those of the widened rows (int8: each row's scale folded into its weight
+// where the weights are a softmax's, `softmax_weights`, and FoldsScale;
+// else applied to its elements first, as WidenRow does). Columns past
 // values.cols (to sums.cols, whole vectors) get 0·weight. With `beside`,
 // the dots of its keys are computed in the first pass over the values, a
 // key row beside each value row (then any past the weights' columns).
@@ -590,20 +776,22 @@ template <typename T>
 HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
                                     const detail::RowList<T>& values, size_t at,
                                     const MatrixView<T>& sums,
-                                    size_t ahead_limit,
+                                    size_t ahead_limit, bool softmax_weights,
                                     const KeysBeside<T>& beside = {}) {
   if constexpr (std::is_same<T, float>::value) {
     VisitNarrow(values.element, [&](auto tag) {
       using E = decltype(tag);
       if (beside.keys != nullptr) {
-        const NarrowKeyDots<E> dots{*beside.keys,  beside.first,
-                                    beside.count,  beside.query,
-                                    beside.scores, beside.ahead_limit};
-        NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit, dots);
+        NarrowKeyDots<E> dots{*beside.keys, beside.first,  beside.count,
+                              beside.query, beside.scores, beside.ahead_limit};
+        dots.query_folds = NarrowKeyDots<E>::kScaled &&
+                           FoldsQuery(beside.query, beside.keys->cols);
+        NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
+                               softmax_weights, dots);
         for (size_t k = weights.cols; k < beside.count; ++k) dots(k);
       } else {
         NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
-                               wsum::NothingBeside());
+                               softmax_weights, wsum::NothingBeside());
       }
     });
   }
@@ -964,7 +1152,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     }
     if (plan.values.is_narrow() && plan.path == detail::FusedPath::decode) {
       NarrowWeightedSum(
-          weights, plan.values, at, sums, widest,
+          weights, plan.values, at, sums, widest, mode == RowMode::softmax,
           KeysBeside<T>{next_scores != nullptr ? &plan.keys : nullptr,
                         next.start, next.limit - next.start,
                         plan.tuning.decode_key_prefetch_rows != 0 ? widest : 0,

@@ -2,7 +2,8 @@
 // packing keys depth-major (PackKeys, arch/distance-inl.h): one vector load
 // per row and one vector store per column in place of a scalar store per
 // element (the scalar packing of a 16384 × 64 key matrix took 4% of a sliding
-// window's time, W6 on Zen 5).
+// window's time, W6 on Zen 5). And the lane sums of Lanes(d) vectors as one
+// vector (TransposedLaneSums: an int8 decode's dots, arch/fused-inl.h).
 //
 // Defined (VectorTranspose<D>()) for float vectors of one, two or four 128-bit
 // blocks (x86 SSE4, AVX2, AVX3; NEON; EMU128): within each block a 4 × 4
@@ -108,6 +109,24 @@ HWY_INLINE void TransposeColumns(D d, const float* const* rows, size_t valid,
       }
     }
   }
+}
+
+// Lane i of the result: the sum of v[i]'s lanes, for i < Lanes(d) (float
+// vectors of 1, 2 or 4 blocks; v overwritten). log2(Lanes) levels, each
+// adding lanes 2l and 2l + 1 of two vectors (ConcatEven + ConcatOdd): lane
+// i's sum depends on v[i] alone, in one fixed order, whatever the other
+// vectors hold. Lanes(d) − 1 additions and twice as many permutes for
+// Lanes(d) sums, against log2(Lanes) of each per SumOfLanes.
+template <class D>
+HWY_INLINE hn::Vec<D> TransposedLaneSums(D d, hn::Vec<D>* HWY_RESTRICT v) {
+  static_assert(VectorTranspose<D>(), "float vectors of 1, 2 or 4 blocks");
+  for (size_t count = hn::MaxLanes(d); count > 1; count /= 2) {
+    for (size_t i = 0; i < count / 2; ++i) {
+      v[i] = hn::Add(hn::ConcatEven(d, v[2 * i + 1], v[2 * i]),
+                     hn::ConcatOdd(d, v[2 * i + 1], v[2 * i]));
+    }
+  }
+  return v[0];
 }
 #endif
 

@@ -476,14 +476,22 @@ std::string VerifyPipeline(const attnpool::PoolSpec& spec,
 
 // ----------------------------------------------------------------- fused
 
+// The rounding units a fused call's dots may take beyond distance.h's bound
+// where its keys are int8 rows read on the decode path, their scale
+// applied to the dot of the integers (element.h): the scale's product,
+// and the held elements' rounding it skips.
+constexpr double kFoldedInt8DotUnits = 2;
+
 // The largest error of an exponential kernel's logit that the distances'
 // rounding (distance.h) causes, over every finite pair: |scale| times the
-// score's bound for exp; for the Gaussian, r²'s bound (or r's, times 2r)
-// over 2h². 0 for the other kernels.
+// score's bound for exp (a dot's `extra_dot_units`·u·Σ|q·k| more); for the
+// Gaussian, r²'s bound (or r's, times 2r) over 2h². 0 for the other
+// kernels.
 template <typename T>
 double LogitErrorOfDistances(const attnpool::PoolSpec& spec,
                              ConstMatrixView<T> queries,
-                             ConstMatrixView<T> keys) {
+                             ConstMatrixView<T> keys,
+                             double extra_dot_units = 0) {
   const Kernel kernel = spec.kernel.kernel;
   if (!attnpool::is_exponential(kernel)) return 0;
   const size_t depth = queries.cols;
@@ -499,7 +507,10 @@ double LogitErrorOfDistances(const attnpool::PoolSpec& spec,
       const double* k = k_all.data() + j * depth;
       const double r =
           attnpool::reference::distance(spec.distance, q, k, depth);
-      const double bound = DistanceBound<T>(spec.distance, q, k, depth, r);
+      double bound = DistanceBound<T>(spec.distance, q, k, depth, r);
+      if (spec.distance == Distance::dot && extra_dot_units != 0) {
+        bound += extra_dot_units * kU<T> * MagnitudesOf(q, k, depth).abs_dot;
+      }
       double error = 0;
       if (TakesScore(kernel)) {
         error = scale * bound;
@@ -519,9 +530,11 @@ double LogitErrorOfDistances(const attnpool::PoolSpec& spec,
 // are Σⱼ wᵢⱼ vⱼc with weights that differ by the online rescaling (a few u
 // per key block) and the exps, so the bound is relative to Σⱼ |wᵢⱼ vⱼc| of
 // the staged weights; NaN exactly where the staged output is NaN; argmax
-// copies the same value row.
+// copies the same value row. `extra_dot_units`: the fused call's dots may
+// err that many u·Σ|q·k| beyond distance.h's bound (kFoldedInt8DotUnits).
 template <typename T>
-std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
+std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused,
+                        double extra_dot_units = 0) {
   const attnpool::PoolSpec spec = before.spec();
   const ConstMatrixView<T> queries = before.views[0], keys = before.views[1],
                            values = before.views[2];
@@ -564,9 +577,14 @@ std::string VerifyFused(const Args<T>& before, ConstMatrixView<T> fused) {
   const double blocks = 1 + m / 128.0;
   // The logits' rounding moves weights by a factor e^error (first order:
   // error; not so for huge logits), and so do the distances both paths
-  // form, each within distance.h's bound but in their own order.
-  const double logit_error = u * (16 * largest_logit + 12) +
-                             2 * LogitErrorOfDistances<T>(spec, queries, keys);
+  // form, each within distance.h's bound (the fused one's int8 dots
+  // extra_dot_units more) but in their own order.
+  const double staged_distances = LogitErrorOfDistances<T>(spec, queries, keys);
+  const double logit_error =
+      u * (16 * largest_logit + 12) + staged_distances +
+      (extra_dot_units == 0
+           ? staged_distances
+           : LogitErrorOfDistances<T>(spec, queries, keys, extra_dot_units));
   const double relative =
       (m + 16 + 8 * blocks) * u + 6 * kExpError<T> + ExpFactor(logit_error);
   // A visible key whose staged weight is 0 (its weight underflowed in T, or

@@ -1,9 +1,10 @@
 // attention_pool and its shards over keys and values stored as bfloat16,
 // binary16 and int8 (element.h), on every target and every fused path:
 // bitwise the float call on the values the narrow elements hold (widening
-// is exact; int8's scale is applied as dequantize_rows does, on every
-// path). Narrow padding holds NaN patterns (or junk): it must never be
-// read.
+// is exact; int8's scale is applied as dequantize_rows does), but on the
+// decode path with int8 rows, whose scales fold into their dots and
+// weights (element.h): there within a rounding of each score. Narrow
+// padding holds NaN patterns (or junk): it must never be read.
 #include <attnpool/attnpool.h>
 
 #include <catch2/catch.hpp>
@@ -276,6 +277,66 @@ bool SameBits(const TestMatrix<float>& a, const TestMatrix<float>& b) {
                      a.storage().size() * sizeof(float)) == 0;
 }
 
+// `narrow` (the bf16 tile's, or a decode's of int8 rows, their scales
+// folded: element.h) is within what a rounding of each score (2·(d + 2)·u·
+// Σ|q·k|/√d, which covers int8's two roundings more) moves the float
+// call's `held` (scaled_dot_product_attention's scale; the pairs of every
+// query and key row): twice that per weight, times the largest value (and
+// 1e-6 of it, over the u·Σ|w·v| of int8's weights times scales); NaN and
+// ±inf where `held` is.
+void RequireWithinScoreRounding(const TestMatrix<float>& narrow,
+                                const TestMatrix<float>& held,
+                                const TestMatrix<float>& queries,
+                                const TestMatrix<float>& keys,
+                                const TestMatrix<float>& values) {
+  const size_t d = queries.cols();
+  double largest = 0, score_error = 0;
+  for (size_t j = 0; j < keys.rows(); ++j) {
+    for (size_t c = 0; c < values.cols(); ++c) {
+      largest = std::max(largest, double(std::fabs(values(j, c))));
+    }
+    for (size_t i = 0; i < queries.rows(); ++i) {
+      double abs_dot = 0;
+      for (size_t p = 0; p < d; ++p) {
+        abs_dot += std::fabs(double(queries(i, p)) * keys(j, p));
+      }
+      score_error = std::max(
+          score_error, 2 * (d + 2) * 0x1p-24 * abs_dot / std::sqrt(double(d)));
+    }
+  }
+  for (size_t i = 0; i < narrow.rows(); ++i) {
+    for (size_t c = 0; c < narrow.cols(); ++c) {
+      if (std::isnan(held(i, c))) {
+        REQUIRE(std::isnan(narrow(i, c)));
+      } else if (std::isinf(held(i, c))) {
+        REQUIRE(narrow(i, c) == held(i, c));
+      } else {
+        REQUIRE(std::fabs(narrow(i, c) - held(i, c)) <=
+                (4 * score_error + 1e-6) * largest);
+      }
+    }
+  }
+}
+
+// Whether `types` has int8 rows; on the decode path their scales fold.
+bool HasInt8(const TypePair& types) {
+  return types.keys == ElementType::int8 || types.values == ElementType::int8;
+}
+
+// `narrow` against the float call on the held values: bitwise, or where
+// int8 scales may fold (`folded`) within a score rounding.
+void RequireHeld(bool folded, const TestMatrix<float>& narrow,
+                 const TestMatrix<float>& held,
+                 const TestMatrix<float>& queries,
+                 const TestMatrix<float>& keys,
+                 const TestMatrix<float>& values) {
+  if (folded) {
+    RequireWithinScoreRounding(narrow, held, queries, keys, values);
+  } else {
+    REQUIRE(SameBits(narrow, held));
+  }
+}
+
 ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
   std::mt19937_64 rng(kSeed + 90);
   INFO("seed " << kSeed + 90);
@@ -312,8 +373,11 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
       REQUIRE(attnpool::last_fused_path() == c.path);
       attnpool::attention_pool(c.spec, queries.view(), stored_keys.held.view(),
                                stored_values.held.view(), held.view(), mask);
-      REQUIRE(SameBits(narrow, held));
-      // Two shards, merged: the same as the float shards on the held values.
+      const bool folded = HasInt8(types) && std::string(c.path) == "decode";
+      RequireHeld(folded, narrow, held, queries, stored_keys.held,
+                  stored_values.held);
+      // Two shards, merged: the same as the float shards on the held values
+      // (folded: their results within a score rounding).
       const size_t split = c.m / 3;
       TestMatrix<float> acc_narrow(c.n, c.dv), acc_later(c.n, c.dv),
           acc_held(c.n, c.dv), acc_held_later(c.n, c.dv);
@@ -348,6 +412,16 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
           state(acc_held_later, 3), later_mask);
       attnpool::attention_pool_merge(c.spec, state(acc_held, 2),
                                      state(acc_held_later, 3));
+      if (folded) {
+        TestMatrix<float> merged(c.n, c.dv), merged_held(c.n, c.dv);
+        attnpool::attention_pool_finish(c.spec, state(acc_narrow, 0),
+                                        merged.view());
+        attnpool::attention_pool_finish(c.spec, state(acc_held, 2),
+                                        merged_held.view());
+        RequireWithinScoreRounding(merged, merged_held, queries,
+                                   stored_keys.held, stored_values.held);
+        continue;
+      }
       REQUIRE(SameBits(acc_narrow, acc_held));
       REQUIRE(std::memcmp(max.data(), &max[2 * c.n], c.n * sizeof(float)) == 0);
       REQUIRE(std::memcmp(sum.data(), &sum[2 * c.n], c.n * sizeof(float)) == 0);
@@ -356,7 +430,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
 }
 
 // Decode under every tuning profile (their decode load widths differ):
-// bitwise the float decode on the held values under the same profile.
+// bitwise the float decode on the held values under the same profile (int8:
+// within a score rounding).
 ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
                           "[narrow_kv]") {
   struct Reset {
@@ -387,7 +462,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
         attnpool::attention_pool(c.spec, queries.view(),
                                  stored_keys.held.view(),
                                  stored_values.held.view(), held.view());
-        REQUIRE(SameBits(narrow, held));
+        RequireHeld(HasInt8(types), narrow, held, queries, stored_keys.held,
+                    stored_values.held);
       }
     }
   }
@@ -395,7 +471,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
 
 // SDPA with grouped-query heads over (B, m, Hkv, d) narrow caches (int8
 // scales in a (B, m, Hkv) array: row stride Hkv), decode and prefill,
-// causal: bitwise the float call on the held values.
+// causal: bitwise the float call on the held values (int8 decode: within a
+// score rounding).
 ATTNPOOL_TEST_EACH_TARGET(NarrowSdpa, "narrow_kv.sdpa", "[narrow_kv]") {
   std::mt19937_64 rng(kSeed + 91);
   INFO("seed " << kSeed + 91);
@@ -456,7 +533,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpa, "narrow_kv.sdpa", "[narrow_kv]") {
       attnpool::scaled_dot_product_attention(queries, held_tensor(keys),
                                              held_tensor(values),
                                              out_tensor(held), mask);
-      REQUIRE(SameBits(narrow, held));
+      RequireHeld(HasInt8(types) && n <= 4, narrow, held, q, keys.held,
+                  values.held);
     }
   }
 }
@@ -495,10 +573,143 @@ attnpool::TensorView<const float> InterleavedHeldHeads(const StoredRows& stored,
           view.stride, kv_heads * view.stride};
 }
 
+// int8 rows on the decode path whose scales must not fold (element.h):
+// zero, below 2^-100 or above 2^100 (1e37: the held elements overflow),
+// ±inf, NaN; a query with an element whose products with the integers
+// would overflow (3e37); values under weights that are not a softmax's
+// (normalization none, weights up to e^80: weight·scale overflows where
+// the held values are 0). Each among ordinary rows, keys and values in
+// turn: within a score rounding of the float call on the held values, NaN
+// and ±inf exactly where it has them.
+ATTNPOOL_TEST_EACH_TARGET(NarrowInt8Edges, "narrow_kv.int8_scales_at_the_edges",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 96);
+  INFO("seed " << kSeed + 96);
+  const float specials[] = {0.0f,
+                            0x1p-110f,
+                            0x1p110f,
+                            1e37f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  const PoolSpec softmax{attnpool::Distance::dot,
+                         {attnpool::Kernel::exp},
+                         attnpool::Normalization::softmax};
+  for (size_t d : {64u, 13u}) {
+    const size_t n = 2, m = 300, dv = d;
+    TestMatrix<float> queries(n, d), keys(m, d), values(m, dv);
+    queries.FillRandom(rng, 0);
+    keys.FillRandom(rng, 0);
+    values.FillRandom(rng, 0);
+    StoredRows stored_keys(ElementType::int8, keys),
+        stored_values(ElementType::int8, values);
+    // Row `row`'s held floats again, after its bytes or scale changed.
+    const auto hold = [](StoredRows& rows, size_t row) {
+      for (size_t c = 0; c < rows.cols; ++c) {
+        rows.held(row, c) = rows.Element(row, c);
+      }
+    };
+    for (int row : {0, 17, 299}) {  // a zero: held 0 under finite scales
+      stored_keys.bytes[row * stored_keys.stride + 3] = 0;
+      stored_values.bytes[row * stored_values.stride + 3] = 0;
+      hold(stored_keys, row);
+      hold(stored_values, row);
+    }
+    // Within a score rounding of the held call, or (`close`: held finite,
+    // its weights far from where a score's rounding moves them) within
+    // 1e-5 of each element.
+    const auto run = [&](const char* what, const PoolSpec& spec,
+                         const TestMatrix<float>& q, bool close) {
+      INFO(what << ", d=" << d << " on " << CurrentTarget());
+      TestMatrix<float> narrow(n, dv, 1, 2), held(n, dv, 1, 2);
+      attnpool::attention_pool(spec, q.view(), stored_keys.Rows(),
+                               stored_values.Rows(), narrow.view());
+      RequireRanOnTarget();
+      REQUIRE(attnpool::last_fused_path() == "decode");
+      attnpool::attention_pool(spec, q.view(), stored_keys.held.view(),
+                               stored_values.held.view(), held.view());
+      if (!close) {
+        RequireWithinScoreRounding(narrow, held, q, stored_keys.held,
+                                   stored_values.held);
+        return;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t c = 0; c < dv; ++c) {
+          INFO("out (" << i << ", " << c << ") " << narrow(i, c) << ", held "
+                       << held(i, c));
+          REQUIRE(std::isfinite(held(i, c)));
+          REQUIRE(std::fabs(narrow(i, c) - held(i, c)) <=
+                  1e-5 * std::fabs(held(i, c)) + 1e-30);
+        }
+      }
+    };
+    run("ordinary scales", softmax, queries, false);
+    for (StoredRows* rows : {&stored_keys, &stored_values}) {
+      for (float special : specials) {
+        for (int row : {0, 17, 299}) {
+          const float scale = rows->scales[row];
+          rows->scales[row] = special;
+          hold(*rows, row);
+          INFO((rows == &stored_keys ? "key" : "value")
+               << " row " << row << " scale " << special);
+          run("special scale", softmax, queries, false);
+          rows->scales[row] = scale;
+          hold(*rows, row);
+        }
+      }
+    }
+    // The element's column 0 in every key but rows 17 and 18, 127 and 64
+    // there: held, row 17's score is finite and the largest by far (a
+    // weight of 1, the others' 0); the integers' products overflow in both.
+    TestMatrix<float> huge = queries;
+    for (size_t i = 0; i < n; ++i) huge(i, d / 2) = 3e37f;
+    stored_keys.scales[18] = stored_keys.scales[17];
+    for (size_t j = 0; j < m; ++j) {
+      const int8_t byte = j == 17 ? 127 : j == 18 ? 64 : 0;
+      stored_keys.bytes[j * stored_keys.stride + d / 2] = byte;
+      hold(stored_keys, j);
+    }
+    run("a query element of 3e37", softmax, huge, true);
+    // Weights e^score up to e^80: the key of the largest |first element|
+    // scores 80, the others less; its value row all 0 under a scale of
+    // 1e10 (held: 0; its weight times that scale overflows).
+    size_t top = 0;
+    for (size_t j = 0; j < m; ++j) {
+      if (std::fabs(stored_keys.held(j, 0)) >
+          std::fabs(stored_keys.held(top, 0))) {
+        top = j;
+      }
+    }
+    TestMatrix<float> steep(n, d);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t p = 0; p < d; ++p) steep(i, p) = 0;
+      steep(i, 0) = 80 * std::sqrt(float(d)) / stored_keys.held(top, 0);
+    }
+    const float value_scale = stored_values.scales[top];
+    const std::vector<int8_t> value_bytes(
+        stored_values.bytes.begin() + top * stored_values.stride,
+        stored_values.bytes.begin() + top * stored_values.stride + dv);
+    stored_values.scales[top] = 1e10f;
+    for (size_t c = 0; c < dv; ++c) {
+      stored_values.bytes[top * stored_values.stride + c] = 0;
+    }
+    hold(stored_values, top);
+    const PoolSpec none{attnpool::Distance::dot,
+                        {attnpool::Kernel::exp},
+                        attnpool::Normalization::none};
+    run("weights up to e^80 under none", none, steep, true);
+    stored_values.scales[top] = value_scale;
+    std::copy(value_bytes.begin(), value_bytes.end(),
+              stored_values.bytes.begin() + top * stored_values.stride);
+    hold(stored_values, top);
+  }
+}
+
 // Packed sequences (varlen) and a paged cache of narrow keys and values,
 // grouped heads, prefill and batched decode, causal (with and without a
 // window, which starts each sequence's rows past its first), at the tile
-// depth and the small one: bitwise the float calls on the held values. The
+// depth and the small one: bitwise the float calls on the held values (with
+// int8 rows, whose decodes fold their scales, within a score rounding). The
 // long sequence (70 keys, past the decode path's prefetch distance) has
 // scattered blocks and a run of abutting ones.
 ATTNPOOL_TEST_EACH_TARGET(NarrowPacked, "narrow_kv.varlen_and_paged",
@@ -564,7 +775,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPacked, "narrow_kv.varlen_and_paged",
                 queries, InterleavedHeldHeads(keys, 1, kv_heads, total_keys),
                 InterleavedHeldHeads(values, 1, kv_heads, total_keys),
                 out_tensor(held), sequences, mask);
-            REQUIRE(SameBits(narrow, held));
+            RequireHeld(HasInt8(types), narrow, held, q, keys.held,
+                        values.held);
           }
           // A paged cache.
           {
@@ -593,7 +805,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPacked, "narrow_kv.varlen_and_paged",
             attnpool::scaled_dot_product_attention_paged(
                 queries, held_cache, out_tensor(held), 3, query_offsets.data(),
                 mask);
-            REQUIRE(SameBits(narrow, held));
+            RequireHeld(HasInt8(types), narrow, held, q, keys.held,
+                        values.held);
           }
         }
       }
@@ -625,37 +838,6 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
       attnpool::pairwise_distances(distance.distance, queries.view(),
                                    stored.held.view(), held.view());
       REQUIRE(SameBits(narrow, held));
-    }
-  }
-}
-
-// `narrow` (the bf16 tile's) is within what a rounding of each score
-// (2·(d + 2)·u·Σ|q·k|/√d) moves the float call's `held`: twice that per
-// weight, times the largest value.
-void RequireWithinScoreRounding(const TestMatrix<float>& narrow,
-                                const TestMatrix<float>& held,
-                                const TestMatrix<float>& queries,
-                                const TestMatrix<float>& keys,
-                                const TestMatrix<float>& values) {
-  const size_t d = queries.cols();
-  double largest = 0, score_error = 0;
-  for (size_t j = 0; j < keys.rows(); ++j) {
-    for (size_t c = 0; c < values.cols(); ++c) {
-      largest = std::max(largest, double(std::fabs(values(j, c))));
-    }
-    for (size_t i = 0; i < queries.rows(); ++i) {
-      double abs_dot = 0;
-      for (size_t p = 0; p < d; ++p) {
-        abs_dot += std::fabs(double(queries(i, p)) * keys(j, p));
-      }
-      score_error = std::max(
-          score_error, 2 * (d + 2) * 0x1p-24 * abs_dot / std::sqrt(double(d)));
-    }
-  }
-  for (size_t i = 0; i < narrow.rows(); ++i) {
-    for (size_t c = 0; c < narrow.cols(); ++c) {
-      REQUIRE(std::fabs(narrow(i, c) - held(i, c)) <=
-              (4 * score_error + 1e-6) * largest);
     }
   }
 }

@@ -170,9 +170,10 @@ void scaled_dot_product_attention(
 
 // scaled_dot_product_attention over keys and values stored in any element
 // type (element.h; each may differ): computed in float as on the float
-// values they hold (the float call's bounds against them). Decoding reads
-// the narrow rows in place, widened in registers: a bf16 or f16 cache is
-// half the bytes of a float one, an int8 cache a quarter.
+// values they hold (the float call's bounds against them, int8 decodes'
+// with element.h's two roundings more). Decoding reads the narrow rows in
+// place, widened in registers: a bf16 or f16 cache is half the bytes of a
+// float one, an int8 cache a quarter.
 void scaled_dot_product_attention(
     TensorView<const float> queries, const ElementTensor& keys,
     const ElementTensor& values, TensorView<float> out,
@@ -228,7 +229,8 @@ void scaled_dot_product_attention_varlen(
 
 // The same with keys and values of any element type (element.h; queries
 // float): each sequence's output is bitwise what the float call gives on
-// the values the narrow elements hold.
+// the values the narrow elements hold (int8 decodes: within element.h's
+// bound of it).
 void scaled_dot_product_attention_varlen(
     TensorView<const float> queries, const ElementTensor& keys,
     const ElementTensor& values, TensorView<float> out,

@@ -7,7 +7,16 @@
 // binary16 values are all floats, and an int8 element q of a row with
 // scale s is the float s·q, one rounding). So a result on narrow inputs
 // meets the float bounds against the double reference computed on the
-// values the narrow elements hold (docs/design.md §1, "Element types").
+// values the narrow elements hold: bitwise the float call on them, but
+// where a decode (few queries, dot) reads int8 rows. There a row's scale
+// is applied once, to the dot of its integers with the query and to its
+// softmax weight, not to each element (the decode's multiplies halved):
+// each dot within distance.h's bound on the held values plus 2·u·Σ|q·k|
+// (the scale's product, the held elements' rounding it skips), each term
+// of the weighted sum within one rounding more; NaN and ±inf where the
+// held values give them (scales outside [2^-100, 2^100], zero or not
+// finite, and queries with elements outside it are applied per element as
+// held; docs/design.md §1, "Element types").
 #pragma once
 
 #include <attnpool/matrix.h>

@@ -57,7 +57,8 @@ void attention_pool(const PoolSpec& spec, ConstMatrixView<double> queries,
 // attention_pool over keys and values stored in any element type
 // (element.h: bfloat16, binary16, int8 with row scales; each may differ):
 // computed in float as on the float values they hold, within the same
-// bounds against the reference on those values. Keys are widened once as
+// bounds against the reference on those values (int8 rows in a decode:
+// element.h's two roundings more a dot). Keys are widened once as
 // they are packed (a float copy, as for float keys) or, decoding, in
 // registers; values a key block at a time. Extra memory stays the packed
 // keys plus O(threads × block).

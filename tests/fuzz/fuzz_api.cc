@@ -39,10 +39,12 @@
 //   [17] element types of keys (b % 4) and values (b / 4 % 4), ElementType
 //       (attention_pool on float; int8 dropped for non-finite rows): the
 //       inputs are rounded to what the type holds, checked as above, and
-//       the call on the narrow rows must give the float call's bits; with
-//       bf16 keys, bit 16 stores the queries as bf16 too: on the bf16
-//       dot-product tile (pool.h "tile_bf16") the result is checked against
-//       the reference instead
+//       the call on the narrow rows must give the float call's bits (but
+//       on the decode path with int8 rows, whose scales fold: element.h;
+//       there it is checked against the reference, its dots' roundings
+//       counted); with bf16 keys, bit 16 stores the queries as bf16 too: on
+//       the bf16 dot-product tile (pool.h "tile_bf16") the result is
+//       checked against the reference instead
 //   then per matrix (inputs in slot order, then the bias): a scale byte
 //   (2^(b % 17 − 8)) and one byte per element ((b − 125)/16 × scale, or with
 //   flag 2 and b ≥ 250 one of NaN, +inf, −inf, 0, −0, 1); then one byte per
@@ -144,13 +146,24 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
                                    key_rows.Rows(), value_rows.Rows(), o,
                                    run->args.mask, run->args.execution);
         }
-        if (narrow_queries && attnpool::last_fused_path() == "tile_bf16") {
+        const std::string path = attnpool::last_fused_path();
+        const bool int8 = key_rows.type == attnpool::ElementType::int8 ||
+                          value_rows.type == attnpool::ElementType::int8;
+        if (narrow_queries && path == "tile_bf16") {
           // Its own order of the products' sums: the float call's bound.
           const std::string tile_report =
               oracles::VerifyFused<float>(ws.args, o);
           if (!tile_report.empty()) {
             Fail("the bf16 dot-product tile differs from the reference: " +
                      tile_report,
+                 where());
+          }
+        } else if (int8 && path == "decode") {
+          // int8 scales folded into the dots and weights (element.h).
+          const std::string decode_report =
+              oracles::VerifyFused<float>(ws.args, o, decoded.ExtraDotUnits());
+          if (!decode_report.empty()) {
+            Fail("an int8 decode differs from the reference: " + decode_report,
                  where());
           }
         } else if (!SameBits<float>(o, out)) {
@@ -171,8 +184,10 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
           {0, (decoded.layout_byte ^ decoded.threads_byte) % (m + 1), m}};
       const std::vector<T> merged = shards.Merged();
       const std::string shard_report = oracles::VerifyFused<T>(
-          ws.args, attnpool::ConstMatrixView<T>(merged.data(), ws.sizes()[kN],
-                                                ws.sizes()[kDv]));
+          ws.args,
+          attnpool::ConstMatrixView<T>(merged.data(), ws.sizes()[kN],
+                                       ws.sizes()[kDv]),
+          decoded.ExtraDotUnits());
       if (!shard_report.empty()) {
         Fail("its keys in two shards, merged, differ from the reference: " +
                  shard_report,

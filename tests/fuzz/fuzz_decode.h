@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tests/api_oracles.h"
 #include "tests/api_table.h"
 #include "tests/fuzz/fuzz_common.h"
 
@@ -31,6 +32,15 @@ struct DecodedCall {
   // narrow, ws->args' views rounded in place to the values they hold.
   bool narrow = false;
   NarrowRows query_rows, key_rows, value_rows;
+
+  // The rounding units its dots may err beyond distance.h's bound
+  // (oracles::VerifyFused): int8 keys' on the decode path, their scales
+  // folded (element.h).
+  double ExtraDotUnits() const {
+    return narrow && key_rows.type == attnpool::ElementType::int8
+               ? oracles::kFoldedInt8DotUnits
+               : 0;
+  }
 
   // What was decoded, for a failure's report.
   std::string Describe(const Api<T>& api) const;

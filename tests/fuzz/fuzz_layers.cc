@@ -24,7 +24,9 @@
 //    over strided head views, the output projection), and the same bits on
 //    one thread;
 //  - keys and values stored as bf16, f16 or int8 give bitwise the float
-//    call's output on the values they hold, packed and paged;
+//    call's output on the values they hold (int8, whose scales fold on
+//    the decode path, element.h: its checked heads agree with the
+//    reference, their dots' roundings counted), and paged bitwise packed;
 //  - inputs and the output's padding stay untouched, the call runs on the
 //    target forced, and (on one target per input, in turn) the output is
 //    bitwise that of one thread.
@@ -607,38 +609,55 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
     };
     // attention_pool of one head (`hq`, `hk`, `hv`, `head_mask`): bitwise
     // the layer's rows at `got`, `got_stride` apart, and with `verify`
-    // within the reference's bound.
-    const auto check_head =
-        [&](const std::string& which, attnpool::MatrixView<T> hq,
-            attnpool::MatrixView<T> hk, attnpool::MatrixView<T> hv,
-            const attnpool::Mask<T>& head_mask, const T* got, size_t got_stride,
-            bool verify) {
-          Args<T> args;
-          args.views = {hq, hk, hv};
-          args.distance = attnpool::Distance::dot;
-          args.kernel.kernel = attnpool::Kernel::exp;
-          args.kernel.scale = scale;
-          args.normalization = attnpool::Normalization::softmax;
-          args.empty_rows = empty_rows;
-          args.mask = head_mask;
-          args.execution = execution;
-          std::vector<T> head(hq.rows * hv.cols + 1);
-          const attnpool::MatrixView<T> head_out(head.data(), hq.rows, hv.cols);
-          attempt("one head", [&] {
-            attnpool::attention_pool(args.spec(), hq, hk, hv, head_out,
-                                     head_mask, execution);
-          });
-          const std::string report =
-              verify ? oracles::VerifyFused<T>(args, head_out) : std::string();
-          if (!report.empty()) {
-            Fail(which + " differs from the reference: " + report, where());
-          }
-          for (size_t i = 0; i < hq.rows; ++i) {
-            if (!SameBits(got + i * got_stride, head_out.row(i), hv.cols)) {
-              Fail(which + " differs from its attention_pool call", where());
-            }
-          }
-        };
+    // within the reference's bound, as are the rows at `int8_got` (the
+    // layer's on int8 keys or values, whose scales fold on the decode
+    // path: element.h; its dots `int8_dot_units` more) if given.
+    const auto check_head = [&](const std::string& which,
+                                attnpool::MatrixView<T> hq,
+                                attnpool::MatrixView<T> hk,
+                                attnpool::MatrixView<T> hv,
+                                const attnpool::Mask<T>& head_mask,
+                                const T* got, size_t got_stride, bool verify,
+                                const T* int8_got = nullptr,
+                                double int8_dot_units = 0) {
+      Args<T> args;
+      args.views = {hq, hk, hv};
+      args.distance = attnpool::Distance::dot;
+      args.kernel.kernel = attnpool::Kernel::exp;
+      args.kernel.scale = scale;
+      args.normalization = attnpool::Normalization::softmax;
+      args.empty_rows = empty_rows;
+      args.mask = head_mask;
+      args.execution = execution;
+      std::vector<T> head(hq.rows * hv.cols + 1);
+      const attnpool::MatrixView<T> head_out(head.data(), hq.rows, hv.cols);
+      attempt("one head", [&] {
+        attnpool::attention_pool(args.spec(), hq, hk, hv, head_out, head_mask,
+                                 execution);
+      });
+      const std::string report =
+          verify ? oracles::VerifyFused<T>(args, head_out) : std::string();
+      if (!report.empty()) {
+        Fail(which + " differs from the reference: " + report, where());
+      }
+      if (verify && int8_got != nullptr) {
+        const std::string int8_report =
+            oracles::VerifyFused<T>(args,
+                                    attnpool::ConstMatrixView<T>(
+                                        int8_got, hq.rows, hv.cols, got_stride),
+                                    int8_dot_units);
+        if (!int8_report.empty()) {
+          Fail(which +
+                   " on int8 rows differs from the reference: " + int8_report,
+               where());
+        }
+      }
+      for (size_t i = 0; i < hq.rows; ++i) {
+        if (!SameBits(got + i * got_stride, head_out.row(i), hv.cols)) {
+          Fail(which + " differs from its attention_pool call", where());
+        }
+      }
+    };
     std::vector<T> packed = new_out();
     attempt("varlen", [&] {
       attnpool::scaled_dot_product_attention_varlen(q, k, v, out_view(packed),
@@ -652,6 +671,44 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
       const std::vector<T>& now = s == 0 ? queries : s == 1 ? keys : values;
       if (!SameBits(now.data(), inputs_before[s].data(), now.size())) {
         Fail("an input changed", where());
+      }
+    }
+
+    // The keys and values stored narrow, packed (and below, their pool):
+    // bitwise the float call on the values they hold, but int8 ones, whose
+    // scales fold on the decode path (element.h): those checked head by
+    // head against the reference below.
+    std::vector<T> narrow_packed;
+    bool int8 = false;
+    double int8_dot_units = 0;  // (VerifyFused's: int8 keys' dots)
+    if constexpr (kFloat) {
+      if (narrow) {
+        const auto packed_tensor = [&](const NarrowRows& rows, size_t cols) {
+          return Elements(rows.type, rows.half.data(), rows.bytes.data(),
+                          rows.scales.data(), rows.floats.data(), cols,
+                          [&](const auto* data, size_t width) {
+                            return Packed(data, kv_heads, total_m, width);
+                          });
+        };
+        narrow_packed = new_out();
+        int8 = narrow_keys.type == ElementType::int8 ||
+               narrow_values.type == ElementType::int8;
+        if (narrow_keys.type == ElementType::int8) {
+          int8_dot_units = oracles::kFoldedInt8DotUnits;
+        }
+        attempt("varlen, narrow", [&] {
+          attnpool::scaled_dot_product_attention_varlen(
+              q, packed_tensor(narrow_keys, dk),
+              packed_tensor(narrow_values, dv), out_view(narrow_packed),
+              sequences, mask, scale, empty_rows, execution);
+        });
+        if (!int8 &&
+            !SameBits(packed.data(), narrow_packed.data(), packed.size())) {
+          Fail(
+              "narrow keys/values differ from the float call on the values "
+              "they hold",
+              where());
+        }
       }
     }
 
@@ -678,7 +735,9 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
             {values.data() + k0 * kv_heads * dv + g * dv, m[b], dv,
              kv_heads * dv},
             HeadMask(own, h), packed.data() + q0 * out_stride + h * dv,
-            out_stride, h == (t + b) % heads);
+            out_stride, h == (t + b) % heads,
+            int8 ? narrow_packed.data() + q0 * out_stride + h * dv : nullptr,
+            int8_dot_units);
       }
     }
     if (!SameBits(packed.data(), alone.data(), packed.size())) {
@@ -697,14 +756,6 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
 
     if constexpr (kFloat) {
       if (narrow) {
-        // The narrow rows packed, and their pool.
-        const auto packed_tensor = [&](const NarrowRows& rows, size_t cols) {
-          return Elements(rows.type, rows.half.data(), rows.bytes.data(),
-                          rows.scales.data(), rows.floats.data(), cols,
-                          [&](const auto* data, size_t width) {
-                            return Packed(data, kv_heads, total_m, width);
-                          });
-        };
         const auto pool_tensor = [&](const PagedPool<T>& pool, ElementType type,
                                      size_t cols) {
           return Elements(
@@ -713,19 +764,6 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
                 return PoolView(data, blocks, block_size, kv_heads, width);
               });
         };
-        std::vector<float> narrow_packed = new_out();
-        attempt("varlen, narrow", [&] {
-          attnpool::scaled_dot_product_attention_varlen(
-              q, packed_tensor(narrow_keys, dk),
-              packed_tensor(narrow_values, dv), out_view(narrow_packed),
-              sequences, mask, scale, empty_rows, execution);
-        });
-        if (!SameBits(packed.data(), narrow_packed.data(), packed.size())) {
-          Fail(
-              "narrow keys/values differ from the float call on the values "
-              "they hold",
-              where());
-        }
         attnpool::PagedElementCache narrow_cache;
         narrow_cache.keys = pool_tensor(key_pool, narrow_keys.type, dk);
         narrow_cache.values = pool_tensor(value_pool, narrow_values.type, dv);
@@ -738,11 +776,10 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
               q, narrow_cache, out_view(narrow_paged), count,
               query_offsets.data(), mask, scale, empty_rows, execution);
         });
-        if (!SameBits(packed.data(), narrow_paged.data(), packed.size())) {
-          Fail(
-              "a narrow paged cache differs from the float call on the "
-              "values it holds",
-              where());
+        if (!SameBits(narrow_packed.data(), narrow_paged.data(),
+                      packed.size())) {
+          Fail("a narrow paged cache differs from the narrow packed rows",
+               where());
         }
       }
     }

@@ -113,7 +113,8 @@ void RunOne(const Api<T>& api, Bytes& bytes, uint8_t flags, uint64_t seed,
          where());
   }
   if (options.everywhere || rank == options.root) {
-    const std::string report = oracles::VerifyFused<T>(args, out_view);
+    const std::string report =
+        oracles::VerifyFused<T>(args, out_view, decoded.ExtraDotUnits());
     if (!report.empty()) {
       Fail("split keys differ from the reference: " + report, where());
     }
