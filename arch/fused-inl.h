@@ -398,7 +398,7 @@ struct StridedDots {
 
 // An int8 row's scale s is applied once, to the dot of its integers with a
 // query or to its weight in a weighted sum, not to each of its elements
-// (element.h; int8 decode 1.2x faster, Zen 4, W5n: those multiplies took
+// (element.h; int8 decode 1.12x faster, Zen 4, W5n: those multiplies took
 // the FMA pipes), where nothing can overflow that would not on the held
 // elements s·q: 2^-100 ≤ |s| ≤ 2^100 (FoldsScale); for a dot, each element
 // of the query 0 or of magnitude in [2^-100, 2^100] (FoldsQuery: its
@@ -455,15 +455,16 @@ HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
 // sums). An int8 key's dot is its scale times the dot of its integers
 // (FoldsScale; `query_folds` says whether the query allows it), the integers'
 // products summed by TransposedLaneSums Lanes keys at a time on targets of
-// fixed width (int8 decode 1.05x faster, Zen 4, in cache; each key's sum in one
-// order however keys are grouped, so a paged cache's dots are the contiguous
-// one's). With `ahead_limit` (rows one stride apart), the row kPrefetchRows
-// ahead is prefetched beside each, below that row: bf16 and f16 decode 1.2-1.6x
-// faster (Zen 5, W5n). Given `values` (the `value_bytes` of key j's value row,
-// rows `value_stride` bytes apart; an int8 cache's only), a key's value row is
-// prefetched beside it too, for the weighted sum after the stretch: int8
-// decode 1.17x faster, and 1.08x more with its keys ahead, which without the
-// values cost it a third (Zen 5, W5n; bf16 and f16 values lost 10-13% so).
+// fixed width (4% faster in cache, 0-2% at W5n's size, Zen 4:
+// docs/benchmarks.md; each key's sum in one order however keys are grouped,
+// so a paged cache's dots are the contiguous one's). With `ahead_limit` (rows
+// one stride apart), the row kPrefetchRows ahead is prefetched beside each,
+// below that row: bf16 and f16 decode 1.2-1.6x faster (Zen 5, W5n). Given
+// `values` (the `value_bytes` of key j's value row, rows `value_stride` bytes
+// apart; an int8 cache's only), a key's value row is prefetched beside it too,
+// for the weighted sum after the stretch: int8 decode 1.17x faster, and 1.08x
+// more with its keys ahead, which without the values cost it a third (Zen 5,
+// W5n; bf16 and f16 values lost 10-13% so).
 template <typename E>
 struct NarrowKeyDots {
   using D = hn::ScalableTag<float>;
