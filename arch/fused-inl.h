@@ -439,11 +439,7 @@ HWY_INLINE bool ScalesFold(const float* HWY_RESTRICT scales, size_t count) {
 
 HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
   for (size_t p = 0; p < depth; ++p) {
-    const float magnitude = std::fabs(query[p]);
-    if (magnitude != 0.0f &&
-        !(magnitude >= kFoldLow && magnitude <= kFoldHigh)) {
-      return false;
-    }
+    if (query[p] != 0.0f && !FoldsScale(query[p])) return false;
   }
   return true;
 }
