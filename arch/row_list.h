@@ -98,12 +98,13 @@ struct RowList {
 
   bool strided() const { return pages == nullptr; }
   bool is_narrow() const { return narrow != nullptr; }
-  float scale(size_t j) const {
-    if (pages == nullptr) return scales[j * scale_stride];
+  float scale(size_t j) const { return *scale_address(j); }
+  const float* scale_address(size_t j) const {
+    if (pages == nullptr) return scales + j * scale_stride;
     const size_t k = first + j;
-    return scales[static_cast<size_t>(pages[k / page_rows]) *
-                      scale_page_stride +
-                  (k % page_rows) * scale_stride];
+    return scales +
+           static_cast<size_t>(pages[k / page_rows]) * scale_page_stride +
+           (k % page_rows) * scale_stride;
   }
   // Where row j starts, in elements from the base (data or narrow).
   size_t Offset(size_t j) const {
