@@ -455,17 +455,17 @@ HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
 // bf16 and f16 dots are those of the float keys they hold (DirectDot's order of
 // sums). An int8 key's dot is its scale times the dot of its integers
 // (FoldsScale; `query_folds` says whether the query allows it), the integers'
-// products summed by TransposedLaneSums Lanes keys at a time on targets of
-// fixed width (4% faster in cache, 0-2% at W5n's size, Zen 4:
-// docs/benchmarks.md; each key's sum in one order however keys are grouped,
-// so a paged cache's dots are the contiguous one's). With `ahead_limit` (rows
-// one stride apart), the row kPrefetchRows ahead is prefetched beside each,
-// below that row: bf16 and f16 decode 1.2-1.6x faster (Zen 5, W5n). Given
-// `values` (the `value_bytes` of key j's value row, rows `value_stride` bytes
-// apart; an int8 cache's only), a key's value row is prefetched beside it too,
-// for the weighted sum after the stretch: int8 decode 1.17x faster, and 1.08x
-// more with its keys ahead, which without the values cost it a third (Zen 5,
-// W5n; bf16 and f16 values lost 10-13% so).
+// products summed by TransposedLaneSumsOf Lanes keys at a time on targets of
+// fixed width (FoldedGroup; docs/benchmarks.md; each key's sum in one order
+// however keys are grouped, so a paged cache's dots are the contiguous
+// one's). With `ahead_limit` (rows one stride apart), the row
+// kPrefetchRows ahead is prefetched beside each, below that row: bf16 and f16
+// decode 1.2-1.6x faster (Zen 5, W5n). Given `values` (the `value_bytes` of key
+// j's value row, rows `value_stride` bytes apart; an int8 cache's only), a
+// key's value row is prefetched beside it too, for the weighted sum after the
+// stretch: int8 decode 1.17x faster, and 1.08x more with its keys ahead, which
+// without the values cost it a third (Zen 5, W5n; bf16 and f16 values lost
+// 10-13% so).
 template <typename E>
 struct NarrowKeyDots {
   using D = hn::ScalableTag<float>;
@@ -484,7 +484,7 @@ struct NarrowKeyDots {
   size_t value_stride = 0, value_bytes = 0;
   bool query_folds = false;  // int8: FoldsQuery(query, keys.cols)
   // Given (NarrowDots), key j's row, the rows [j, j + count) one stride
-  // apart; and (int8) key j's scale, their scales one scale_stride apart.
+  // apart; and (int8) key j's scale, their scales contiguous.
   const E* HWY_RESTRICT run_rows = nullptr;
   const float* HWY_RESTRICT run_scales = nullptr;
 
@@ -599,16 +599,15 @@ struct NarrowKeyDots {
     return Products<false>(k, 1.0f);
   }
 
-  // Keys [k, k + kWidth), all below count, of one run (run_scales), the
-  // query folding: their scales loaded and checked as a vector, their
-  // products summed as they come (in registers), their scores stored as
-  // one. False, nothing written, where a scale does not fold. (Against
-  // Keys' arrays, through memory: int8 decode 1.25x faster in cache, 1.12x
-  // at W5n's size, Zen 4.)
+  // Keys [k, k + kWidth), all below count, of one run with contiguous
+  // scales (run_scales), the query folding: their scales loaded and checked as
+  // a vector, their products summed as they come (in registers), their scores
+  // stored as one. False, nothing written, where a scale does not fold.
+  // (Against Keys' arrays, through memory: int8 decode 1.25x faster in
+  // cache, 1.12x at W5n's size, Zen 4.)
   HWY_INLINE bool FoldedGroup(size_t k) const {
 #if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
     const D d;
-    if (keys.scale_stride != 1) return false;
     const auto group_scales = hn::LoadU(d, run_scales + k);
     if (!hn::AllTrue(d, ScalesFoldIn(d, group_scales))) return false;
     const auto sums = TransposedLaneSumsOf(d, RowsFrom<false>(k, 1.0f));
@@ -669,13 +668,14 @@ struct NarrowKeyDots {
     one.count = 1;
     one.scores = scores + k;
     if (run_rows != nullptr) one.run_rows = run_rows + k * keys.stride;
-    if (run_scales != nullptr)
-      one.run_scales = run_scales + k * keys.scale_stride;
+    if (run_scales != nullptr) one.run_scales = run_scales + k;
+    if (values != nullptr) one.values = values + k * value_stride;
     one.Keys(0);
   }
 };
 
-// NarrowKeyDots over keys [j, j + count), for `rows` queries (at most
+// NarrowKeyDots over keys [j, j + count), rows one stride apart (a run:
+// keys.Run(j, count) == count), for `rows` queries (at most
 // kDecodeRows) `query_stride` apart, their scores `score_stride` apart:
 // each key row read once for all of them (the prefetches beside the
 // first's). Not inlined, nor is NarrowWeightedSum: in FusedAccumulate's
@@ -690,7 +690,17 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
                              size_t value_stride = 0, size_t value_bytes = 0) {
   if constexpr (std::is_same<T, float>::value) {
     VisitNarrow(keys.element, [&](auto tag) {
-      using Dots = NarrowKeyDots<decltype(tag)>;
+      using E = decltype(tag);
+      using Dots = NarrowKeyDots<E>;
+      // The run's rows, and (int8) its scales where they are contiguous
+      // (paged ones: where the scales' pages abut as the rows' do).
+      const E* run_rows = count != 0 ? keys.template narrow_row<E>(j) : nullptr;
+      const float* run_scales = nullptr;
+      if (Dots::kScaled && count != 0 && keys.scale_stride == 1 &&
+          keys.scale_address(j + count - 1) - keys.scale_address(j) ==
+              static_cast<ptrdiff_t>(count - 1)) {
+        run_scales = keys.scale_address(j);
+      }
       const auto row = [&](size_t r) {
         if (r >= rows) return Dots{keys, j, 0, query, scores};  // none
         const T* row_query = query + r * query_stride;
@@ -702,14 +712,8 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
           dots.value_bytes = value_bytes;
         }
         dots.query_folds = Dots::kScaled && FoldsQuery(row_query, keys.cols);
-        if (count != 0) {
-          dots.run_rows = keys.template narrow_row<decltype(tag)>(j);
-        }
-        if (Dots::kScaled && count != 0 &&
-            keys.scale_address(j + count - 1) ==
-                keys.scale_address(j) + (count - 1) * keys.scale_stride) {
-          dots.run_scales = keys.scale_address(j);
-        }
+        dots.run_rows = run_rows;
+        dots.run_scales = run_scales;
         return dots;
       };
       const Dots first = row(0);

@@ -118,8 +118,9 @@ HWY_INLINE void TransposeColumns(D d, const float* const* rows, size_t valid,
 // then the blocks' sums, adjacent ones first. Lanes(d) − 1 additions and
 // about twice as many permutes for Lanes(d) sums, against log2(Lanes) of
 // each per SumOfLanes; the permutes within blocks (interleaves) come first,
-// where there are most of them (int8 keys' dots 1.2x faster than with
-// ConcatEven/ConcatOdd at every level, Zen 4, in cache). The vectors are
+// where there are most of them (in a plain loop of int8 keys' dots, 1.2x
+// faster than with ConcatEven/ConcatOdd at every level, Zen 4, in cache;
+// within noise alone in the decode, docs/benchmarks.md). The vectors are
 // asked for in order and combined as they come: about log2(Lanes) live at
 // once, so that they stay in registers.
 
@@ -144,8 +145,8 @@ HWY_INLINE hn::Vec<D> LaneSumsLevel(D d, hn::Vec<D> a, hn::Vec<D> b) {
                    hn::ConcatUpperUpper(d, b, a));
   } else {
     static_assert(kVectors == 8 && N == 16, "four blocks");
-    // Blocks 2c and 2c + 1 of a and of b added: block c of the result a's
-    // (c even) or b's (c odd).
+    // Each vector's adjacent blocks added: the result's blocks a's blocks
+    // 0 + 1, b's 0 + 1, a's 2 + 3, b's 2 + 3.
     return hn::Add(hn::OddEvenBlocks(b, a),
                    hn::SwapAdjacentBlocks(hn::OddEvenBlocks(a, b)));
   }

@@ -814,6 +814,77 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPacked, "narrow_kv.varlen_and_paged",
   }
 }
 
+// A paged int8 decode whose rows' blocks abut (one run of 48 rows) while
+// their scales' blocks abut too, or lie apart (padded; the padding scales
+// that fold, so that one read in a row's place gives a wrong score, not
+// the per-key path): bitwise the same rows contiguous, so that a run's
+// scales are read as one only where they are one.
+ATTNPOOL_TEST_EACH_TARGET(NarrowPagedScales, "narrow_kv.paged_scales_apart",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 94);
+  INFO("seed " << kSeed + 94);
+  const size_t d = 64, page = 8, blocks = 10, length = 64, pad = 5;
+  const std::vector<int32_t> table = {2, 3, 4, 5, 6, 7, 0, 9};
+  TestMatrix<float> q(1, d), pool_k(blocks * page, d), pool_v(blocks * page, d),
+      packed_k(length, d), packed_v(length, d);
+  for (auto* m : {&q, &pool_k, &pool_v}) m->FillRandom(rng, 1);
+  for (size_t r = 0; r < length; ++r) {
+    const size_t from = size_t(table[r / page]) * page + r % page;
+    for (size_t c = 0; c < d; ++c) {
+      packed_k(r, c) = pool_k(from, c);
+      packed_v(r, c) = pool_v(from, c);
+    }
+  }
+  const StoredRows keys(ElementType::int8, pool_k),
+      values(ElementType::int8, pool_v),
+      contiguous_keys(ElementType::int8, packed_k),
+      contiguous_values(ElementType::int8, packed_v);
+  const attnpool::TensorView<const float> queries{q.data(), 1, 1, 1,
+                                                  d,        d, d, d};
+  const auto out_tensor = [&](std::vector<float>& out) {
+    return attnpool::TensorView<float>{out.data(), 1, 1, 1, d, d, d, d};
+  };
+  std::vector<float> expected(d), got(d);
+  attnpool::scaled_dot_product_attention(
+      queries, InterleavedHeads(contiguous_keys, 1, 1, length),
+      InterleavedHeads(contiguous_values, 1, 1, length), out_tensor(expected));
+  RequireRanOnTarget();
+  // Each row's scale `pad` apart more per block than the rows' own.
+  const auto padded = [&](const StoredRows& stored) {
+    std::vector<float> scales(blocks * (page + pad), 0.5f);
+    for (size_t r = 0; r < blocks * page; ++r) {
+      scales[r / page * (page + pad) + r % page] = stored.scales[r];
+    }
+    return scales;
+  };
+  const std::vector<float> key_scales = padded(keys),
+                           value_scales = padded(values);
+  const size_t query_offsets[2] = {0, 1};
+  for (const bool apart : {false, true}) {
+    INFO((apart ? "scales apart" : "scales abut") << " on " << CurrentTarget());
+    attnpool::PagedElementCache cache;
+    cache.keys = InterleavedHeads(keys, blocks, 1, page);
+    cache.values = InterleavedHeads(values, blocks, 1, page);
+    if (apart) {
+      cache.keys.scales = {key_scales.data(), blocks, 1, page, 1,
+                           page + pad,        1,      1};
+      cache.values.scales = {value_scales.data(), blocks, 1, page, 1,
+                             page + pad,          1,      1};
+    }
+    cache.block_table = table.data();
+    cache.block_table_stride = table.size();
+    cache.lengths = &length;
+    std::fill(got.begin(), got.end(), -1.0f);
+    attnpool::scaled_dot_product_attention_paged(
+        queries, cache, out_tensor(got), 1, query_offsets);
+    RequireRanOnTarget();
+    for (size_t c = 0; c < d; ++c) {
+      INFO("column " << c);
+      REQUIRE(std::memcmp(&got[c], &expected[c], sizeof(float)) == 0);
+    }
+  }
+}
+
 // pairwise_distances to narrow keys: bitwise the float call on the values
 // they hold, every distance (the repair of cancelling pairs included).
 ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
