@@ -660,17 +660,29 @@ struct NarrowKeyDots {
     }
   }
 
-  // Key k alone: its score as among kWidth keys.
+  // Beside value row k of a weighted sum (NarrowWeightedSumOf): the
+  // scores of keys [k, k + kWidth) at the first of them.
   HWY_INLINE void operator()(size_t k) const {
-    if (k >= count) return;
-    NarrowKeyDots one = *this;
-    one.j = j + k;
-    one.count = 1;
-    one.scores = scores + k;
-    if (run_rows != nullptr) one.run_rows = run_rows + k * keys.stride;
-    if (run_scales != nullptr) one.run_scales = run_scales + k;
-    if (values != nullptr) one.values = values + k * value_stride;
-    one.Keys(0);
+    if (k % kWidth == 0) Keys(k);
+  }
+
+  // Keys [j, j + count) of `keys`, rows one stride apart (a run:
+  // keys.Run(j, count) == count), for `query`: run_rows, and (int8)
+  // run_scales where the scales are contiguous (paged ones: where the
+  // scales' pages abut as the rows' do), query_folds.
+  static NarrowKeyDots OfRun(const detail::RowList<float>& keys, size_t j,
+                             size_t count, const float* HWY_RESTRICT query,
+                             float* HWY_RESTRICT scores) {
+    NarrowKeyDots dots{keys, j, count, query, scores};
+    if (count == 0) return dots;
+    dots.run_rows = keys.template narrow_row<E>(j);
+    if (kScaled && keys.scale_stride == 1 &&
+        keys.scale_address(j + count - 1) - keys.scale_address(j) ==
+            static_cast<ptrdiff_t>(count - 1)) {
+      dots.run_scales = keys.scale_address(j);
+    }
+    dots.query_folds = kScaled && FoldsQuery(query, keys.cols);
+    return dots;
   }
 };
 
@@ -690,30 +702,21 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
                              size_t value_stride = 0, size_t value_bytes = 0) {
   if constexpr (std::is_same<T, float>::value) {
     VisitNarrow(keys.element, [&](auto tag) {
-      using E = decltype(tag);
-      using Dots = NarrowKeyDots<E>;
-      // The run's rows, and (int8) its scales where they are contiguous
-      // (paged ones: where the scales' pages abut as the rows' do).
-      const E* run_rows = count != 0 ? keys.template narrow_row<E>(j) : nullptr;
-      const float* run_scales = nullptr;
-      if (Dots::kScaled && count != 0 && keys.scale_stride == 1 &&
-          keys.scale_address(j + count - 1) - keys.scale_address(j) ==
-              static_cast<ptrdiff_t>(count - 1)) {
-        run_scales = keys.scale_address(j);
-      }
+      using Dots = NarrowKeyDots<decltype(tag)>;
+      const Dots run = Dots::OfRun(keys, j, count, query, scores);
       const auto row = [&](size_t r) {
         if (r >= rows) return Dots{keys, j, 0, query, scores};  // none
-        const T* row_query = query + r * query_stride;
-        Dots dots{keys, j, count, row_query, scores + r * score_stride};
+        Dots dots = run;
+        dots.query = query + r * query_stride;
+        dots.scores = scores + r * score_stride;
         if (r == 0) {
           dots.ahead_limit = ahead_limit;
           dots.values = values;
           dots.value_stride = value_stride;
           dots.value_bytes = value_bytes;
+        } else {
+          dots.query_folds = Dots::kScaled && FoldsQuery(dots.query, keys.cols);
         }
-        dots.query_folds = Dots::kScaled && FoldsQuery(row_query, keys.cols);
-        dots.run_rows = run_rows;
-        dots.run_scales = run_scales;
         return dots;
       };
       const Dots first = row(0);
@@ -734,9 +737,10 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
 }
 
 // Keys whose dots a narrow weighted sum computes beside its values, one
-// key a value row (NarrowWeightedSum): keys [first, first + count) of
-// `keys`, of the values' element type, into `scores`, prefetched below
-// `ahead_limit` as NarrowKeyDots does.
+// key a value row (NarrowWeightedSum; kWidth keys at every kWidth-th where
+// wider, though no int8 decode interleaves today): keys [first, first +
+// count) of `keys`, rows one stride apart, of the values' element type,
+// into `scores`, prefetched below `ahead_limit` as NarrowKeyDots does.
 template <typename T>
 struct KeysBeside {
   const detail::RowList<T>* keys = nullptr;
@@ -872,13 +876,18 @@ HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
     VisitNarrow(values.element, [&](auto tag) {
       using E = decltype(tag);
       if (beside.keys != nullptr) {
-        NarrowKeyDots<E> dots{*beside.keys, beside.first,  beside.count,
-                              beside.query, beside.scores, beside.ahead_limit};
-        dots.query_folds = NarrowKeyDots<E>::kScaled &&
-                           FoldsQuery(beside.query, beside.keys->cols);
+        using Dots = NarrowKeyDots<E>;
+        Dots dots = Dots::OfRun(*beside.keys, beside.first, beside.count,
+                                beside.query, beside.scores);
+        dots.ahead_limit = beside.ahead_limit;
         NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
                                softmax_weights, dots);
-        for (size_t k = weights.cols; k < beside.count; ++k) dots(k);
+        // Groups past the weights' columns.
+        for (size_t k = (weights.cols + Dots::kWidth - 1) / Dots::kWidth *
+                        Dots::kWidth;
+             k < beside.count; k += Dots::kWidth) {
+          dots.Keys(k);
+        }
       } else {
         NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
                                softmax_weights, wsum::NothingBeside());
@@ -990,7 +999,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // two; keys and values both bf16 or both f16, their keys prefetched only
   // where the tuning prefetches float keys: W5n bf16 1.07-1.10x faster at
   // one thread, the same at two; not int8 (1.00x at one thread, 0.97x at
-  // two). Zen 4, paired runs.
+  // two; a group of sixteen keys beside every sixteenth value row, 0.7-0.9x
+  // at one thread, a later session). Zen 4, paired runs.
   const bool interleave =
       plan.tuning.decode_interleave != 0 &&
       plan.path == detail::FusedPath::decode && rows == 1 &&
