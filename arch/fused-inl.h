@@ -451,7 +451,7 @@ HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
 
 // scores[k] = query · key (j + k) for k < count, the keys narrow rows of E
 // read in place and widened in registers, kWidth keys at a time (Keys:
-// NarrowDots) or one (operator(): beside a weighted sum, NarrowWeightedSum).
+// NarrowDots; operator(): beside a weighted sum, NarrowWeightedSum).
 // bf16 and f16 dots are those of the float keys they hold (DirectDot's order of
 // sums). An int8 key's dot is its scale times the dot of its integers
 // (FoldsScale; `query_folds` says whether the query allows it), the integers'
