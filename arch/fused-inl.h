@@ -534,9 +534,13 @@ struct NarrowKeyDots {
   // prefetches beside: for i < ahead_rows the row kPrefetchRows ahead (a
   // line per 64 bytes from the row's start, written out here: the same
   // loop as a helper function cost the float decode 5%), and value row i's
-  // value_bytes. Copies of what NarrowKeyDots holds: read through `this`,
-  // each was loaded again for every key (int8 decode 1.1x slower).
-  template <bool kScaleElements>
+  // value_bytes. With kDepth (not 0), the rows' depth and value_bytes (where
+  // values are given) are kDepth elements of E, so that the loops unroll
+  // and no branch is left between keys: int8 decode 1.05x faster in cache
+  // (Zen 4, d 64, 4096 keys a head), the same at W5n's size. Copies of what
+  // NarrowKeyDots holds: read through `this`, each was loaded again for
+  // every key (int8 decode 1.1x slower).
+  template <bool kScaleElements, size_t kDepth = 0>
   struct RowsAt {
     const E* HWY_RESTRICT rows;
     size_t stride, depth;
@@ -547,25 +551,30 @@ struct NarrowKeyDots {
     size_t value_stride, value_bytes;
 
     HWY_INLINE hn::Vec<D> operator()(size_t i) const {
+      const size_t elements = kDepth != 0 ? kDepth : depth;
+      const size_t bytes = kDepth != 0 ? kDepth * sizeof(E) : value_bytes;
       const E* HWY_RESTRICT key = rows + i * stride;
       if (i < ahead_rows) {
         const char* row =
             reinterpret_cast<const char*>(key + kPrefetchRows * stride);
-        for (size_t byte = 0; byte < depth * sizeof(E); byte += 64) {
+        for (size_t byte = 0; byte < elements * sizeof(E); byte += 64) {
           hwy::Prefetch(row + byte);
         }
       }
-      for (size_t byte = 0; byte < value_bytes; byte += 64) {
-        hwy::Prefetch(values + i * value_stride + byte);
+      if (values != nullptr) {
+        for (size_t byte = 0; byte < bytes; byte += 64) {
+          hwy::Prefetch(values + i * value_stride + byte);
+        }
       }
-      return RowProducts<kScaleElements>(key, query, depth, scale);
+      return RowProducts<kScaleElements>(key, query, elements, scale);
     }
   };
 
   // Key k's row and those after it (one stride apart where run_rows), the
   // rows kPrefetchRows ahead prefetched below ahead_limit.
-  template <bool kScaleElements>
-  HWY_INLINE RowsAt<kScaleElements> RowsFrom(size_t k, float scale) const {
+  template <bool kScaleElements, size_t kDepth = 0>
+  HWY_INLINE RowsAt<kScaleElements, kDepth> RowsFrom(size_t k,
+                                                     float scale) const {
     const size_t ahead = j + k + kPrefetchRows;
     return {run_rows != nullptr ? run_rows + k * keys.stride
                                 : keys.template narrow_row<E>(j + k),
@@ -610,7 +619,19 @@ struct NarrowKeyDots {
     const D d;
     const auto group_scales = hn::LoadU(d, run_scales + k);
     if (!hn::AllTrue(d, ScalesFoldIn(d, group_scales))) return false;
-    const auto sums = TransposedLaneSumsOf(d, RowsFrom<false>(k, 1.0f));
+    // Rows of four or eight vectors (d 64 or 128 on AVX-512, 32 or 64 on
+    // AVX2), their values as wide or not prefetched: kDepth (RowsAt).
+    constexpr size_t N = hn::MaxLanes(d);
+    const bool values_as_wide =
+        values == nullptr || value_bytes == keys.cols * sizeof(E);
+    hn::Vec<D> sums;
+    if (values_as_wide && keys.cols == 4 * N) {
+      sums = TransposedLaneSumsOf(d, RowsFrom<false, 4 * N>(k, 1.0f));
+    } else if (values_as_wide && keys.cols == 8 * N) {
+      sums = TransposedLaneSumsOf(d, RowsFrom<false, 8 * N>(k, 1.0f));
+    } else {
+      sums = TransposedLaneSumsOf(d, RowsFrom<false>(k, 1.0f));
+    }
     hn::StoreU(hn::Mul(group_scales, sums), d, scores + k);
     return true;
 #else
