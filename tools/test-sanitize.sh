@@ -5,23 +5,24 @@
 # (tests/api_table.h), the attention layers (tests/fuzz/fuzz_layers.cc) and
 # cross-validation (tests/fuzz/fuzz_regression.cc), two at a time, with a
 # fixed seed and a fixed number of inputs (ATTNPOOL_FUZZ_RUNS, default
-# 40000: about a minute for a pooling function on the slower machines; the
+# 25000: about 40 s for a pooling function on the slower machines; the
 # layers, whose inputs make some thirty calls each, a twentieth of it;
 # cross-validation, whose oracle weighs every pair of every bandwidth,
 # a fortieth), so that a result depends only on the code: two
-# runs of one commit fuzz the same inputs. For that the feedback
-# is edges only (no hit counts, compare traces or entropic bookkeeping) and
-# the library runs on one thread (OMP_THREAD_LIMIT=1): OpenMP threads race
-# on the coverage counters. Thread counts are fuzzed by
-# tools/fuzz-campaign.sh, which runs long randomized campaigns, and tested
-# by the suite.
+# runs of one commit fuzz the same inputs (40000 took 8 minutes of fuzzing
+# on a Zen 4, where CI ran the test command in about 32, over its 30). For
+# that the feedback is edges only (no hit counts, compare traces or
+# entropic bookkeeping) and the library runs on one thread
+# (OMP_THREAD_LIMIT=1): OpenMP threads race on the coverage counters.
+# Thread counts are fuzzed by tools/fuzz-campaign.sh, which runs long
+# randomized campaigns, and tested by the suite.
 # A failure leaves its input in <build>/fuzz/<function>/crash-*: once fixed,
 # copy it into tests/fuzz/corpus as a regression input.
 # usage: tools/test-sanitize.sh [build-dir]   (default build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}
-runs=${ATTNPOOL_FUZZ_RUNS:-40000}
+runs=${ATTNPOOL_FUZZ_RUNS:-25000}
 source tools/fuzz-common.sh
 configure_sanitized "$build"
 cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 ||
