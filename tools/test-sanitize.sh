@@ -9,11 +9,12 @@
 # layers, whose inputs make some thirty calls each, a twentieth of it;
 # cross-validation, whose oracle weighs every pair of every bandwidth,
 # a fortieth), so that a result depends only on the code: two
-# runs of one commit fuzz the same inputs (40000 took 8 minutes of fuzzing
-# on a Zen 4, where CI ran the test command in about 32, over its 30). For
-# that the feedback is edges only (no hit counts, compare traces or
-# entropic bookkeeping) and the library runs on one thread
-# (OMP_THREAD_LIMIT=1): OpenMP threads race on the coverage counters.
+# runs of one commit fuzz the same inputs (on a Zen 4, 25000 take about 3
+# minutes of fuzzing, 40000 about 5, when CI ran the test command in about
+# 32 minutes, over its 30). For that the feedback is edges only (no hit
+# counts, compare traces or entropic bookkeeping) and the library runs on
+# one thread (OMP_THREAD_LIMIT=1): OpenMP threads race on the coverage
+# counters.
 # Thread counts are fuzzed by tools/fuzz-campaign.sh, which runs long
 # randomized campaigns, and tested by the suite.
 # A failure leaves its input in <build>/fuzz/<function>/crash-*: once fixed,
