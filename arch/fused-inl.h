@@ -681,10 +681,11 @@ struct NarrowKeyDots {
     }
   }
 
-  // Beside value row k of a weighted sum (NarrowWeightedSumOf): the
-  // scores of keys [k, k + kWidth) at the first of them.
+  // Beside value row k of a weighted sum (NarrowWeightedSumOf, kWidth 1):
+  // key k's score.
   HWY_INLINE void operator()(size_t k) const {
-    if (k % kWidth == 0) Keys(k);
+    static_assert(kWidth == 1, "a key beside each value row");
+    Keys(k);
   }
 
   // Keys [j, j + count) of `keys`, rows one stride apart (a run:
@@ -745,22 +746,24 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
         for (size_t k = 0; k < count; k += Dots::kWidth) first.Keys(k);
         return;
       }
-      static_assert(detail::kDecodeRows == 4, "the rows written out here");
-      const Dots second = row(1), third = row(2), fourth = row(3);
+      // Each group of keys for every row in turn, while it is in L1: one
+      // Keys in the loop's body, not one per row (the rows written out cost
+      // the sanitized build minutes of compiling, and a group's work
+      // dwarfs the loop's).
+      const Dots others[detail::kDecodeRows - 1] = {row(1), row(2), row(3)};
+      static_assert(detail::kDecodeRows == 4, "the rows listed here");
       for (size_t k = 0; k < count; k += Dots::kWidth) {
         first.Keys(k);
-        second.Keys(k);
-        third.Keys(k);
-        fourth.Keys(k);
+        for (size_t r = 1; r < rows; ++r) others[r - 1].Keys(k);
       }
     });
   }
 }
 
 // Keys whose dots a narrow weighted sum computes beside its values, one
-// key a value row (NarrowWeightedSum; kWidth keys at every kWidth-th where
-// wider, though no int8 decode interleaves today): keys [first, first +
-// count) of `keys`, rows one stride apart, of the values' element type,
+// key a value row (NarrowWeightedSum; bf16 and f16, the caches a decode
+// interleaves): keys [first, first + count) of `keys`, rows one stride
+// apart, of the values' element type,
 // into `scores`, prefetched below `ahead_limit` as NarrowKeyDots does.
 template <typename T>
 struct KeysBeside {
@@ -896,20 +899,25 @@ HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
   if constexpr (std::is_same<T, float>::value) {
     VisitNarrow(values.element, [&](auto tag) {
       using E = decltype(tag);
-      if (beside.keys != nullptr) {
-        using Dots = NarrowKeyDots<E>;
+      using Dots = NarrowKeyDots<E>;
+      if (beside.keys == nullptr) {
+        NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
+                               softmax_weights, wsum::NothingBeside());
+      } else if constexpr (Dots::kWidth == 1) {
         Dots dots = Dots::OfRun(*beside.keys, beside.first, beside.count,
                                 beside.query, beside.scores);
         dots.ahead_limit = beside.ahead_limit;
         NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
                                softmax_weights, dots);
-        // Groups past the weights' columns.
-        for (size_t k = (weights.cols + Dots::kWidth - 1) / Dots::kWidth *
-                        Dots::kWidth;
-             k < beside.count; k += Dots::kWidth) {
-          dots.Keys(k);
-        }
+        // Keys past the weights' columns.
+        for (size_t k = weights.cols; k < beside.count; ++k) dots.Keys(k);
       } else {
+        // Keys a group at a time (int8; unreached today: FusedAccumulate
+        // interleaves 2-byte caches only): their dots first, the same bits.
+        // Beside the values, the groups' code again would cost the
+        // sanitized build minutes of compiling.
+        NarrowDots(*beside.keys, beside.first, beside.count, 1, beside.query, 0,
+                   beside.scores, 0, beside.ahead_limit);
         NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
                                softmax_weights, wsum::NothingBeside());
       }
