@@ -14,12 +14,12 @@
 # the first in two halves (its test cases alternately), the three two at a
 # time, so that both cores stay busy (on a Zen 4 the 512-bit run takes
 # seconds and the 128-bit suite alone nine minutes); then the dispatch (and
-# the BFDOT tile,
-# max only) on a64fx (SVE, no SVE2) and cortex-a72 (NEON only), and the
-# CTest cases (ATTNPOOL_ISA, the fuzz corpus, the C API) on max with 128-bit
-# SVE; last, random fuzz inputs (attnpool_fuzz_replay --random, fixed seeds)
-# on SVE2, SVE and NEON with 256-bit SVE vectors (Graviton3's) and, beside
-# them, 384-bit ones (a length that is no power of two, which SVE allows).
+# the BFDOT tile, max only) on a64fx (SVE, no SVE2) and cortex-a72 (NEON
+# only), and the CTest cases (ATTNPOOL_ISA, the fuzz corpus, the C API) on
+# max with 128-bit SVE; last, random fuzz inputs (attnpool_fuzz_replay
+# --random, fixed seeds) on SVE2, SVE and NEON with 256-bit SVE vectors
+# (Graviton3's) and, beside them, 384-bit ones (a length that is no power
+# of two, which SVE allows).
 # usage: tools/test-arm.sh [build-dir]   (default build-arm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
