@@ -469,6 +469,56 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
   }
 }
 
+// Rows of `stored` from row `first` as a (batch, heads, rows, cols) tensor
+// whose strides count rows (int8 scales: the same strides over the scales).
+attnpool::ElementTensor RowsTensor(const StoredRows& stored, size_t first,
+                                   size_t batch, size_t heads, size_t rows,
+                                   size_t batch_stride, size_t head_stride,
+                                   size_t row_stride) {
+  const ElementRows all = stored.Rows(first);
+  attnpool::ElementTensor t;
+  t.type = all.type;
+  t.data = all.data;
+  t.batch = batch;
+  t.heads = heads;
+  t.rows = rows;
+  t.cols = stored.cols;
+  t.batch_stride = batch_stride * stored.stride;
+  t.head_stride = head_stride * stored.stride;
+  t.row_stride = row_stride * stored.stride;
+  if (stored.type == ElementType::int8) {
+    t.scales = {stored.scales.data() + first,
+                batch,
+                heads,
+                rows,
+                1,
+                batch_stride,
+                head_stride,
+                row_stride};
+  }
+  return t;
+}
+
+// A (blocks, Hkv, rows, d) tensor over rows stored as (blocks, rows, Hkv,
+// d): row (p, r, g) is stored row (p·rows + r)·Hkv + g (int8 scales in a
+// (blocks, rows, Hkv) array); and the same over the values they hold.
+attnpool::ElementTensor InterleavedHeads(const StoredRows& stored,
+                                         size_t blocks, size_t kv_heads,
+                                         size_t rows) {
+  return RowsTensor(stored, 0, blocks, kv_heads, rows, rows * kv_heads, 1,
+                    kv_heads);
+}
+attnpool::TensorView<const float> InterleavedHeldHeads(const StoredRows& stored,
+                                                       size_t blocks,
+                                                       size_t kv_heads,
+                                                       size_t rows) {
+  const auto view = stored.held.view();
+  return {view.data,   blocks,
+          kv_heads,    rows,
+          stored.cols, rows * kv_heads * view.stride,
+          view.stride, kv_heads * view.stride};
+}
+
 // SDPA with grouped-query heads over (B, m, Hkv, d) narrow caches (int8
 // scales in a (B, m, Hkv) array: row stride Hkv), decode and prefill,
 // causal: bitwise the float call on the held values (int8 decode: within a
@@ -492,32 +542,6 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpa, "narrow_kv.sdpa", "[narrow_kv]") {
       INFO("n=" << n << " keys " << attnpool::element_type_name(types.keys)
                 << " values " << attnpool::element_type_name(types.values)
                 << " on " << CurrentTarget());
-      const auto tensor = [&](const StoredRows& rows) {
-        const ElementRows all = rows.Rows();
-        attnpool::ElementTensor t;
-        t.type = all.type;
-        t.data = all.data;
-        t.batch = batch;
-        t.heads = kv_heads;
-        t.rows = m;
-        t.cols = d;
-        t.batch_stride = m * kv_heads * rows.stride;
-        t.head_stride = rows.stride;
-        t.row_stride = kv_heads * rows.stride;
-        if (rows.type == ElementType::int8) {
-          t.scales = {rows.scales.data(), batch, kv_heads, m, 1,
-                      m * kv_heads,       1,     kv_heads};
-        }
-        return t;
-      };
-      const auto held_tensor = [&](const StoredRows& rows) {
-        const auto view = rows.held.view();
-        return attnpool::TensorView<const float>{
-            view.data,   batch,
-            kv_heads,    m,
-            d,           m * kv_heads * view.stride,
-            view.stride, kv_heads * view.stride};
-      };
       TestMatrix<float> narrow(batch * heads * n, d, 1, 2),
           held(batch * heads * n, d, 1, 2);
       const auto out_tensor = [&](TestMatrix<float>& out) {
@@ -528,11 +552,14 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpa, "narrow_kv.sdpa", "[narrow_kv]") {
       const attnpool::TensorView<const float> queries{
           q.data(), batch, heads, n, d, heads * n * d, n * d, d};
       attnpool::scaled_dot_product_attention(
-          queries, tensor(keys), tensor(values), out_tensor(narrow), mask);
+          queries, InterleavedHeads(keys, batch, kv_heads, m),
+          InterleavedHeads(values, batch, kv_heads, m), out_tensor(narrow),
+          mask);
       RequireRanOnTarget();
-      attnpool::scaled_dot_product_attention(queries, held_tensor(keys),
-                                             held_tensor(values),
-                                             out_tensor(held), mask);
+      attnpool::scaled_dot_product_attention(
+          queries, InterleavedHeldHeads(keys, batch, kv_heads, m),
+          InterleavedHeldHeads(values, batch, kv_heads, m), out_tensor(held),
+          mask);
       RequireHeld(HasInt8(types) && n <= 4, narrow, held, q, keys.held,
                   values.held);
     }
@@ -574,29 +601,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowGroupedDecode, "narrow_kv.grouped_decode",
         // Key heads [head, head + count) of batches [b, b + batches).
         const auto tensor = [&](const StoredRows& rows, size_t b,
                                 size_t batches, size_t head, size_t count) {
-          const size_t first = (b * kv_heads + head) * m;
-          const ElementRows all = rows.Rows(first);
-          attnpool::ElementTensor t;
-          t.type = all.type;
-          t.data = all.data;
-          t.batch = batches;
-          t.heads = count;
-          t.rows = m;
-          t.cols = d;
-          t.batch_stride = kv_heads * m * rows.stride;
-          t.head_stride = m * rows.stride;
-          t.row_stride = rows.stride;
-          if (rows.type == ElementType::int8) {
-            t.scales = {rows.scales.data() + first,
-                        batches,
-                        count,
-                        m,
-                        1,
-                        kv_heads * m,
-                        m,
-                        1};
-          }
-          return t;
+          return RowsTensor(rows, (b * kv_heads + head) * m, batches, count, m,
+                            kv_heads * m, m, 1);
         };
         // Query heads [head, head + count) of batches [b, b + batches).
         const auto queries = [&](size_t b, size_t batches, size_t head,
@@ -639,40 +645,6 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowGroupedDecode, "narrow_kv.grouped_decode",
       }
     }
   }
-}
-
-// A (blocks, Hkv, rows, d) tensor over rows stored as (blocks, rows, Hkv,
-// d): row (p, r, g) is stored row (p·rows + r)·Hkv + g (int8 scales in a
-// (blocks, rows, Hkv) array); and the same over the values they hold.
-attnpool::ElementTensor InterleavedHeads(const StoredRows& stored,
-                                         size_t blocks, size_t kv_heads,
-                                         size_t rows) {
-  const ElementRows all = stored.Rows();
-  attnpool::ElementTensor t;
-  t.type = all.type;
-  t.data = all.data;
-  t.batch = blocks;
-  t.heads = kv_heads;
-  t.rows = rows;
-  t.cols = stored.cols;
-  t.batch_stride = rows * kv_heads * stored.stride;
-  t.head_stride = stored.stride;
-  t.row_stride = kv_heads * stored.stride;
-  if (stored.type == ElementType::int8) {
-    t.scales = {stored.scales.data(), blocks, kv_heads, rows, 1,
-                rows * kv_heads,      1,      kv_heads};
-  }
-  return t;
-}
-attnpool::TensorView<const float> InterleavedHeldHeads(const StoredRows& stored,
-                                                       size_t blocks,
-                                                       size_t kv_heads,
-                                                       size_t rows) {
-  const auto view = stored.held.view();
-  return {view.data,   blocks,
-          kv_heads,    rows,
-          stored.cols, rows * kv_heads * view.stride,
-          view.stride, kv_heads * view.stride};
 }
 
 // int8 rows on the decode path whose scales must not fold (element.h):
