@@ -5,8 +5,6 @@
 #include <attnpool/error.h>
 #include <attnpool/weighted_sum.h>
 
-#include <omp.h>
-
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -87,7 +85,7 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
   auto projected_q = detail::AllocateBuffer<T>(n * hidden);
   auto projected_k = detail::AllocateBuffer<T>(m * hidden);
   auto keys_t = detail::AllocateBuffer<T>(hidden * padded_m);
-  // Each thread's block of scores (omp_get_thread_num() < threads).
+  // Each thread's block of scores, at its slot (< threads: ForEachRowBlock).
   auto block_scores =
       detail::AllocateBuffer<T>(threads * kAdditiveBlockRows * padded_m);
   std::vector<size_t> lengths;
@@ -134,10 +132,11 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
         detail::PackWeightedSumValues(head_values, 0, m, packed.get());
       }
       detail::ForEachRowBlock(
-          n, kAdditiveBlockRows, threads, [&](size_t begin, size_t end) {
+          n, kAdditiveBlockRows, threads,
+          [&](size_t begin, size_t end, int slot) {
             const size_t rows = end - begin;
-            T* scores = block_scores.get() +
-                        omp_get_thread_num() * kAdditiveBlockRows * padded_m;
+            T* scores =
+                block_scores.get() + slot * kAdditiveBlockRows * padded_m;
             const MatrixView<T> block(scores, rows, m, padded_m);
             detail::AdditiveScoreRows(
                 ConstMatrixView<T>(projected_q.get() + begin * hidden, rows,

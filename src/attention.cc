@@ -78,14 +78,18 @@ bool PositionsAlike(const Mask<T>& mask, size_t m, size_t rows) {
 // head h takes, `call` its mask: 1 unless it has one query (n = 1), its
 // heads' masks are alike (no ALiBi slopes, sinks, bias or visibility per
 // head) and no mask that depends on a query's position binds (row r sits
-// at position causal_offset + r), and the queries are not bf16.
+// at position causal_offset + r), the queries are not bf16, and their heads
+// lie at least a row apart (a head stride of 0 broadcasts one query row to
+// every head: valid for the heads, not as the rows of one call).
 template <typename T>
 size_t HeadsInCall(const AttentionMask<T>& mask, const Mask<T>& call, size_t n,
-                   size_t m, size_t h, size_t group, bool bf16_queries) {
-  const bool alike = n == 1 && !bf16_queries && mask.alibi_slopes == nullptr &&
-                     mask.sinks == nullptr && call.bias.data == nullptr &&
-                     call.visible.data == nullptr &&
-                     PositionsAlike(call, m, detail::kDecodeRows);
+                   size_t m, size_t h, size_t group, bool bf16_queries,
+                   const TensorView<const T>& queries) {
+  const bool alike =
+      n == 1 && !bf16_queries && queries.head_stride >= queries.cols &&
+      mask.alibi_slopes == nullptr && mask.sinks == nullptr &&
+      call.bias.data == nullptr && call.visible.data == nullptr &&
+      PositionsAlike(call, m, detail::kDecodeRows);
   return alike ? std::min(detail::kDecodeRows, (h / group + 1) * group - h) : 1;
 }
 
@@ -137,7 +141,7 @@ void RunSdpa(const detail::SdpaShape& shape, TensorView<const T> queries,
       }
       const size_t count =
           HeadsInCall(mask, calls.back().mask, shape.n, shape.m, h, group,
-                      bf16_queries != nullptr);
+                      bf16_queries != nullptr, queries);
       TakeHeads(calls.back(), count, queries.head_stride, out.head_stride,
                 call_lengths);
       h += count;
@@ -234,8 +238,8 @@ std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
                                     static_cast<std::ptrdiff_t>(q1 - q0),
                                 mask.causal_offset);
       // (Packed sequences take no valid lengths: `unused` stays empty.)
-      const size_t together =
-          HeadsInCall(mask, call.mask, q1 - q0, keys.rows, h, group, false);
+      const size_t together = HeadsInCall(mask, call.mask, q1 - q0, keys.rows,
+                                          h, group, false, queries);
       TakeHeads(call, together, queries.head_stride, out.head_stride, unused);
       calls.push_back(call);
       h += together;

@@ -8,6 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <type_traits>
+
+#include <omp.h>
 
 #include "src/dispatch.h"
 
@@ -24,7 +27,10 @@ int ThreadCount(const Execution& execution);
 // ran on, which is recorded for last_run_target(). An exception thrown by a
 // block (std::bad_alloc of its scratch) must not leave the OpenMP region (that
 // terminates the process): the first one is kept, the remaining blocks are
-// skipped, and it is rethrown after the loop.
+// skipped, and it is rethrown after the loop. A block taking a third
+// argument is given its slot: 0 on the calling thread, else the thread's
+// number in the region opened here, so always < threads (never the caller's
+// number in an OpenMP team of its own, which may be any).
 template <class Block>
 void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
                      const Block& block) {
@@ -32,18 +38,26 @@ void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
   std::atomic<bool> failed{false};
   std::exception_ptr failure;
   const long blocks = static_cast<long>((rows + block_rows - 1) / block_rows);
+  const bool in_region = threads > 1 && blocks > 1;
+  const auto slot = [in_region] {
+    return in_region ? omp_get_thread_num() : 0;
+  };
   const auto run = [&](long index) {
     if (failed.load(std::memory_order_relaxed)) return;
     const size_t begin = static_cast<size_t>(index) * block_rows;
     const size_t end = rows - begin < block_rows ? rows : begin + block_rows;
     try {
-      ran.store(block(begin, end), std::memory_order_relaxed);
+      if constexpr (std::is_invocable_v<const Block&, size_t, size_t, int>) {
+        ran.store(block(begin, end, slot()), std::memory_order_relaxed);
+      } else {
+        ran.store(block(begin, end), std::memory_order_relaxed);
+      }
     } catch (...) {
 #pragma omp critical(attnpool_block_failure)
       if (!failed.exchange(true)) failure = std::current_exception();
     }
   };
-  if (threads <= 1 || blocks <= 1) {
+  if (!in_region) {
     // No OpenMP region at all: small calls pay nothing for threads.
     for (long index = 0; index < blocks; ++index) run(index);
   } else {

@@ -602,6 +602,51 @@ ATTNPOOL_TEST_EACH_TARGET(GroupedDecodeDouble,
   GroupedDecode<double>();
 }
 
+// Query heads that overlap in memory (a head stride below the row, 0
+// broadcasting one row to every head) are valid inputs: a decode's heads
+// that share a key head then cannot be one call's rows, and each head
+// gives the bits of its query copied out.
+TEST_CASE("attention: grouped decode of query heads that overlap",
+          "[attention]") {
+  constexpr size_t heads = 4, d = 4, m = 37;
+  std::mt19937_64 rng(kSeed + 77);
+  std::normal_distribution<float> normal;
+  std::vector<float> query(d + heads), keys(2 * m * d), values(2 * m * d);
+  for (auto* v : {&query, &keys, &values}) {
+    for (float& x : *v) x = normal(rng);
+  }
+  for (size_t kv_heads : {1, 2}) {
+    for (size_t head_stride : {0, 1}) {
+      INFO("kv heads " << kv_heads << ", query head stride " << head_stride);
+      const TensorView<const float> overlapping{query.data(), 1, heads, 1, d, 0,
+                                                head_stride,  d};
+      std::vector<float> copied(heads * d);
+      for (size_t h = 0; h < heads; ++h) {
+        std::copy_n(query.data() + h * head_stride, d, copied.data() + h * d);
+      }
+      const TensorView<const float> apart{
+          copied.data(), 1, heads, 1, d, 0, d, d};
+      const TensorView<const float> k{keys.data(), 1, kv_heads, m,
+                                      d,           0, m * d,    d};
+      const TensorView<const float> v{values.data(), 1, kv_heads, m, d, 0,
+                                      m * d,         d};
+      std::vector<float> got(heads * d), want(heads * d);
+      const TensorView<float> got_view{got.data(), 1, heads, 1, d, 0, d, d};
+      const TensorView<float> want_view{want.data(), 1, heads, 1, d, 0, d, d};
+      attnpool::scaled_dot_product_attention(overlapping, k, v, got_view);
+      attnpool::scaled_dot_product_attention(apart, k, v, want_view);
+      REQUIRE(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+      // One sequence, packed.
+      const size_t query_offsets[] = {0, 1}, key_offsets[] = {0, m};
+      const attnpool::PackedSequences one{1, query_offsets, key_offsets};
+      std::fill(got.begin(), got.end(), 0.0f);
+      attnpool::scaled_dot_product_attention_varlen(overlapping, k, v, got_view,
+                                                    one);
+      REQUIRE(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+    }
+  }
+}
+
 // ------------------------------------------------- packed sequences
 
 // Rows [begin, end) of every head of a (1, H, rows, cols) view.

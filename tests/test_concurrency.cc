@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <omp.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,6 +126,37 @@ TEST_CASE(
   const auto failures = RunConcurrently(jobs, 8, 2);
   for (const auto& failure : failures) UNSCOPED_INFO(failure);
   REQUIRE(failures.empty());
+}
+
+// The application's threads may be an OpenMP team of its own, whose thread
+// numbers are not attnpool's: a call on one thread (execution.threads 1, or
+// a single block) must not take them for slots of its own scratch.
+TEST_CASE("concurrency: calls from the threads of an application's OpenMP team",
+          "[concurrency]") {
+  auto jobs = MakeJobs();
+  for (Job& job : jobs) job.alone = job.run();
+  constexpr int kTeam = 4;
+  std::vector<std::string> failures[kTeam];
+#pragma omp parallel num_threads(kTeam)
+  {
+    const int t = omp_get_thread_num();
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      const Job& job = jobs[(k + t * 5) % jobs.size()];
+      try {
+        if (job.run() != job.alone) {
+          failures[t].push_back(job.name + ": differs from alone");
+        }
+      } catch (const std::exception& error) {
+        failures[t].push_back(job.name + ": " + error.what());
+      }
+    }
+  }
+  for (int t = 0; t < kTeam; ++t) {
+    for (const auto& failure : failures[t]) {
+      UNSCOPED_INFO("team thread " << t << " " << failure);
+    }
+    CHECK(failures[t].empty());
+  }
 }
 
 // Under ctest each case is a process of its own: here the threads make the
