@@ -5,6 +5,7 @@
 #include <attnpool/pool.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "arch/bf16_dot.h"
@@ -483,6 +486,40 @@ void WriteNormalizer(detail::FusedRowMode mode,
   }
 }
 
+// An output array `name` (bytes `range`) beside a pooling call's other
+// arguments: apart from each of them (int8 scales included).
+template <typename T, typename Rows>
+void CheckApartFromCall(const std::string& name, detail::ByteRange range,
+                        ConstMatrixView<T> queries, const Rows& keys,
+                        const Rows& values, const Mask<T>& mask,
+                        MatrixView<T> out) {
+  if (mask.valid_lengths != nullptr) {
+    const auto lengths = reinterpret_cast<uintptr_t>(mask.valid_lengths);
+    detail::CheckNoOverlap(name, range, "mask.valid_lengths",
+                           {lengths, lengths + queries.rows * sizeof(size_t)});
+  }
+  detail::CheckNoOverlap(name, range, "mask.bias",
+                         detail::CheckView("mask.bias", mask.bias));
+  detail::CheckNoOverlap(name, range, "mask.visible",
+                         detail::CheckView("mask.visible", mask.visible));
+  detail::CheckNoOverlap(name, range, "out", detail::CheckView("out", out));
+  detail::CheckNoOverlap(name, range, "queries",
+                         detail::CheckView("queries", queries));
+  const std::pair<const char*, const Rows*> inputs[] = {{"keys", &keys},
+                                                        {"values", &values}};
+  for (const auto& [input, rows] : inputs) {
+    detail::ByteRange scales;
+    if constexpr (std::is_same<Rows, ElementRows>::value) {
+      detail::CheckNoOverlap(name, range, input,
+                             detail::CheckView(input, *rows, &scales));
+    } else {
+      detail::CheckNoOverlap(name, range, input,
+                             detail::CheckView(input, *rows));
+    }
+    detail::CheckNoOverlap(name, range, std::string(input) + ".scales", scales);
+  }
+}
+
 // attention_pool, and with `with_normalizer` attention_pool_with_normalizer;
 // Rows: ConstMatrixView<T>, or ElementRows for T = float.
 template <typename T, typename Rows>
@@ -500,26 +537,10 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
                 "is null but there are " + std::to_string(rows) + " queries");
   }
   if (normalizer != nullptr) {
-    // rows × sizeof(T) fits: CheckPool checked the queries' extent.
-    const auto begin = reinterpret_cast<uintptr_t>(normalizer);
-    const detail::ByteRange range{begin, begin + rows * sizeof(T)};
-    if (mask.valid_lengths != nullptr) {
-      const auto lengths = reinterpret_cast<uintptr_t>(mask.valid_lengths);
-      detail::CheckNoOverlap("normalizer", range, "mask.valid_lengths",
-                             {lengths, lengths + rows * sizeof(size_t)});
-    }
-    detail::CheckNoOverlap("normalizer", range, "mask.bias",
-                           detail::CheckView("mask.bias", mask.bias));
-    detail::CheckNoOverlap("normalizer", range, "mask.visible",
-                           detail::CheckView("mask.visible", mask.visible));
-    detail::CheckNoOverlap("normalizer", range, "out",
-                           detail::CheckView("out", out));
-    detail::CheckNoOverlap("normalizer", range, "queries",
-                           detail::CheckView("queries", queries));
-    detail::CheckNoOverlap("normalizer", range, "keys",
-                           detail::CheckView("keys", keys));
-    detail::CheckNoOverlap("normalizer", range, "values",
-                           detail::CheckView("values", values));
+    CheckApartFromCall(
+        "normalizer",
+        detail::CheckViewBytes("normalizer", normalizer, rows, 1, 1, sizeof(T)),
+        queries, keys, values, mask, out);
   }
   detail::RecordRunTarget(0);
   last_path = -1;
@@ -621,20 +642,43 @@ void RunPoolBatch(const PoolSpec& spec,
   }
 }
 
+// A state's arrays (pool.h), each well-formed and apart from the others:
+// the accumulator, max, sum and best, by name.
+struct NamedRange {
+  std::string name;
+  detail::ByteRange bytes;
+};
 template <typename T>
-detail::FusedState<T> CheckPartial(const std::string& name,
-                                   const PoolPartial<T>& partial, size_t rows,
-                                   size_t columns) {
-  detail::CheckView(name + ".accumulator", partial.accumulator);
+std::array<NamedRange, 4> CheckPartialArrays(const std::string& name,
+                                             const PoolPartial<T>& partial,
+                                             size_t rows, size_t columns) {
+  std::array<NamedRange, 4> arrays{
+      {{name + ".accumulator",
+        detail::CheckView(name + ".accumulator", partial.accumulator)},
+       {name + ".max", {}},
+       {name + ".sum", {}},
+       {name + ".best", {}}}};
   detail::CheckSize(name + ".accumulator.rows", partial.accumulator.rows, rows,
                     "the number of queries");
   detail::CheckSize(name + ".accumulator.cols", partial.accumulator.cols,
                     columns, "values.cols");
-  if (rows != 0) {
-    if (!partial.max) throw Error(name + ".max", "is null");
-    if (!partial.sum) throw Error(name + ".sum", "is null");
-    if (!partial.best) throw Error(name + ".best", "is null");
+  if (rows == 0) return arrays;
+  const void* const vectors[3] = {partial.max, partial.sum, partial.best};
+  const size_t bytes[3] = {sizeof(T), sizeof(T), sizeof(size_t)};
+  for (size_t k = 1; k < 4; ++k) {
+    if (vectors[k - 1] == nullptr) throw Error(arrays[k].name, "is null");
+    arrays[k].bytes = detail::CheckViewBytes(arrays[k].name, vectors[k - 1],
+                                             rows, 1, 1, bytes[k - 1]);
+    for (size_t before = 0; before < k; ++before) {
+      detail::CheckNoOverlap(arrays[k].name, arrays[k].bytes,
+                             arrays[before].name, arrays[before].bytes);
+    }
   }
+  return arrays;
+}
+
+template <typename T>
+detail::FusedState<T> StateOf(const PoolPartial<T>& partial) {
   return {partial.max, partial.sum, partial.best, partial.accumulator};
 }
 
@@ -647,8 +691,19 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   const auto plans = detail::CheckPool<T>(
       spec, queries, keys, values, partial.accumulator, nullptr, mask,
       execution, /*shard=*/true, "partial.accumulator");
-  const auto state =
-      CheckPartial("partial", partial, queries.rows, values.cols);
+  const auto arrays =
+      CheckPartialArrays("partial", partial, queries.rows, values.cols);
+  // (The accumulator is CheckPool's `out`.)
+  for (size_t k = 1; k < arrays.size(); ++k) {
+    CheckApartFromCall(arrays[k].name, arrays[k].bytes, queries, keys, values,
+                       mask, partial.accumulator);
+  }
+  if (key_offset > std::numeric_limits<size_t>::max() - keys.rows) {
+    throw Error("key_offset", "is " + std::to_string(key_offset) + ": with " +
+                                  std::to_string(keys.rows) +
+                                  " keys, positions past the size_t range");
+  }
+  const auto state = StateOf(partial);
   detail::RecordRunTarget(0);
   last_path = -1;
   if (queries.rows == 0) return;
@@ -660,10 +715,18 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
 template <typename T>
 void AttentionPoolMerge(const PoolSpec& spec, const PoolPartial<T>& into,
                         const PoolPartial<T>& later) {
+  detail::CheckEnum("spec.normalization", static_cast<int>(spec.normalization),
+                    kNormalizationCount);
   const size_t rows = into.accumulator.rows, columns = into.accumulator.cols;
-  const auto target = CheckPartial("into", into, rows, columns);
-  const auto part = CheckPartial("later", later, rows, columns);
-  MergeState(ModeOf(spec), target, part, rows, columns);
+  const auto written = CheckPartialArrays("into", into, rows, columns);
+  const auto read = CheckPartialArrays("later", later, rows, columns);
+  for (const NamedRange& target : written) {
+    for (const NamedRange& source : read) {
+      detail::CheckNoOverlap(target.name, target.bytes, source.name,
+                             source.bytes);
+    }
+  }
+  MergeState(ModeOf(spec), StateOf(into), StateOf(later), rows, columns);
 }
 
 template <typename T>
@@ -672,9 +735,18 @@ void AttentionPoolFinish(const PoolSpec& spec, const PoolPartial<T>& partial,
   detail::CheckEnum("spec.normalization", static_cast<int>(spec.normalization),
                     kNormalizationCount);
   detail::CheckEnum("spec.empty_rows", static_cast<int>(spec.empty_rows), 2);
-  const auto state = CheckPartial("partial", partial, out.rows, out.cols);
-  detail::CheckView("out", out);
-  FinishState(ModeOf(spec), spec.normalization, spec.empty_rows, state, out);
+  const auto arrays =
+      CheckPartialArrays("partial", partial, out.rows, out.cols);
+  const auto out_bytes = detail::CheckView("out", out);
+  // out may be the accumulator itself, or lie apart from every array.
+  const bool in_place =
+      out.data == partial.accumulator.data &&
+      (out.stride == partial.accumulator.stride || out.rows <= 1);
+  for (size_t k = in_place ? 1 : 0; k < arrays.size(); ++k) {
+    detail::CheckNoOverlap("out", out_bytes, arrays[k].name, arrays[k].bytes);
+  }
+  FinishState(ModeOf(spec), spec.normalization, spec.empty_rows,
+              StateOf(partial), out);
 }
 
 }  // namespace

@@ -272,6 +272,37 @@ TEST_CASE("attention_pool and its shard API reject bad arguments",
   RequireRejected("partial.accumulator.cols", outputs, [&] {
     attnpool::attention_pool_finish(nw, partial, {outputs.data(), 3, 4});
   });
+  // The state's arrays lie apart from the inputs and from each other; out
+  // may be the accumulator itself, but overlap nothing else it reads.
+  RequireRejected("partial.sum", outputs, [&] {
+    attnpool::attention_pool_partial(
+        nw, q, k, v, 0,
+        {partial.accumulator, max, values.data() + 7, best.data()});
+  });
+  RequireRejected("partial.best", outputs, [&] {
+    attnpool::attention_pool_partial(
+        nw, q, k, v, 0,
+        {partial.accumulator, max, sum, reinterpret_cast<size_t*>(max)});
+  });
+  RequireRejected("key_offset", outputs, [&] {
+    attnpool::attention_pool_partial(nw, q, k, v, SIZE_MAX - 2, partial);
+  });
+  std::vector<float> later_max_sum(6);
+  std::vector<size_t> later_best(3);
+  RequireRejected("into.accumulator", outputs, [&] {
+    attnpool::attention_pool_merge(nw, partial,
+                                   {{outputs.data() + 5, 3, 5},
+                                    later_max_sum.data(),
+                                    later_max_sum.data() + 3,
+                                    later_best.data()});
+  });
+  RequireRejected("out", outputs, [&] {
+    attnpool::attention_pool_finish(nw, partial, {outputs.data() + 20, 3, 5});
+  });
+  RequireRejected("out", outputs, [&] {
+    attnpool::attention_pool_finish(
+        nw, {partial.accumulator, max, outputs.data() + 12, best.data()}, o);
+  });
   // Valid lengths may run past a shard, not past a whole sequence.
   const size_t lengths[3] = {2, 9, 4};
   attnpool::Mask<float> mask;
