@@ -159,7 +159,7 @@ void ScaledDotProductAttention(TensorView<const T> queries, const KV& keys,
                                EmptyRows empty_rows,
                                const Execution& execution) {
   detail::EnsureDispatchReady();
-  detail::CheckScale(scale);
+  detail::CheckScale<T>(scale);
   detail::CheckEmptyRows(empty_rows);
   const detail::SdpaShape shape =
       detail::CheckSdpa<T, KV>(queries, keys, values, out, mask, execution);
@@ -256,7 +256,7 @@ void ScaledDotProductAttentionVarlen(
     const AttentionMask<T>& mask, std::optional<double> scale,
     EmptyRows empty_rows, const Execution& execution) {
   detail::EnsureDispatchReady();
-  detail::CheckScale(scale);
+  detail::CheckScale<T>(scale);
   detail::CheckEmptyRows(empty_rows);
   CheckPackedMask(mask);
   const detail::SdpaShape shape =
@@ -322,7 +322,7 @@ void ScaledDotProductAttentionPaged(TensorView<const T> queries,
   using detail::CheckNoOverlap;
   using detail::CheckSize;
   detail::EnsureDispatchReady();
-  detail::CheckScale(scale);
+  detail::CheckScale<T>(scale);
   detail::CheckEmptyRows(empty_rows);
   CheckPackedMask(mask);
   detail::ByteRange key_scales, value_scales;
@@ -699,7 +699,7 @@ void scaled_dot_product_attention(
       detail::WidenRows(queries.matrix(b, h), wide.matrix(b, h));
     }
   }
-  detail::CheckScale(scale);
+  detail::CheckScale<float>(scale);
   detail::CheckEmptyRows(empty_rows);
   const TensorView<const float> wide_queries = wide;
   const detail::SdpaShape shape = detail::CheckSdpa<float, ElementTensor>(

@@ -129,9 +129,13 @@ Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
   return head;
 }
 
-inline void CheckScale(const std::optional<double>& scale) {
-  if (scale && !std::isfinite(*scale)) {
-    throw Error("scale", "must be finite");
+// The score scale, finite in the call's type T (a double past float's range
+// would scale float scores by inf).
+template <typename T>
+void CheckScale(const std::optional<double>& scale) {
+  if (scale && !std::isfinite(static_cast<T>(*scale))) {
+    throw Error("scale", std::to_string(*scale) + " is not a finite " +
+                             (sizeof(T) == 4 ? "float" : "double"));
   }
 }
 

@@ -73,9 +73,10 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
   }
   if (spec.kernel == Kernel::exp) {
     if (spec.scale) {
-      if (!std::isfinite(*spec.scale)) {
-        throw Error("kernel.scale",
-                    std::to_string(*spec.scale) + " is not finite");
+      if (!std::isfinite(static_cast<T>(*spec.scale))) {
+        throw Error("kernel.scale", std::to_string(*spec.scale) +
+                                        " is not a finite " +
+                                        (sizeof(T) == 4 ? "float" : "double"));
       }
       plan.scale = static_cast<T>(*spec.scale);
     } else if (depth == 0) {

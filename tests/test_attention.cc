@@ -1311,6 +1311,9 @@ TEST_CASE("attention: bad input names the argument, writes nothing",
   RequireRejected("scale", outputs, [&] {
     attnpool::scaled_dot_product_attention(q, k, v, out, {}, NAN);
   });
+  RequireRejected("scale", outputs, [&] {  // inf as a float
+    attnpool::scaled_dot_product_attention(q, k, v, out, {}, 1e39);
+  });
   RequireRejected("mask.valid_lengths", outputs, [&] {
     const size_t lengths[2] = {5, 6};
     AttentionMask<float> mask;

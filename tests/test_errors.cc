@@ -91,6 +91,9 @@ TEST_CASE("apply_kernel rejects bad arguments", "[kernel][errors]") {
                   run({Kernel::exp, 1, std::nan("")}, Distance::dot, v, 4));
   RequireRejected("kernel.scale", values,
                   run({Kernel::exp, 1, inf}, Distance::dot, v, 4));
+  // Finite as a double, past float's range: inf in a float call.
+  RequireRejected("kernel.scale", values,
+                  run({Kernel::exp, 1, 1e39}, Distance::dot, v, 4));
   RequireRejected("kernel.scale", values,
                   run({Kernel::exp}, Distance::dot, v, 0));
   RequireRejected("values.stride", values,
