@@ -10,20 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 namespace attnpool {
 namespace detail {
-
-// a + b, clamped to the range of ptrdiff_t (causal offsets meant as "no
-// limit" may be near its ends).
-inline std::ptrdiff_t SaturatingAdd(std::ptrdiff_t a, std::ptrdiff_t b) {
-  std::ptrdiff_t sum;
-  if (__builtin_add_overflow(a, b, &sum)) {
-    return b > 0 ? std::numeric_limits<std::ptrdiff_t>::max()
-                 : std::numeric_limits<std::ptrdiff_t>::min();
-  }
-  return sum;
-}
 
 // Query `row`'s key position p = row + causal_offset (normalize.h), exact:
 // positions and the window's bounds are compared in 128-bit arithmetic, as
@@ -84,6 +74,48 @@ KeyRun VisibleRun(const Mask<T>& mask, size_t row, size_t key_offset,
   const size_t limit =
       relative(VisibleLimit(mask, row, key_offset + key_count));
   return {std::min(relative(VisibleStart(mask, row)), limit), limit};
+}
+
+// `mask` with every query's position moved by `shift` (p = i +
+// causal_offset + shift), exactly for keys at positions below PTRDIFF_MAX:
+// where the offset passes the type's range, it stops at the end and the
+// window's side that still binds takes up the rest (left past the top,
+// right past the bottom; either one's 0 there hides every such key, as the
+// exact position would). ALiBi's distances then differ by that rest, the
+// same for every key of a row: far below a float logit's resolution at
+// such positions.
+template <typename T>
+Mask<T> ShiftPositions(Mask<T> mask, __int128 shift) {
+  const __int128 offset = mask.causal_offset + shift;
+  const __int128 top = std::numeric_limits<std::ptrdiff_t>::max();
+  const __int128 bottom = std::numeric_limits<std::ptrdiff_t>::min();
+  const auto take_up = [](std::optional<size_t>& side, __int128 rest) {
+    if (side) *side = *side >= rest ? static_cast<size_t>(*side - rest) : 0;
+  };
+  if (offset > top) {
+    take_up(mask.window_left, offset - top);
+  } else if (offset < bottom) {
+    take_up(mask.window_right, bottom - offset);
+  }
+  mask.causal_offset =
+      static_cast<std::ptrdiff_t>(std::max(bottom, std::min(top, offset)));
+  return mask;
+}
+
+// The mask of query rows [first, first + count) as a call of their own:
+// their valid lengths, bias and visibility rows, their positions.
+template <typename T>
+Mask<T> MaskRows(const Mask<T>& mask, size_t first, size_t count) {
+  Mask<T> rows = ShiftPositions(mask, first);
+  if (mask.valid_lengths != nullptr) rows.valid_lengths += first;
+  if (mask.bias.data != nullptr) {
+    rows.bias = {mask.bias.row(first), count, mask.bias.cols, mask.bias.stride};
+  }
+  if (mask.visible.data != nullptr) {
+    rows.visible = {mask.visible.row(first), count, mask.visible.cols,
+                    mask.visible.stride};
+  }
+  return rows;
 }
 
 // Key `key`'s offset from query `row`'s position, key − p (ALiBi's factor),

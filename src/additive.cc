@@ -147,20 +147,7 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
             detail::NormalizePlan<T> plan;
             plan.normalization = Normalization::softmax;
             plan.empty_rows = empty_rows;
-            plan.mask = head_mask;
-            if (head_mask.valid_lengths != nullptr) {
-              plan.mask.valid_lengths = head_mask.valid_lengths + begin;
-            }
-            plan.mask.causal_offset = detail::SaturatingAdd(
-                head_mask.causal_offset, static_cast<std::ptrdiff_t>(begin));
-            if (head_mask.bias.data != nullptr) {
-              plan.mask.bias = {head_mask.bias.row(begin), rows, m,
-                                head_mask.bias.stride};
-            }
-            if (head_mask.visible.data != nullptr) {
-              plan.mask.visible = {head_mask.visible.row(begin), rows, m,
-                                   head_mask.visible.stride};
-            }
+            plan.mask = detail::MaskRows(head_mask, begin, rows);
             detail::NormalizeRows(plan, block, 0, rows);
             const MatrixView<T> block_out(head_out.row(begin), rows, dv,
                                           head_out.stride);

@@ -233,10 +233,8 @@ std::vector<detail::PoolCall<T>> SequenceCalls(TensorView<const T> queries,
                                detail::HeadMask(mask, 0, h, q1 - q0, unused),
                                {}};
       // The sequences' ends aligned: query i at key i + (m − n) + offset.
-      call.mask.causal_offset =
-          detail::SaturatingAdd(static_cast<std::ptrdiff_t>(keys.rows) -
-                                    static_cast<std::ptrdiff_t>(q1 - q0),
-                                mask.causal_offset);
+      call.mask = detail::ShiftPositions(
+          call.mask, static_cast<__int128>(keys.rows) - (q1 - q0));
       // (Packed sequences take no valid lengths: `unused` stays empty.)
       const size_t together = HeadsInCall(mask, call.mask, q1 - q0, keys.rows,
                                           h, group, false, queries);

@@ -1188,6 +1188,79 @@ ATTNPOOL_TEST_EACH_TARGET(MultiHead, "attention.multi_head.float",
 // The standard ALiBi slopes (Press et al.'s get_slopes), and sinks at their
 // limits: a sink of +inf takes all the weight, and a query that sees no key
 // gets 0 beside a sink, under either empty-row policy.
+// Positions near the ends of ptrdiff_t: calls that move them (additive
+// attention's blocks of queries, packed sequences' m − n) give the bits of
+// the same windows stated at small positions.
+TEST_CASE("attention: window positions at the ends of ptrdiff_t",
+          "[attention]") {
+  constexpr size_t n = 40, m = 50, d = 3, hidden = 4;
+  constexpr std::ptrdiff_t kMax = std::numeric_limits<std::ptrdiff_t>::max();
+  constexpr std::ptrdiff_t kMin = std::numeric_limits<std::ptrdiff_t>::min();
+  std::mt19937_64 rng(kSeed + 78);
+  std::normal_distribution<double> normal;
+  std::vector<double> q(n * d), k(m * d), v(m * d), w(2 * hidden * d + hidden);
+  for (auto* x : {&q, &k, &v, &w}) {
+    for (double& e : *x) e = normal(rng);
+  }
+  const TensorView<const double> queries{q.data(), 1, 1, n, d, 0, 0, d},
+      keys{k.data(), 1, 1, m, d, 0, 0, d},
+      values{v.data(), 1, 1, m, d, 0, 0, d};
+  const attnpool::AdditiveWeights<double> weights{
+      {w.data(), hidden, d},
+      {w.data() + hidden * d, hidden, d},
+      w.data() + 2 * hidden * d};
+  std::vector<double> want(n * d), got(n * d);
+  const TensorView<double> want_view{want.data(), 1, 1, n, d, 0, 0, d},
+      got_view{got.data(), 1, 1, n, d, 0, 0, d};
+  const auto same = [&] {
+    return std::memcmp(want.data(), got.data(), want.size() * 8) == 0;
+  };
+  // Left side near the top: p = i + kMax − 3, first key p − (kMax − 3) = i,
+  // as at p = i + 3 with 3 keys to the left.
+  AttentionMask<double> top, near_top;
+  top.causal_offset = kMax - 3;
+  top.window_left = size_t(kMax) - 3;
+  top.window_right = 2;
+  near_top.causal_offset = 3;
+  near_top.window_left = 3;
+  near_top.window_right = 1000;  // (sides that bind no key, but are given)
+  // Right side near the bottom: p = i + kMin + 4, last key p + 2^63 − 2 =
+  // i + 2, as at p = i with 2 keys to the right.
+  AttentionMask<double> bottom, near_bottom;
+  bottom.causal_offset = kMin + 4;
+  bottom.window_left = 3;
+  bottom.window_right = (size_t(1) << 63) - 2;
+  near_bottom.window_left = 1000;
+  near_bottom.window_right = 2;
+  SECTION("additive attention, blocks of queries") {
+    for (const auto& [exact, far] :
+         {std::pair{near_top, top}, std::pair{near_bottom, bottom}}) {
+      attnpool::additive_attention(weights, queries, keys, values, want_view,
+                                   exact);
+      attnpool::additive_attention(weights, queries, keys, values, got_view,
+                                   far);
+      CHECK(same());
+    }
+  }
+  SECTION("packed sequences, positions moved by m - n = 10 and -10") {
+    for (const size_t keys_in_sequence : {m, n - 10}) {
+      const size_t query_offsets[] = {0, n},
+                   key_offsets[] = {0, keys_in_sequence};
+      const attnpool::PackedSequences one{1, query_offsets, key_offsets};
+      TensorView<const double> sequence_keys = keys, sequence_values = values;
+      sequence_keys.rows = sequence_values.rows = keys_in_sequence;
+      for (const auto& [exact, far] :
+           {std::pair{near_top, top}, std::pair{near_bottom, bottom}}) {
+        attnpool::scaled_dot_product_attention_varlen(
+            queries, sequence_keys, sequence_values, want_view, one, exact);
+        attnpool::scaled_dot_product_attention_varlen(
+            queries, sequence_keys, sequence_values, got_view, one, far);
+        CHECK(same());
+      }
+    }
+  }
+}
+
 TEST_CASE("attention: ALiBi slopes and sinks at their limits", "[attention]") {
   const std::vector<double> eight = attnpool::alibi_slopes(8);
   REQUIRE(eight.size() == 8);

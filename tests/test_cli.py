@@ -402,6 +402,21 @@ class CliTest(unittest.TestCase):
                              "-o", self.path("out.npy"), *extra)
                 np.testing.assert_allclose(np.load(self.path("out.npy")), expected,
                                            rtol=1e-12, atol=1e-12)
+        # The same left side stated near the top of ptrdiff_t (query i at
+        # 2^63 − 4 + i, 2^63 − 3 keys to the left: first key i − 1), where
+        # the calls' moved offsets pass the type's end.
+        left = np.arange(m)[None, :] >= np.arange(n)[:, None] - 1
+        logits = np.where(left, scores, -np.inf)
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        self.run_cli("pool", "--queries", self.path("q.npy"), "--keys",
+                     self.path("x.npy"), "--values", self.path("y.npy"),
+                     "--distance", "dot", "--kernel", "exp", "--scale", "1",
+                     "--normalize", "softmax", "--causal-offset", str(2**63 - 4),
+                     "--window-left", str(2**63 - 3), "--rows-per-call", "5",
+                     "-o", self.path("out.npy"))
+        np.testing.assert_allclose(np.load(self.path("out.npy")),
+                                   (p / p.sum(1, keepdims=True)) @ y,
+                                   rtol=1e-12, atol=1e-12)
         result = self.run_cli("pool", "--queries", self.path("q.npy"), "--keys",
                               self.path("x.npy"), "--values", self.path("y.npy"),
                               "--window-left", "-1", "-o", self.path("out.npy"), expect=2)
@@ -809,7 +824,7 @@ class CliTest(unittest.TestCase):
              "entry 1 is 7, outside [0, 6]", 1),
             (sdpa + ["--valid-lengths", self.save("l3.npy", np.array([1, 2, 3]))],
              "expected (2,): one entry per batch entry, or (2, 5): one per query", 1),
-            (sdpa + ["--scale", "inf"], "scale: must be finite (from --scale)", 1),
+            (sdpa + ["--scale", "inf"], "scale: inf is not a finite float (from --scale)", 1),
             (sdpa + ["--causal-offset", "1"], "--causal-offset needs --causal", 2),
             (sdpa + ["--bandwidth", "1"], "unknown option '--bandwidth' for 'attnpool sdpa'",
              2),

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "arch/visible_limit.h"
 #include "src/mpi/agreement.h"
 #include "src/mpi/pool_reduce.h"
 #include "src/mpi/ring.h"
@@ -100,8 +101,8 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
     CheckOut(out, queries.rows, columns);
   });
   // This rank's queries sit at q_r + i + causal_offset.
-  Mask<T> local_mask = mask;
-  local_mask.causal_offset += static_cast<std::ptrdiff_t>(query_offset);
+  const Mask<T> local_mask =
+      attnpool::detail::ShiftPositions(mask, query_offset);
 
   // Shards k ≤ rank arrive in descending order, then shards k > rank in
   // descending order: each part comes before the run it joins, so it is

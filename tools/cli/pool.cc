@@ -3,11 +3,11 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
-#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "arch/visible_limit.h"
 #include "tools/cli/arrays.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/options.h"
@@ -62,23 +62,6 @@ void PoolBlock(const attnpool::PoolSpec& spec,
     }
   }
   attnpool::attention_pool(spec, queries, keys, values, out, mask, execution);
-}
-
-// The mask of query rows [begin, begin + count) of the whole call's mask.
-template <typename T>
-attnpool::Mask<T> MaskRows(const attnpool::Mask<T>& mask, size_t begin,
-                           size_t count) {
-  attnpool::Mask<T> rows = mask;
-  if (mask.valid_lengths) rows.valid_lengths = mask.valid_lengths + begin;
-  // Saturating: an offset meant as "no limit" may be near the type's ends.
-  if (__builtin_add_overflow(mask.causal_offset,
-                             static_cast<std::ptrdiff_t>(begin),
-                             &rows.causal_offset)) {
-    rows.causal_offset = std::numeric_limits<std::ptrdiff_t>::max();
-  }
-  if (mask.bias.data) rows.bias = Rows(mask.bias, begin, count);
-  if (mask.visible.data) rows.visible = Rows(mask.visible, begin, count);
-  return rows;
 }
 
 std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
@@ -142,7 +125,8 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
     return ComputeInChunks(
         run, rows, key_count, [&](size_t begin, size_t count) {
           const auto out = MatrixRows<T>(results.out, begin, count);
-          const auto block_mask = MaskRows(mask, begin, count);
+          const auto block_mask =
+              attnpool::detail::MaskRows(mask, begin, count);
           if constexpr (std::is_same<T, float>::value) {
             if (inputs.stored_queries) {
               return attnpool::attention_pool(
