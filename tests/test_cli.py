@@ -838,6 +838,9 @@ class CliTest(unittest.TestCase):
             (mha + ["--heads", "0"], "--heads 0: must be at least 1", 2),
             (mha + ["--heads", "3"], "weights.w_q.cols: is 4, not a multiple of the 3 heads "
              "(from --w-q)", 1),
+            # (Before the ALiBi slopes of that many heads are made.)
+            (mha + ["--heads", str(2**62), "--alibi"],
+             "--heads 4611686018427387904: more heads than the 4 columns", 1),
             (mha + ["--heads", "2", "--b-k", self.save("bk.npy", np.zeros(3, np.float32))],
              "expected shape (4,): one entry per column of --w-k", 1),
             (mha + ["--heads", "2", "--w-o", self.path("mwq.npy")],
@@ -1085,6 +1088,14 @@ class CliTest(unittest.TestCase):
                                         header="{'descr': '<f4', 'fortran_order': False, "
                                                "'shape': (4, 3), 'x': 1, }"),
                               "unexpected key 'x'"),
+            # A shape of 4 TiB in a file of none: its size, before allocating.
+            "claims_tib.npy": (npy_bytes("<f4", (2**40,), b""),
+                               "needs 4398046511104 bytes, the file has 0"),
+            # A byte no terminal should receive, shown as '?'.
+            "control.npy": (npy_bytes("<f4", (4, 3), good.tobytes(),
+                                      header="{'descr': '<f4\x1b[2J', 'fortran_order': "
+                                             "False, 'shape': (4, 3), }"),
+                            "dtype '<f4?[2J' is not supported"),
         }
         for name, (content, message) in cases.items():
             with self.subTest(file=name):
@@ -1191,6 +1202,42 @@ class CliTest(unittest.TestCase):
         result = self.run_cli("pool", "--queries", q_path, "--keys", x_path, "--values",
                               y_path, "-o", self.path("no/such/dir/out.npy"), expect=1)
         self.assertIn("cannot create", result.stderr)
+        # Both outputs or neither, each error naming its option.
+        self.expect_error(self.pool_args(None, None, None, "--weights",
+                                         self.path("no/such/dir/w.npy")),
+                          "--weights " + self.path("no/such/dir/w.npy") + ": cannot create")
+        self.assertEqual([n for n in os.listdir(self.dir) if n.startswith("out.npy")], [])
+        self.expect_error(self.pool_args(None, None, None, "--weights",
+                                         self.path("out.npy")),
+                          "--weights " + self.path("out.npy") + ": is also -o's path")
+
+    def test_results_past_memory(self):
+        # 2^32 rows of no columns: a file of a header only, a result of 2^64
+        # entries (distances), or 2^32 × 2^32 weights.
+        tall = self.write("tall.npy", npy_bytes("<f4", (2**32, 0), b""))
+        self.expect_error(["distances", "--queries", tall, "--keys", tall, "-o",
+                           self.path("out.npy")],
+                          "-o: the result: shape (4294967296, 4294967296) overflows")
+        self.expect_error(["pool", "--queries", tall, "--keys", tall, "--values", tall,
+                           "-o", self.path("out.npy"), "--weights", self.path("w.npy")],
+                          "--weights: the result: shape (4294967296, 4294967296)")
+
+    def test_option_named_in_entry_errors(self):
+        x_path, y_path, q_path, _, _, _ = self.nw_inputs()
+        lengths = self.save("lengths.npy", np.array([1, 2**64 - 1] + [0] * 48,
+                                                    dtype=np.uint64))
+        self.expect_error(self.pool_args(None, None, None, "--valid-lengths", lengths),
+                          "entry 1 is 18446744073709551615, outside [0, 40]")
+        q, k, v = (self.save(name, self.rng.standard_normal((1, 2, 3, 4)).astype(np.float32))
+                   for name in ("tq.npy", "tk.npy", "tv.npy"))
+        self.expect_error(["sdpa", "--queries", q, "--keys", k, "--values", v, "-o",
+                           self.path("out.npy"), "--alibi-slopes",
+                           self.save("slopes.npy", np.array([np.nan, 1], np.float32))],
+                          "(from --alibi-slopes)")
+        self.expect_error(["distances", "--queries", q_path, "--keys",
+                           self.save("k16.npy", np.ones((4, 3), np.float16)),
+                           "--keys-dtype", "bf16", "-o", self.path("out.npy")],
+                          "--keys-dtype: unknown name 'bf16'", 2)
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ class HeaderParser {
         *shape = Tuple();
         have_shape = true;
       } else {
-        Fail("unexpected key '" + key + "'");
+        Fail("unexpected key '" + Printable(key) + "'");
       }
     });
     SkipSpace();
@@ -121,7 +121,7 @@ class HeaderParser {
       throw NpyError("dtype '" + descr + "' is big-endian; save a.astype('<" +
                      descr.substr(1) + "') instead");
     }
-    throw NpyError("dtype '" + descr +
+    throw NpyError("dtype '" + Printable(descr) +
                    "' is not supported: use float32 ('<f4') or float64 "
                    "('<f8') (e.g. a.astype(np.float32))");
   }
@@ -131,13 +131,16 @@ class HeaderParser {
                    std::to_string(pos_) + " of \"" + Printable() + "\"");
   }
 
-  std::string Printable() const {
-    std::string text;
-    for (char c : text_.substr(0, 120)) {
-      text += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+  // `text` as it may be printed: at most 120 characters, each other than
+  // a printable ASCII one shown as '?'.
+  static std::string Printable(const std::string& text) {
+    std::string shown;
+    for (char c : text.substr(0, 120)) {
+      shown += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
     }
-    return text_.size() > 120 ? text + "..." : text;
+    return text.size() > 120 ? shown + "..." : shown;
   }
+  std::string Printable() const { return Printable(text_); }
 
   void SkipSpace() {
     while (pos_ < text_.size() &&
@@ -369,8 +372,17 @@ NpyArray ReadNpy(const std::string& path) {
   const NpyHeader header = ReadHeader([&](void* buffer, size_t bytes) {
     return std::fread(buffer, 1, bytes, file.get());
   });
+  // A regular file too short for its shape is reported before the
+  // allocation of what it claims.
+  size_t bytes = 0;
+  CountOf(header.shape, NpyTypeSize(header.type), &bytes);
+  struct stat status;
+  const long position = std::ftell(file.get());
+  if (fstat(fileno(file.get()), &status) == 0 && S_ISREG(status.st_mode) &&
+      position >= 0 && static_cast<size_t>(status.st_size - position) < bytes) {
+    throw TruncatedData(header, bytes, status.st_size - position);
+  }
   NpyArray array = MakeNpyArray(header.type, header.shape);
-  const size_t bytes = array.count * NpyTypeSize(header.type);
   const size_t read = std::fread(array.storage.get(), 1, bytes, file.get());
   if (read != bytes) throw TruncatedData(header, bytes, read);
   if (std::fgetc(file.get()) != EOF) throw TrailingData(header, bytes);
@@ -451,7 +463,7 @@ NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
   return array;
 }
 
-void WriteNpy(const std::string& path, const NpyArray& array) {
+std::string WriteNpyTemporary(const std::string& path, const NpyArray& array) {
   std::string header =
       std::string("{'descr': '") + NpyDescr(array.type) +
       "', 'fortran_order': False, 'shape': " + ShapeText(array.shape) + ", }";
@@ -501,11 +513,19 @@ void WriteNpy(const std::string& path, const NpyArray& array) {
       throw NpyError("cannot write " + path + ": " + reason);
     }
   }
+  return temporary;
+}
+
+void RenameNpy(const std::string& temporary, const std::string& path) {
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string reason = ErrnoText();
     std::remove(temporary.c_str());
     throw NpyError("cannot write " + path + ": " + reason);
   }
+}
+
+void WriteNpy(const std::string& path, const NpyArray& array) {
+  RenameNpy(WriteNpyTemporary(path, array), path);
 }
 
 }  // namespace attnpool_tools

@@ -99,5 +99,11 @@ NpyArray MakeNpyArray(NpyType type, const std::vector<size_t>& shape);
 // Writes `array` to `path` (through a temporary file renamed into place, so
 // a failed write leaves no partial file). Throws NpyError.
 void WriteNpy(const std::string& path, const NpyArray& array);
+// WriteNpy in its two steps, for several files that are written all or
+// none: the array written to a temporary file beside `path` (removed if
+// that fails), whose name it returns; then that file renamed to `path`
+// (removed if that fails). Throw NpyError.
+std::string WriteNpyTemporary(const std::string& path, const NpyArray& array);
+void RenameNpy(const std::string& temporary, const std::string& path);
 
 }  // namespace attnpool_tools

@@ -1,5 +1,6 @@
 #include "tools/cli/arrays.h"
 
+#include <cstdio>
 #include <utility>
 
 namespace attnpool_cli {
@@ -131,9 +132,8 @@ std::vector<size_t> LengthEntries(const std::string& label,
       const long double value = entries[i];
       if (value < 0 || value > static_cast<long double>(key_count)) {
         throw CliError{label + ": entry " + std::to_string(i) + " is " +
-                       std::to_string(static_cast<long long>(value)) +
-                       ", outside [0, " + std::to_string(key_count) + "] (" +
-                       limit + ")"};
+                       std::to_string(entries[i]) + ", outside [0, " +
+                       std::to_string(key_count) + "] (" + limit + ")"};
       }
       lengths[i] = static_cast<size_t>(value);
     }
@@ -147,11 +147,40 @@ std::vector<size_t> LengthEntries(const std::string& label,
   return lengths;
 }
 
-void Save(const std::string& path, const NpyArray& array) {
+NpyArray MakeResult(const std::string& option, NpyType type,
+                    const std::vector<size_t>& shape) {
   try {
-    attnpool_tools::WriteNpy(path, array);
+    return attnpool_tools::MakeNpyArray(type, shape);
   } catch (const NpyError& error) {
-    throw CliError{std::string("-o ") + path + ": " + error.what()};
+    throw CliError{option + ": the result: " + error.what()};
+  }
+}
+
+void Save(const std::vector<OutputFile>& files) {
+  std::vector<std::string> temporaries;
+  size_t k = 0;
+  // A failure of file k removes the temporaries from `first` on, those
+  // neither renamed nor removed by the failing step itself.
+  const auto fail = [&](const NpyError& error, size_t first) {
+    for (size_t j = first; j < temporaries.size(); ++j) {
+      std::remove(temporaries[j].c_str());
+    }
+    throw CliError{files[k].option + " " + files[k].path + ": " + error.what()};
+  };
+  try {
+    for (; k < files.size(); ++k) {
+      temporaries.push_back(
+          attnpool_tools::WriteNpyTemporary(files[k].path, *files[k].array));
+    }
+  } catch (const NpyError& error) {
+    fail(error, 0);
+  }
+  for (k = 0; k < files.size(); ++k) {
+    try {
+      attnpool_tools::RenameNpy(temporaries[k], files[k].path);
+    } catch (const NpyError& error) {
+      fail(error, k + 1);
+    }
   }
 }
 
@@ -212,8 +241,8 @@ StoredElements ReadStoredElements(
                      "('<f4'), float16 ('<f2'), bfloat16 bits ('<u2') or int8 "
                      "('|i1')"};
   }
-  if (dtype &&
-      attnpool::element_type_from_name(dtype->c_str()) != stored.type) {
+  if (dtype && ParseName(dtype_option, *dtype,
+                         &attnpool::element_type_from_name) != stored.type) {
     throw CliError{dtype_option + " " + *dtype + " but " + label + " is " +
                    NpyTypeName(array.type)};
   }

@@ -167,7 +167,19 @@ std::vector<size_t> LengthEntries(
     const std::string& label, const NpyArray& array, size_t key_count,
     const std::string& limit = "the number of keys");
 
-void Save(const std::string& path, const NpyArray& array);
+// A result array for the output option `option` (e.g. "-o"): a shape past
+// what memory holds is that option's error.
+NpyArray MakeResult(const std::string& option, NpyType type,
+                    const std::vector<size_t>& shape);
+
+// An output: its option, its path and the array to write there.
+struct OutputFile {
+  std::string option, path;
+  const NpyArray* array;
+};
+// Writes every file or none (WriteNpyTemporary, RenameNpy's two steps: all
+// written, then all renamed); an error names the file's option and path.
+void Save(const std::vector<OutputFile>& files);
 
 // ---------------------------------------------------------------- views
 

@@ -19,8 +19,8 @@ int RunDistances(attnpool::Distance distance, const InputMatrix& queries_in,
                  const std::optional<StoredElements>& stored,
                  const std::string& out_path, const Run& run) {
   const size_t rows = queries_in.rows, key_count = keys_in.rows;
-  Results results{out_path, attnpool_tools::MakeNpyArray(queries_in.array.type,
-                                                         {rows, key_count})};
+  Results results{out_path,
+                  MakeResult("-o", queries_in.array.type, {rows, key_count})};
   const auto queries = View<T>(queries_in);
   const auto distances = [&](const auto& keys) {
     return ComputeInChunks(

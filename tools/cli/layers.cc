@@ -484,9 +484,9 @@ class LayerRun {
                                          extents.mask_heads, type);
     return reading_.Compute(type, [&](auto zero, const Run& run) {
       using T = decltype(zero);
-      Results results{arguments_.Required("-o"),
-                      attnpool_tools::MakeNpyArray(
-                          type, OutputShape(queries, extents.out_cols))};
+      Results results{
+          arguments_.Required("-o"),
+          MakeResult("-o", type, OutputShape(queries, extents.out_cols))};
       LayerCall<T> call{
           query_elements_ ? attnpool::TensorView<const T>() : queries.View<T>(),
           key_elements_ ? attnpool::TensorView<const T>()
@@ -719,6 +719,11 @@ int Mha(const Arguments& arguments) {
   RequireColumnsOf(values, w_v, "rows", w_v.rows);
   RequireSameColumns(w_q, w_k);
   RequireColumnsOf(w_v, w_o, "rows", w_o.rows);
+  // (Before the mask's per-head arrays are made: at most one head a column.)
+  if (static_cast<unsigned long long>(heads) > std::max<size_t>(1, w_q.cols)) {
+    throw CliError{"--heads " + heads_text + ": more heads than the " +
+                   std::to_string(w_q.cols) + " columns of " + w_q.Label()};
+  }
   // The biases: 1-D, as long as their projection's columns.
   const char* const bias_options[4] = {"--b-q", "--b-k", "--b-v", "--b-o"};
   std::optional<InputMatrix> b[4];

@@ -87,10 +87,11 @@ RunSettings ReadSettings(const Arguments& arguments) {
 
 namespace {
 
-// The option of `argument` in `options`, trying "a.b.c", then "a.b", "a".
+// The option of `argument` in `options`, trying "a.b.c", then "a.b", "a"
+// (an entry's "a.b[3]" as "a.b").
 std::string OptionIn(const std::map<std::string, std::string>& options,
                      const std::string& argument) {
-  for (auto prefix = argument;;) {
+  for (auto prefix = argument.substr(0, argument.find('['));;) {
     const auto found = options.find(prefix);
     if (found != options.end()) return found->second;
     const auto dot = prefix.rfind('.');
@@ -121,14 +122,17 @@ CliError LibraryError(const attnpool::Error& error, const Command* command,
 Results PoolResults(const std::string& out_path,
                     const std::optional<std::string>& weights_path, size_t rows,
                     const InputMatrix& values, size_t key_count, NpyType type) {
+  if (weights_path && *weights_path == out_path) {
+    throw CliError{"--weights " + *weights_path + ": is also -o's path"};
+  }
   return {out_path,
-          attnpool_tools::MakeNpyArray(
-              type, values.one_dimensional
-                        ? std::vector<size_t>{rows}
-                        : std::vector<size_t>{rows, values.cols}),
+          MakeResult("-o", type,
+                     values.one_dimensional
+                         ? std::vector<size_t>{rows}
+                         : std::vector<size_t>{rows, values.cols}),
           weights_path,
-          attnpool_tools::MakeNpyArray(
-              type, std::vector<size_t>{weights_path ? rows : 0, key_count})};
+          MakeResult("--weights", type,
+                     std::vector<size_t>{weights_path ? rows : 0, key_count})};
 }
 
 namespace {
@@ -162,8 +166,11 @@ void PrintTiming(const char* command, const std::string& shape,
 int Finish(const Run& run, const Results& results, Clock::duration compute_time,
            const std::string& shape) {
   const auto write_start = Clock::now();
-  Save(results.out_path, results.out);
-  if (results.weights_path) Save(*results.weights_path, results.weights);
+  std::vector<OutputFile> files{{"-o", results.out_path, &results.out}};
+  if (results.weights_path) {
+    files.push_back({"--weights", *results.weights_path, &results.weights});
+  }
+  Save(files);
   if (run.settings.time) {
     PrintTiming(run.command.name, shape, NpyTypeName(results.out.type),
                 run.read_time, compute_time, Clock::now() - write_start,
