@@ -59,7 +59,9 @@ def _lengths(valid_lengths, count: Optional[int], name: str = "valid_lengths"):
 
 
 def offsets(name: str, values):
-    """Sequence offsets (cu_seqlens) as the core takes them."""
+    """Sequence offsets (cu_seqlens) as the core takes them: one axis."""
+    if np.ndim(values) != 1:
+        raise ValueError(f"{name}: has {np.ndim(values)} dimensions, expected 1")
     return _lengths(values, None, name)
 
 
@@ -103,6 +105,11 @@ def masks(n: int, valid_lengths=None, causal: bool = False,
     left, right = _window_side(window[0]), _window_side(window[1])
     per_query = batch is None or np.ndim(valid_lengths) == 2
     count = n if batch is None else (batch * n if per_query else batch)
+    if valid_lengths is not None:
+        shapes = [(n,)] if batch is None else [(batch,), (batch, n)]
+        if np.shape(valid_lengths) not in shapes:
+            raise ValueError(f"valid_lengths: shape {np.shape(valid_lengths)}, "
+                             f"expected {' or '.join(map(str, shapes))}")
     lengths = None if valid_lengths is None else _lengths(valid_lengths, count)
     if visible is not None:
         visible = np.asarray(visible)

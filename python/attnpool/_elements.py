@@ -20,10 +20,20 @@ class Int8Rows(NamedTuple):
     scales: np.ndarray
 
 
+def _of_dtype(name: str, array, dtype, what: str) -> np.ndarray:
+    """`array` as a contiguous ndarray of `dtype`, which it must have: a
+    conversion would round twice (float64 → float32 → bfloat16) or read
+    numbers as bit patterns."""
+    array = as_input(array)
+    if array.dtype != dtype:
+        raise TypeError(f"{name}: dtype {array.dtype}; {what}")
+    return np.ascontiguousarray(array)
+
+
 def to_bfloat16(x) -> np.ndarray:
     """float32 → bfloat16 bit patterns (uint16, the same shape): rounded to
     nearest, ties to even; ±inf beyond the largest finite value; NaN kept."""
-    x = np.ascontiguousarray(as_input(x), dtype=np.float32)
+    x = _of_dtype("x", x, np.float32, "to_bfloat16 rounds float32 values")
     out = np.empty(x.shape, dtype=np.uint16)
     _core.to_bfloat16(x.reshape(-1), out.reshape(-1))
     return out
@@ -31,7 +41,8 @@ def to_bfloat16(x) -> np.ndarray:
 
 def bfloat16_to_float(bits) -> np.ndarray:
     """bfloat16 bit patterns (uint16) → float32, exactly."""
-    bits = np.ascontiguousarray(as_input(bits), dtype=np.uint16)
+    bits = _of_dtype("bits", bits, np.uint16,
+                     "bfloat16_to_float takes uint16 bit patterns")
     out = np.empty(bits.shape, dtype=np.float32)
     _core.bfloat16_to_float(bits.reshape(-1), out.reshape(-1))
     return out
@@ -40,8 +51,9 @@ def bfloat16_to_float(bits) -> np.ndarray:
 def quantize_rows(x) -> Int8Rows:
     """Each row (last axis) of float32 ``x`` to int8 with the scale
     max|row| / 127, rounded to nearest even."""
-    x = np.ascontiguousarray(as_input(x), dtype=np.float32)
-    rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    x = _of_dtype("x", x, np.float32, "quantize_rows takes float32 rows")
+    rows = (x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1]) if x.ndim
+            else x.reshape(1, 1))
     data = np.empty(rows.shape, dtype=np.int8)
     scales = np.empty(rows.shape[0], dtype=np.float32)
     _core.quantize_rows(rows, data, scales)

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,11 +96,13 @@ void RequireDimensions(const std::string& name, const Array& array,
 // in place: last axis unit-strided (or of at most one element), the others
 // non-negative, and rows that do not overlap (a row stride of at least the
 // row's length: a broadcast input, stride 0, is copied). An array with no
-// element gets dense strides (NumPy 2 reports 0 for them). Empty otherwise.
+// element gets dense strides (NumPy 2 reports 0 for them). None otherwise
+// (a 1-D array, with no strides to return, is in place only when
+// contiguous).
 template <class Array>
-std::vector<size_t> InPlaceStrides(const Array& array) {
+std::optional<std::vector<size_t>> InPlaceStrides(const Array& array) {
   const size_t ndim = array.ndim();
-  if (ndim == 0) return {};
+  if (ndim == 0) return std::nullopt;
   std::vector<size_t> strides(ndim - 1);
   bool empty = false;
   for (size_t k = 0; k < ndim; ++k) empty |= array.shape(k) == 0;
@@ -111,14 +114,16 @@ std::vector<size_t> InPlaceStrides(const Array& array) {
     }
     return strides;
   }
-  if (array.shape(ndim - 1) > 1 && array.stride(ndim - 1) != 1) return {};
+  if (array.shape(ndim - 1) > 1 && array.stride(ndim - 1) != 1) {
+    return std::nullopt;
+  }
   for (size_t k = 0; k + 1 < ndim; ++k) {
-    if (array.stride(k) < 0) return {};
+    if (array.stride(k) < 0) return std::nullopt;
     strides[k] = static_cast<size_t>(array.stride(k));
   }
   if (ndim >= 2 && array.shape(ndim - 2) > 1 &&
       strides[ndim - 2] < array.shape(ndim - 1)) {
-    return {};
+    return std::nullopt;
   }
   return strides;
 }
@@ -169,10 +174,9 @@ class Input : public StridedView<const T, Rank> {
     RequireDimensions(name, array, Rank);
     for (size_t k = 0; k < Rank; ++k) this->shape_[k] = array.shape(k);
     const T* data = static_cast<const T*>(array.data());
-    auto strides = InPlaceStrides(array);
-    if (strides.size() + 1 == Rank) {
+    if (const auto strides = InPlaceStrides(array)) {
       this->data_ = data;
-      for (size_t k = 0; k + 1 < Rank; ++k) this->strides_[k] = strides[k];
+      for (size_t k = 0; k + 1 < Rank; ++k) this->strides_[k] = (*strides)[k];
       return;
     }
     ++g_input_copies;
@@ -227,14 +231,14 @@ class Output : public StridedView<T, Rank> {
       }
     }
     const auto strides = InPlaceStrides(array);
-    if (strides.size() + 1 != Rank) {
+    if (!strides) {
       ThrowValue(name,
                  "its rows must be contiguous (unit stride along the "
                  "last axis, non-negative strides)");
     }
     this->data_ = static_cast<T*>(array.data());
     for (size_t k = 0; k < Rank; ++k) this->shape_[k] = shape[k];
-    for (size_t k = 0; k + 1 < Rank; ++k) this->strides_[k] = strides[k];
+    for (size_t k = 0; k + 1 < Rank; ++k) this->strides_[k] = (*strides)[k];
   }
 };
 

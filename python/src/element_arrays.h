@@ -52,12 +52,10 @@ class ElementArray {
     }
     RequireDimensions(name, array, Rank);
     const auto strides = InPlaceStrides(array);
-    if (strides.size() + 1 != Rank) {
-      ThrowValue(name, "its rows must be contiguous");
-    }
+    if (!strides) ThrowValue(name, "its rows must be contiguous");
     data_ = array.data();
     for (size_t k = 0; k < Rank; ++k) shape_[k] = array.shape(k);
-    for (size_t k = 0; k + 1 < Rank; ++k) strides_[k] = strides[k];
+    for (size_t k = 0; k + 1 < Rank; ++k) strides_[k] = (*strides)[k];
     if (type_ == ElementType::int8) {
       if (!scales) ThrowValue(name + "_scales", "int8 rows need their scales");
       RequireFloat32(name + "_scales", *scales);

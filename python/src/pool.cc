@@ -53,45 +53,77 @@ void AttentionPool(const SpecArguments& spec, const InArray& queries,
 }
 
 // A PoolState's arrays: accumulator (n, dv), max, sum and best (n each,
-// uintp). All are written in place, never converted: a converted copy
-// would take the writes.
+// uintp). A state written (made, merged into) is written in place, never
+// converted: a converted copy would take the writes. A state only read
+// (merged in, finished) may be read-only, and is copied where its rows are
+// not contiguous.
 using StateArrays = std::tuple<OutArray, OutArray, OutArray, OutArray>;
+using ReadStateArrays = std::tuple<InArray, InArray, InArray, InArray>;
 
-// `best`, checked to be the state's uintp indices, one per query.
-inline size_t* BestIndices(const std::string& name, const OutArray& best,
-                           size_t rows) {
-  if (best.dtype() != nb::dtype<size_t>()) {
-    ThrowType(name, "dtype " + DtypeName(best.dtype()) + " is not uintp");
-  }
-  return Output<size_t, 1>(name, best, {rows}, "the state").data();
-}
-
-// The library's view of `state` (named `name` in errors), element type T.
-template <typename T>
+// The library's view of `state` (named `name` in errors), element type T;
+// Array: OutArray (written) or InArray (read).
+template <typename T, class Array = OutArray>
 class Partial {
- public:
-  Partial(const std::string& name, const StateArrays& state)
-      : accumulator_(name + ".accumulator", std::get<0>(state),
-                     Shape2(name + ".accumulator", std::get<0>(state)),
-                     "the state"),
-        max_(name + ".max", std::get<1>(state), {rows()}, "the state"),
-        sum_(name + ".sum", std::get<2>(state), {rows()}, "the state"),
-        best_(BestIndices(name + ".best", std::get<3>(state), rows())) {}
+  static constexpr bool kRead = std::is_same<Array, InArray>::value;
+  template <typename E, size_t Rank>
+  using View = std::conditional_t<kRead, Input<E, Rank>, Output<E, Rank>>;
 
+ public:
+  Partial(const std::string& name,
+          const std::tuple<Array, Array, Array, Array>& state)
+      : accumulator_(
+            Make<T, 2>(name + ".accumulator", std::get<0>(state),
+                       Shape2(name + ".accumulator", std::get<0>(state)))),
+        max_(Make<T, 1>(name + ".max", std::get<1>(state), {rows()})),
+        sum_(Make<T, 1>(name + ".sum", std::get<2>(state), {rows()})),
+        best_(Make<size_t, 1>(name + ".best", std::get<3>(state), {rows()})) {}
+
+  // (A read state's arrays are only read by the library: merge's `later`,
+  // finish's state.)
   attnpool::PoolPartial<T> view() const {
-    return {accumulator_.matrix(), max_.data(), sum_.data(), best_};
+    return {{const_cast<T*>(accumulator_.matrix().data), rows(),
+             accumulator_.matrix().cols, accumulator_.matrix().stride},
+            const_cast<T*>(max_.data()),
+            const_cast<T*>(sum_.data()),
+            const_cast<size_t*>(best_.data())};
   }
   size_t rows() const { return accumulator_.matrix().rows; }
 
  private:
   static std::array<size_t, 2> Shape2(const std::string& name,
-                                      const OutArray& array) {
+                                      const Array& array) {
     RequireDimensions(name, array, 2);
     return {array.shape(0), array.shape(1)};
   }
-  Output<T, 2> accumulator_;
-  Output<T, 1> max_, sum_;
-  size_t* best_;
+  // `array` of element type E (the state's T, or uintp for best) and
+  // `shape`.
+  template <typename E, size_t Rank>
+  static View<E, Rank> Make(const std::string& name, const Array& array,
+                            const std::array<size_t, Rank>& shape) {
+    if (array.dtype() != nb::dtype<E>()) {
+      ThrowType(name, "dtype " + DtypeName(array.dtype()) + " is not " +
+                          (std::is_same<E, size_t>::value ? "uintp"
+                                                          : DtypeName<E>()) +
+                          ", the state's");
+    }
+    if constexpr (kRead) {
+      RequireDimensions(name, array, Rank);
+      for (size_t k = 0; k < Rank; ++k) {
+        if (array.shape(k) != shape[k]) {
+          ThrowValue(name, "axis " + std::to_string(k) + " has " +
+                               std::to_string(array.shape(k)) +
+                               " entries, expected " +
+                               std::to_string(shape[k]));
+        }
+      }
+      return View<E, Rank>(name, array);
+    } else {
+      return View<E, Rank>(name, array, shape, "the state");
+    }
+  }
+  View<T, 2> accumulator_;
+  View<T, 1> max_, sum_;
+  View<size_t, 1> best_;
 };
 
 void PoolPartial(const SpecArguments& spec, const InArray& queries,
@@ -135,21 +167,22 @@ void PoolPartialElements(const SpecArguments& spec, const InArray& queries,
 }
 
 void PoolMerge(const SpecArguments& spec, const StateArrays& into,
-               const StateArrays& later) {
+               const ReadStateArrays& later) {
   WithDtype("into", std::get<0>(into), [&](auto zero) {
     using T = decltype(zero);
-    const Partial<T> a("into", into), b("later", later);
+    const Partial<T> a("into", into);
+    const Partial<T, InArray> b("later", later);
     const auto pool_spec = PoolSpecOf(spec);
     nb::gil_scoped_release release;
     attnpool::attention_pool_merge(pool_spec, a.view(), b.view());
   });
 }
 
-void PoolFinish(const SpecArguments& spec, const StateArrays& state,
+void PoolFinish(const SpecArguments& spec, const ReadStateArrays& state,
                 const OutArray& out) {
   WithDtype("state", std::get<0>(state), [&](auto zero) {
     using T = decltype(zero);
-    const Partial<T> partial("state", state);
+    const Partial<T, InArray> partial("state", state);
     const auto columns = partial.view().accumulator.cols;
     const Output<T, 2> o("out", out, {partial.rows(), columns}, "the state");
     const auto pool_spec = PoolSpecOf(spec);

@@ -36,6 +36,8 @@ def test_conversions(target):
     held = attnpool.dequantize_rows(rows)
     assert np.all(np.abs(held - x[:1000].reshape(10, 100)) <=
                   rows.scales[:, None] * 0.5001)
+    empty_rows = attnpool.quantize_rows(np.zeros((3, 0), np.float32))
+    assert empty_rows.data.shape == (3, 0) and (empty_rows.scales == 0).all()
 
 
 def assert_held(got, want, queries, keys, values, held_keys, held_values,

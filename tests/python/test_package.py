@@ -164,6 +164,40 @@ def test_strided_inputs_in_place_or_copied_once():
           numpy_distances(q, reversed_rows, "sqeuclidean"), np.float64)
 
 
+def test_strided_vectors_are_read_as_strided():
+    # 1-D arrays (a weight vector, a state's max and sum) whose stride is not
+    # 1 are copied where they are read and refused where they are written.
+    rng = rng_for("strided vectors")
+    q, k = rng.standard_normal((3, 1, 4, 5)), rng.standard_normal((3, 1, 6, 5))
+    w_q, w_k = rng.standard_normal((7, 5)), rng.standard_normal((7, 5))
+    w_v = rng.standard_normal((7, 3))
+    for strided in (w_v[:, 1], w_v[::-1, 1]):  # stride 3, and -3
+        want = attnpool.additive_attention(q, k, k, w_q, w_k, strided.copy())
+        assert attnpool.additive_attention(q, k, k, w_q, w_k, strided).tobytes() == \
+            want.tobytes()
+    x = rng.standard_normal((4, 2))
+    state = attnpool.PoolState.partial(x, x, x)
+    both = np.empty((4, 2))
+    state.max = both[:, 0]
+    with pytest.raises(ValueError, match="into.max"):
+        state.merge(attnpool.PoolState.partial(x, x, x, key_offset=4))
+
+
+def test_read_only_states_merge_in_and_finish():
+    # A state only read (merged in, or finished) may be read-only, as one
+    # received into a read-only buffer.
+    x = np.random.default_rng(8).standard_normal((4, 2))
+    whole = attnpool.attention_pool(x, np.vstack([x, x]), np.vstack([x, x]))
+    later = attnpool.PoolState.partial(x, x, x, key_offset=4)
+    for array in later._arrays():
+        array.flags.writeable = False
+    state = attnpool.PoolState.partial(x, x, x).merge(later)
+    close(state.finish(), whole, np.float64)
+    for array in state._arrays():
+        array.flags.writeable = False
+    close(state.finish(), whole, np.float64)
+
+
 def test_empty_and_broadcast_inputs():
     q = np.ones((3, 4))
     assert attnpool.attention_pool(q[:0], q, q).shape == (0, 4)
@@ -211,6 +245,15 @@ def test_out_is_written_in_place():
                                      bandwidth=-1), ValueError, "bandwidth"),
     (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
                                      valid_lengths=[1, 2]), ValueError, "valid_lengths"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     valid_lengths=[[1], [2], [3]]),
+     ValueError, "valid_lengths"),
+    (lambda: attnpool.scaled_dot_product_attention(
+        np.ones((2, 1, 3, 2)), np.ones((2, 1, 4, 2)), np.ones((2, 1, 4, 2)),
+        valid_lengths=np.ones((3, 2), int)), ValueError, "valid_lengths"),
+    (lambda: attnpool.to_bfloat16(np.ones(3)), TypeError, "x"),
+    (lambda: attnpool.bfloat16_to_float(np.ones(3, np.float32)), TypeError, "bits"),
+    (lambda: attnpool.quantize_rows(np.ones((2, 3), np.int8)), TypeError, "x"),
     (lambda: attnpool.weighted_sum(np.ones((3, 2)), np.ones((2, 2)), threads=-1),
      ValueError, "threads"),
 ])
