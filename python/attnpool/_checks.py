@@ -9,8 +9,23 @@ from typing import Optional
 import numpy as np
 
 
+def integer(name: str, value, low: int, high: int) -> int:
+    """`value` as an int in [low, high], or an error naming `name` (a float
+    with a fraction, inf or NaN is no integer)."""
+    try:
+        number = int(value)
+        exact = number == value
+    except (TypeError, ValueError, OverflowError):
+        exact = False
+    if not exact:
+        raise TypeError(f"{name}: must be an integer, not {value!r}")
+    if not low <= number <= high:
+        raise ValueError(f"{name}: {number} is outside [{low}, {high}]")
+    return number
+
+
 def threads_of(threads: Optional[int]) -> int:
-    return 0 if threads is None else int(threads)
+    return 0 if threads is None else integer("threads", threads, 0, 2**31 - 1)
 
 
 def float_dtype(name: str, array: np.ndarray) -> np.dtype:
@@ -39,9 +54,15 @@ def writable(name: str, array) -> np.ndarray:
 
 
 def output(name: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """`out` checked for writing (the core checks its shape and dtype), or a
-    new array of `shape` and `dtype`."""
-    return np.empty(shape, dtype=dtype) if out is None else writable(name, out)
+    """`out` checked for writing and for its shape (the core checks its
+    dtype and strides, on the views it is given), or a new array of
+    `shape` and `dtype`."""
+    if out is None:
+        return np.empty(shape, dtype=dtype)
+    out = writable(name, out)
+    if out.shape != tuple(shape):
+        raise ValueError(f"{name}: shape {out.shape}, expected {tuple(shape)}")
+    return out
 
 
 def _lengths(valid_lengths, count: Optional[int], name: str = "valid_lengths"):
@@ -66,11 +87,7 @@ def offsets(name: str, values):
 
 
 def _window_side(value) -> Optional[int]:
-    if value is None:
-        return None
-    if int(value) != value or value < 0:
-        raise ValueError(f"window: a side must be an integer ≥ 0 or None, not {value!r}")
-    return int(value)
+    return None if value is None else integer("window", value, 0, 2**64 - 1)
 
 
 def _per_head(name: str, values, heads: Optional[int]) -> list:
@@ -115,7 +132,8 @@ def masks(n: int, valid_lengths=None, causal: bool = False,
         visible = np.asarray(visible)
         if visible.dtype == np.bool_:
             visible = visible.view(np.uint8)
-    return (lengths, per_query, bool(causal), int(causal_offset), left, right,
+    return (lengths, per_query, bool(causal),
+            integer("causal_offset", causal_offset, -2**63, 2**63 - 1), left, right,
             optional_input(bias), visible,
             None if softcap is None else float(softcap),
             _per_head("alibi_slopes" if batch is not None else "alibi_slope", alibi,

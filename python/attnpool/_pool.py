@@ -8,7 +8,8 @@ from typing import Optional
 import numpy as np
 
 from . import _core
-from ._checks import as_input, float_dtype, masks, output, shape_of, threads_of
+from ._checks import (as_input, float_dtype, integer, masks, output, shape_of,
+                      threads_of)
 from ._elements import element, float32_queries, is_narrow
 
 
@@ -125,8 +126,7 @@ class PoolState:
         the state of the shard at key_offset 0 only. Options as
         :func:`attention_pool` (keys and values in reduced precision too)."""
         spec = _spec(distance, kernel, bandwidth, scale, normalize, empty_rows)
-        if key_offset < 0:
-            raise ValueError("key_offset: must be ≥ 0")
+        key_offset = integer("key_offset", key_offset, 0, 2**64 - 1)
         if is_narrow(keys) or is_narrow(values):
             queries = float32_queries(queries)
             keys, values = element("keys", keys), element("values", values)

@@ -251,6 +251,18 @@ def test_out_is_written_in_place():
     (lambda: attnpool.scaled_dot_product_attention(
         np.ones((2, 1, 3, 2)), np.ones((2, 1, 4, 2)), np.ones((2, 1, 4, 2)),
         valid_lengths=np.ones((3, 2), int)), ValueError, "valid_lengths"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     causal=True, causal_offset=1.5),
+     TypeError, "causal_offset"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     window=(np.inf, 0)), TypeError, "window"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     threads=2**40), ValueError, "threads"),
+    (lambda: attnpool.PoolState.partial(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                        key_offset=None), TypeError, "key_offset"),
+    (lambda: attnpool.scaled_dot_product_attention_varlen(
+        np.ones((3, 1, 2)), np.ones((4, 1, 2)), np.ones((4, 1, 2)), [0, 3], [0, 4],
+        out=np.ones((3, 2))), ValueError, "out"),
     (lambda: attnpool.to_bfloat16(np.ones(3)), TypeError, "x"),
     (lambda: attnpool.bfloat16_to_float(np.ones(3, np.float32)), TypeError, "bits"),
     (lambda: attnpool.quantize_rows(np.ones((2, 3), np.int8)), TypeError, "x"),
