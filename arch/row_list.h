@@ -133,7 +133,8 @@ struct RowList {
     size_t run = page_rows - k % page_rows;
     const bool pages_abut = page_stride == page_rows * stride;
     for (size_t page = k / page_rows;
-         run < count && pages_abut && pages[page + 1] == pages[page] + 1;
+         run < count && pages_abut &&
+         pages[page + 1] == int64_t{pages[page]} + 1;
          ++page) {
       run += page_rows;
     }
