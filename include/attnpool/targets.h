@@ -12,7 +12,8 @@
 //
 // Thread safety: every computing function may be called from many threads
 // at once (each call's result is the same bits as the call made alone), the
-// first calls of a process included (initialization is thread-safe). The
+// first calls of a process included (initialization is thread-safe), and
+// the threads of the application's own OpenMP team among them. The
 // forced target is process-global and NOT thread-safe: force_target() and
 // reset_target() must not run concurrently with any other attnpool call.
 // Calls that start after force_target() returns (in its thread, or in
