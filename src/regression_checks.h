@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -104,9 +105,16 @@ void CheckCrossValidation(Kernel kernel, ConstMatrixView<T> x,
   if (y.cols == 0) throw Error("y.cols", "is 0: nothing to score");
   if (grid.empty()) throw Error("bandwidths", "is empty");
   // λ = 1/h² (and 1/h) must be finite normal numbers of T too.
-  for (double h : grid) {
+  for (size_t b = 0; b < grid.size(); ++b) {
+    const double h = grid[b], lambda = 1 / (h * h);
     CheckPositive<T>("bandwidths", h);
-    CheckPositive<T>("bandwidths", 1 / (h * h));
+    if (!(lambda >= double(std::numeric_limits<T>::min()) &&
+          lambda <= double(std::numeric_limits<T>::max()))) {
+      std::ostringstream text;
+      text << "entry " << b << " is " << h << ": its λ = 1/h² = " << lambda
+           << " is not a normal number of the element type";
+      throw Error("bandwidths", text.str());
+    }
   }
   if (options.folds == 1 || options.folds > n) {
     throw Error(

@@ -243,7 +243,8 @@ struct CrossValidationResult {
 //
 // Throws attnpool::Error, before any work: "x", "y" (views, non-finite
 // elements), "x.rows" (n < 2), "y.rows", "y.cols" (0), "kernel", "bandwidths"
-// (empty, or an entry not finite and > 0), "options.folds" (1, or more than n),
+// (empty, or an entry not finite and > 0, or whose λ = 1/h² is not a normal
+// number of T), "options.folds" (1, or more than n),
 // "options.scales" (not d entries, or an entry not finite and > 0),
 // "execution.threads"; with float, "options.folds" also above 2³² − 1.
 CrossValidationResult cross_validate(Kernel kernel, ConstMatrixView<float> x,

@@ -3,6 +3,10 @@
 #include <attnpool/error.h>
 
 #include <algorithm>
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <sstream>
 #include <exception>
 #include <string>
 
@@ -22,6 +26,14 @@ int Size(MPI_Comm comm) {
   return size;
 }
 
+SameEverywhere& SameEverywhere::add_number(const char* argument, double value) {
+  if (value == 0) value = 0;  // (−0 means what +0 does)
+  int64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  arguments_.push_back({argument, bits, true, true});
+  return *this;
+}
+
 void SameEverywhere::Check(MPI_Comm comm) const {
   // The ranks compare the entries they all have: a list whose length
   // differs differs first in its size, added before its elements.
@@ -29,26 +41,40 @@ void SameEverywhere::Check(MPI_Comm comm) const {
   int most = count;
   MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_MIN, comm);
   MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, comm);
-  // Per argument: the least and the greatest value.
+  // Per argument: the least and the greatest value of the ranks it applies
+  // to (none: least > greatest).
   std::vector<int64_t> least(count), greatest(count);
   for (int a = 0; a < count; ++a) {
-    least[a] = greatest[a] = arguments_[a].second;
+    const Argument& argument = arguments_[a];
+    least[a] =
+        argument.applies ? argument.value : std::numeric_limits<int64_t>::max();
+    greatest[a] =
+        argument.applies ? argument.value : std::numeric_limits<int64_t>::min();
   }
   MPI_Allreduce(MPI_IN_PLACE, least.data(), count, MPI_INT64_T, MPI_MIN, comm);
   MPI_Allreduce(MPI_IN_PLACE, greatest.data(), count, MPI_INT64_T, MPI_MAX,
                 comm);
+  const auto text = [&](int a, int64_t value) {
+    if (!arguments_[a].number) return std::to_string(value);
+    double number;
+    std::memcpy(&number, &value, sizeof(number));
+    std::ostringstream out;
+    out << std::setprecision(17) << number;
+    return out.str();
+  };
   for (int a = 0; a < count; ++a) {
-    if (least[a] == greatest[a]) continue;
+    if (least[a] >= greatest[a]) continue;
     // The lowest ranks holding the least and the greatest value.
+    const Argument& argument = arguments_[a];
     const int rank = Rank(comm), nobody = Size(comm);
-    int ranks[2] = {arguments_[a].second == least[a] ? rank : nobody,
-                    arguments_[a].second == greatest[a] ? rank : nobody};
+    int ranks[2] = {
+        argument.applies && argument.value == least[a] ? rank : nobody,
+        argument.applies && argument.value == greatest[a] ? rank : nobody};
     MPI_Allreduce(MPI_IN_PLACE, ranks, 2, MPI_INT, MPI_MIN, comm);
-    throw Error(arguments_[a].first,
-                "differs across ranks: " + std::to_string(least[a]) +
-                    " on rank " + std::to_string(ranks[0]) + ", " +
-                    std::to_string(greatest[a]) + " on rank " +
-                    std::to_string(ranks[1]));
+    throw Error(argument.name, "differs across ranks: " + text(a, least[a]) +
+                                   " on rank " + std::to_string(ranks[0]) +
+                                   ", " + text(a, greatest[a]) + " on rank " +
+                                   std::to_string(ranks[1]));
   }
   if (count != most) {  // a caller that adds a list without its size
     throw Error("arguments", "differ across ranks in number");

@@ -23,7 +23,17 @@ namespace detail {
 class SameEverywhere {
  public:
   SameEverywhere& add(const char* argument, int64_t value) {
-    arguments_.push_back({argument, value});
+    arguments_.push_back({argument, value, false, true});
+    return *this;
+  }
+  // A floating-point value: compared by its bits (±0 as +0), named as the
+  // number it is.
+  SameEverywhere& add_number(const char* argument, double value);
+  // An argument that only the ranks where `applies` holds must agree on
+  // (e.g. the valid lengths of ranks that have queries); the others add it
+  // too, to keep the order.
+  SameEverywhere& add_where(bool applies, const char* argument, int64_t value) {
+    arguments_.push_back({argument, value, false, applies});
     return *this;
   }
   // Throws attnpool::Error(argument, "differs across ranks: …") on every
@@ -32,7 +42,12 @@ class SameEverywhere {
   void Check(MPI_Comm comm) const;
 
  private:
-  std::vector<std::pair<const char*, int64_t>> arguments_;
+  struct Argument {
+    const char* name;
+    int64_t value;  // a number's bits where `number`
+    bool number, applies;
+  };
+  std::vector<Argument> arguments_;
 };
 
 // The first failure of a collective step: the lowest failing rank and the

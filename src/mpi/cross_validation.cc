@@ -74,8 +74,8 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
       .add("bandwidths.size", static_cast<int64_t>(grid.size()))
       .add("options.folds", static_cast<int64_t>(options.folds))
       .add("options.scales.size", static_cast<int64_t>(options.scales.size()));
-  for (double h : grid) same.add("bandwidths", detail::Bits(h));
-  for (double s : options.scales) same.add("options.scales", detail::Bits(s));
+  for (double h : grid) same.add_number("bandwidths", h);
+  for (double s : options.scales) same.add_number("options.scales", s);
   same.Check(comm);
   const auto offset_and_total = detail::OffsetAndTotal(comm, x.rows);
   const size_t offset = offset_and_total.first, total = offset_and_total.second;

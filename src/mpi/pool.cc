@@ -46,7 +46,7 @@ void SplitKeys(MPI_Comm caller, const PoolSpec& spec,
   const size_t rows = queries.rows, columns = values.cols;
   SameEverywhere same;
   detail::AddSpec(same, spec);
-  detail::AddMask(same, mask);
+  detail::AddMask(same, mask, rows);
   same.add("the element type (float or double)", sizeof(T))
       .add("queries.rows", static_cast<int64_t>(rows))
       .add("queries.cols", static_cast<int64_t>(queries.cols))
@@ -79,7 +79,7 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
   const size_t depth = queries.cols, columns = values.cols;
   SameEverywhere same;
   detail::AddSpec(same, spec);
-  detail::AddMask(same, mask);
+  detail::AddMask(same, mask, queries.rows);
   same.add("the element type (float or double)", sizeof(T))
       .add("queries.cols", static_cast<int64_t>(depth))
       .add("values.cols", static_cast<int64_t>(columns))

@@ -45,7 +45,7 @@ DistributedNadarayaWatson<T>::DistributedNadarayaWatson(
       .add("bandwidth.size", static_cast<int64_t>(bandwidths.size()))
       .add("x.cols", static_cast<int64_t>(x.cols))
       .add("y.cols", static_cast<int64_t>(y.cols));
-  for (double h : bandwidths) same.add("bandwidth", detail::Bits(h));
+  for (double h : bandwidths) same.add_number("bandwidth", h);
   same.Check(comm);
   detail::Collectively(comm, [&] {
     if (x.rows == 0) {  // an empty shard: the views, and no y rows
@@ -100,6 +100,7 @@ void DistributedNadarayaWatson<T>::predict(ConstMatrixView<T> queries,
       core::CheckSize("out.rows", out.rows, queries.rows, "queries.rows");
       core::CheckSize("out.cols", out.cols, outputs_, "the columns of y");
     }
+    core::CheckExecution(execution);  // (an empty shard checks it too)
     // An empty shard keeps the state of no key.
     if (local_)
       local_->predict_partial(queries, offset_, state.view(), execution);

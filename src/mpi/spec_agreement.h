@@ -1,14 +1,14 @@
 // The parts of a pooling spec and mask that every rank must share, for
 // SameEverywhere (agreement.h). Floating-point fields are compared by their
-// bits; an optional as whether it is set, then its value.
+// bits (add_number); an optional as whether it is set, then its value.
 #pragma once
 
 #include <attnpool/pool.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include "src/mpi/agreement.h"
 
@@ -16,19 +16,17 @@ namespace attnpool {
 namespace mpi {
 namespace detail {
 
-inline int64_t Bits(double value) {  // float options widen exactly
-  int64_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-inline int64_t Bits(size_t value) { return static_cast<int64_t>(value); }
-
-// Whether the option is set, then its value (0 when absent).
+// Whether the option is set, then its value (0 when absent; float options
+// widen exactly).
 template <typename U>
 void AddOptional(SameEverywhere& same, const char* argument,
                  const std::optional<U>& value) {
-  same.add(argument, value.has_value()).add(argument, value ? Bits(*value) : 0);
+  same.add(argument, value.has_value());
+  if constexpr (std::is_floating_point<U>::value) {
+    same.add_number(argument, value ? double(*value) : 0);
+  } else {
+    same.add(argument, value ? static_cast<int64_t>(*value) : 0);
+  }
 }
 
 // A matrix is given when it has data or a shape: an empty shard's n×0
@@ -41,20 +39,22 @@ bool Given(const MatrixView<U>& view) {
 inline void AddSpec(SameEverywhere& same, const PoolSpec& spec) {
   same.add("spec.distance", static_cast<int64_t>(spec.distance))
       .add("spec.kernel.kernel", static_cast<int64_t>(spec.kernel.kernel))
-      .add("spec.kernel.bandwidth", Bits(spec.kernel.bandwidth))
+      .add_number("spec.kernel.bandwidth", spec.kernel.bandwidth)
       .add("spec.normalization", static_cast<int64_t>(spec.normalization))
       .add("spec.empty_rows", static_cast<int64_t>(spec.empty_rows));
   AddOptional(same, "spec.kernel.scale", spec.kernel.scale);
 }
 
+// `rows`: the rank's queries (a rank without any has no valid lengths to
+// give).
 template <typename T>
-void AddMask(SameEverywhere& same, const Mask<T>& mask) {
-  same.add("mask.valid_lengths", mask.valid_lengths != nullptr)
+void AddMask(SameEverywhere& same, const Mask<T>& mask, size_t rows) {
+  same.add_where(rows != 0, "mask.valid_lengths", mask.valid_lengths != nullptr)
       .add("mask.causal", mask.causal)
       .add("mask.causal_offset", mask.causal_offset)
       .add("mask.bias", Given(mask.bias))
       .add("mask.visible", Given(mask.visible))
-      .add("mask.alibi_slope", Bits(double(mask.alibi_slope)));
+      .add_number("mask.alibi_slope", mask.alibi_slope);
   AddOptional(same, "mask.window_left", mask.window_left);
   AddOptional(same, "mask.window_right", mask.window_right);
   AddOptional(same, "mask.softcap", mask.softcap);

@@ -547,6 +547,35 @@ TEST_CASE("mpi.errors") {
     });
     CHECK(mismatch.argument == "spec.kernel.kernel");
     CHECK(mismatch.message.find("differs across ranks") != std::string::npos);
+    // Numbers named as numbers (not their bits); −0 means +0.
+    const Caught width = CatchError([&] {
+      PoolSpec spec = c.spec;
+      spec.kernel.bandwidth = rank == failing ? 2.0 : 0.5;
+      mpi::attention_pool(MPI_COMM_WORLD, spec, p.Queries(), p.KeysOf(rank),
+                          p.ValuesOf(rank), {out.data(), p.n, p.dv});
+    });
+    CHECK(width.argument == "spec.kernel.bandwidth");
+    CHECK(width.message.find("differs across ranks: 0.5 on rank 0, 2 on") !=
+          std::string::npos);
+    const Caught zero_slope = CatchError([&] {
+      Mask<float> mask;
+      mask.alibi_slope = rank == failing ? -0.0f : 0.0f;
+      mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(), p.KeysOf(rank),
+                          p.ValuesOf(rank), {out.data(), p.n, p.dv}, mask);
+    });
+    CHECK(zero_slope.argument == "(nothing thrown)");
+    // A ring rank without queries has no valid lengths to give.
+    const std::vector<size_t> lengths(p.n, 40);
+    const Caught no_queries = CatchError([&] {
+      Mask<float> mask;
+      const size_t n = rank == failing ? 0 : p.n;
+      mask.valid_lengths = n == 0 ? nullptr : lengths.data();
+      mpi::ring_attention_pool(MPI_COMM_WORLD, c.spec,
+                               {p.queries.data(), n, p.d}, p.KeysOf(rank),
+                               p.ValuesOf(rank), {out.data(), n, p.dv}, mask);
+    });
+    CHECK(no_queries.argument == "(nothing thrown)");
+    out = untouched;
     const Caught rows = CatchError([&] {
       const ConstMatrixView<float> queries{p.queries.data(),
                                            rank == 0 ? p.n : p.n - 1, p.d};
@@ -589,6 +618,23 @@ TEST_CASE("mpi.errors") {
         ConstMatrixView<double>(nullptr, 0, 1));
   });
   CHECK(empty.argument == "x.rows");
+  // A bad thread count on a rank whose shard of training points is empty.
+  if (ranks > 1) {
+    const std::vector<double> xs = Random<double>(6, kSeed + 52);
+    const size_t points = rank == failing ? 0 : 3;
+    const mpi::DistributedNadarayaWatson<double> fit(
+        MPI_COMM_WORLD, attnpool::Kernel::gaussian, 1.0,
+        ConstMatrixView<double>(xs.data(), points, 1),
+        ConstMatrixView<double>(xs.data() + 3, points, 1));
+    std::vector<double> predicted(2);
+    const Caught threads = CatchError([&] {
+      attnpool::Execution execution;
+      execution.threads = rank == failing ? -1 : 1;
+      fit.predict(ConstMatrixView<double>(xs.data(), 2, 1),
+                  {predicted.data(), 2, 1}, {}, execution);
+    });
+    CHECK(threads.argument == "execution.threads");
+  }
   // Cross-validation: more folds than points in all; folds that differ.
   const std::vector<double> xs = Random<double>(4, kSeed + 51);
   const Caught folds = CatchError([&] {
