@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "arch/convert-inl.h"
 #include "arch/convert.h"
@@ -82,18 +83,24 @@ int64_t QuantizeRowsF32(ConstMatrixView<float> in, MatrixView<int8_t> out,
     const float* HWY_RESTRICT row = in.row(r);
     int8_t* HWY_RESTRICT target = out.row(r);
     const float max = RowMaxAbs(row, in.cols);
-    scales[r] = max / 127.0f;
-    // 127 / max overflows for max below 127 / FLT_MAX (subnormal rows):
-    // those rows are scaled in double, element by element.
-    const float ratio = max == 0.0f ? 0.0f : 127.0f / max;
-    if (!std::isfinite(ratio)) {
-      const double factor = 127.0 / double(max);
+    float scale = max / 127.0f;
+    if (max != 0.0f && scale < std::numeric_limits<float>::min()) {
+      // A subnormal scale has few bits: 127 times its rounding would pass
+      // the bound. It is rounded up instead (every |in| / scale ≤ 127, and
+      // 0 becomes the least subnormal), and each element divided by it as
+      // stored, in double: |in − scale·out| ≤ scale/2, scale·out exact.
+      if (double(scale) * 127.0 < double(max)) {
+        scale = std::nextafter(scale, std::numeric_limits<float>::infinity());
+      }
+      scales[r] = scale;
       for (size_t c = 0; c < in.cols; ++c) {
         target[c] =
-            static_cast<int8_t>(std::nearbyint(double(row[c]) * factor));
+            static_cast<int8_t>(std::nearbyint(double(row[c]) / double(scale)));
       }
       continue;
     }
+    scales[r] = scale;
+    const float ratio = max == 0.0f ? 0.0f : 127.0f / max;
     const auto factor = hn::Set(df, ratio);
     for (size_t c = 0; c < in.cols; c += N) {
       const size_t count = std::min(N, in.cols - c);

@@ -210,6 +210,17 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
     for (size_t c = 0; c < cols; ++c) in[2 * stride + c] = 0.0f;     // zero row
     in[3 * stride] = -1e30f;                                         // huge
     for (size_t c = 0; c < cols; ++c) in[4 * stride + c] *= 1e-39f;  // tiny
+    // Scales of few bits: 6.11e-42 / 127 ≈ 34 least subnormals (rounded
+    // down, 127 times it falls short of the row's max), one that rounds
+    // to 0, and rows of 1e-43..1e-38 (cols > 1).
+    for (size_t c = 0; c < cols; ++c) {
+      in[5 * stride + c] = c == 0   ? 6.1110626e-42f
+                           : c == 1 ? 2.51953464e-42f
+                                    : 0;
+    }
+    for (size_t c = 0; c < cols; ++c) {
+      in[6 * stride + c] = c == 0 ? 4.76e-44f : in[6 * stride + c] * 1e-43f;
+    }
     std::vector<int8_t> q(rows * stride, 99);
     std::vector<float> scales(rows);
     attnpool::quantize_rows({in.data(), rows, cols, stride},
@@ -234,13 +245,19 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
       for (size_t c = 0; c < cols; ++c)
         max = std::max(max, std::fabs(in[r * stride + c]));
       INFO("cols " << cols << " row " << r << " on " << CurrentTarget());
-      REQUIRE(scales[r] == max / 127.0f);
-      // A float factor, or in double where it overflows (tiny rows).
+      // A float factor; a subnormal scale rounded up, divided in double.
+      const bool subnormal =
+          max != 0 && max / 127.0f < std::numeric_limits<float>::min();
+      const float scale =
+          !subnormal || double(max / 127.0f) * 127.0 >= double(max)
+              ? max / 127.0f
+              : std::nextafter(max / 127.0f, INFINITY);
+      REQUIRE(scales[r] == scale);
       const float factor = max == 0 ? 0.0f : 127.0f / max;
       const auto expected = [&](float x) {
         return static_cast<int8_t>(
-            std::isfinite(factor) ? std::nearbyint(x * factor)
-                                  : std::nearbyint(double(x) * (127.0 / max)));
+            subnormal ? std::nearbyint(double(x) / double(scale))
+                      : std::nearbyint(x * factor));
       };
       for (size_t c = 0; c < stride; ++c) {
         const size_t at = r * stride + c;
@@ -252,8 +269,9 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
         REQUIRE(q[at] == expected(in[at]));
         REQUIRE(back[at] == scales[r] * static_cast<float>(q[at]));
         REQUIRE(std::fabs(in[at] - back[at]) <=
-                scales[r] * 0.5f * 1.0001f +
-                    std::numeric_limits<float>::denorm_min());
+                (subnormal ? scales[r] * 0.5f
+                           : scales[r] * 0.5f * 1.0001f +
+                                 std::numeric_limits<float>::denorm_min()));
       }
     }
   }

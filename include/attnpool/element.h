@@ -131,9 +131,11 @@ void to_float(const f16* in, size_t count, float* out);
 
 // Quantizes each row of `in` to int8: scales[r] = max_c |in(r, c)| / 127
 // (0 for a row of zeros) and out(r, c) = in(r, c) · (127 / max_c |in(r, c)|)
-// rounded to nearest, ties to even, the factor a float (a double for rows
-// below 127/FLT_MAX, where it would overflow): |in − scale·out| ≤ scale/2
-// plus a rounding (and, for rows of subnormals, the smallest subnormal). in and
+// rounded to nearest, ties to even, the factor a float: |in − scale·out| ≤
+// scale/2 plus a rounding. A row whose scale would be subnormal (max below
+// 127·FLT_MIN) takes that scale rounded up (the least subnormal for one that
+// rounds to 0) and out = in / scale rounded to nearest, even, in double:
+// |in − scale·out| ≤ scale/2, with scale·out exact. in and
 // out have the same shape; scales has in.rows entries. Throws Error("in") for a
 // non-finite element (int8 holds none), before writing anything.
 void quantize_rows(ConstMatrixView<float> in, MatrixView<int8_t> out,
