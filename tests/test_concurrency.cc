@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <omp.h>
 #include <string>
 #include <thread>
@@ -157,6 +158,35 @@ TEST_CASE("concurrency: calls from the threads of an application's OpenMP team",
     }
     CHECK(failures[t].empty());
   }
+  // Additive attention keeps a block of scores per thread: over 4096 keys,
+  // a slot taken from the team's numbers would write 256 KiB and more past
+  // them (a crash or other results without the sanitizers too).
+  constexpr size_t n = 20, m = 4096, d = 3, hidden = 4;
+  std::mt19937_64 rng(kSeed + 41);
+  std::normal_distribution<float> normal;
+  std::vector<float> q(n * d), k(m * d), w(2 * hidden * d + hidden);
+  for (auto* v : {&q, &k, &w}) {
+    for (float& x : *v) x = normal(rng);
+  }
+  const attnpool::TensorView<const float> queries{q.data(), 1, 1, n,
+                                                  d,        0, 0, d},
+      keys{k.data(), 1, 1, m, d, 0, 0, d};
+  const attnpool::AdditiveWeights<float> weights{
+      {w.data(), hidden, d},
+      {w.data() + hidden * d, hidden, d},
+      w.data() + 2 * hidden * d};
+  const auto additive = [&] {
+    std::vector<float> out(n * d);
+    attnpool::additive_attention(weights, queries, keys, keys,
+                                 {out.data(), 1, 1, n, d, 0, 0, d}, {},
+                                 attnpool::EmptyRows::nan, {1});
+    return out;
+  };
+  const std::vector<float> alone = additive();
+  int differ = 0;
+#pragma omp parallel num_threads(kTeam) reduction(+ : differ)
+  differ += additive() != alone;
+  CHECK(differ == 0);
 }
 
 // Under ctest each case is a process of its own: here the threads make the
