@@ -53,10 +53,11 @@ struct Options {
 // Split-keys attention pooling: attention_pool over the keys of all ranks,
 // each rank holding its shard of keys and values (m_r rows, any element
 // type) and the same queries (n×d). `mask` as attention_pool_partial takes
-// it: valid lengths and the causal mask count keys from the start of the
-// whole sequence, bias and visible hold this rank's n×m_r. out (n×dv) is
-// written on the root, or on every rank with options.everywhere; elsewhere
-// it is not touched and may be empty.
+// it: valid lengths (each at most the keys of all ranks) and the causal
+// mask count keys from the start of the whole sequence, bias and visible
+// hold this rank's n×m_r. out (n×dv) is written on the root, or on every
+// rank with options.everywhere; elsewhere it is not touched and may be
+// empty.
 void attention_pool(MPI_Comm comm, const PoolSpec& spec,
                     ConstMatrixView<float> queries, const ElementRows& keys,
                     const ElementRows& values, MatrixView<float> out,
@@ -77,9 +78,10 @@ void attention_pool(MPI_Comm comm, const PoolSpec& spec,
 // holds, beside its own arguments, two buffers of the largest shard, and
 // finishes its own queries: out is n_r×dv on every rank. Within rounding of
 // attention_pool over the whole sequence (the shards merge in another grouping
-// than split-keys'). Masks: valid lengths (n_r entries), causal, sliding
-// window, ALiBi, soft-capping and the sink, with query i of this rank at key
-// position q_r + i + causal_offset; bias and visible matrices are refused
+// than split-keys'). Masks: valid lengths (n_r entries, each at most the
+// keys of all ranks), causal, sliding window, ALiBi, soft-capping and the
+// sink, with query i of this rank at key position q_r + i + causal_offset;
+// bias and visible matrices are refused
 // ("mask.bias", "mask.visible"). Keys and values are float or double;
 // each ring step sends m_k·(d + dv) values.
 void ring_attention_pool(MPI_Comm comm, const PoolSpec& spec,

@@ -53,7 +53,9 @@ void SplitKeys(MPI_Comm caller, const PoolSpec& spec,
       .add("values.cols", static_cast<int64_t>(columns));
   detail::AddOptions(same, options);
   same.Check(comm);
-  const uint64_t key_offset = detail::OffsetAndTotal(comm, keys.rows).first;
+  const auto offset_and_total = detail::OffsetAndTotal(comm, keys.rows);
+  const uint64_t key_offset = offset_and_total.first,
+                 total = offset_and_total.second;
   const bool receives = detail::Receives(comm, options);
   // The sink joins rank 0's state alone (ranks after empty shards have
   // key offset 0 too).
@@ -63,6 +65,10 @@ void SplitKeys(MPI_Comm caller, const PoolSpec& spec,
   Collectively(comm, [&] {
     detail::CheckOptions(comm, options);
     if (receives) CheckOut(out, rows, columns);
+    // (Within the whole sequence, as attention_pool's.)
+    if (mask.valid_lengths != nullptr) {
+      core::CheckValidLengths(mask.valid_lengths, rows, total, total);
+    }
     attention_pool_partial(spec, queries, keys, values, key_offset,
                            state.view(), shard_mask, execution);
   });
@@ -99,6 +105,10 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
                   "shard); use attention_pool");
     }
     CheckOut(out, queries.rows, columns);
+    if (mask.valid_lengths != nullptr) {
+      const size_t total = layout.offset.back();  // (size + 1 entries)
+      core::CheckValidLengths(mask.valid_lengths, queries.rows, total, total);
+    }
   });
   // This rank's queries sit at q_r + i + causal_offset.
   const Mask<T> local_mask =

@@ -576,6 +576,7 @@ TEST_CASE("mpi.errors") {
     });
     CHECK(no_queries.argument == "(nothing thrown)");
     out = untouched;
+
     const Caught rows = CatchError([&] {
       const ConstMatrixView<float> queries{p.queries.data(),
                                            rank == 0 ? p.n : p.n - 1, p.d};
@@ -583,6 +584,26 @@ TEST_CASE("mpi.errors") {
                           p.ValuesOf(rank), {out.data(), queries.rows, p.dv});
     });
     CHECK(rows.argument == "queries.rows");
+  }
+  // Valid lengths within the whole sequence (40 keys over all ranks), as
+  // attention_pool's, for split keys and the ring.
+  {
+    std::vector<size_t> past(p.n, 40);
+    past[p.n - 1] = 41;
+    Mask<float> mask;
+    mask.valid_lengths = past.data();
+    const Caught split = CatchError([&] {
+      mpi::attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(), p.KeysOf(rank),
+                          p.ValuesOf(rank), {out.data(), p.n, p.dv}, mask);
+    });
+    CHECK(split.argument == "mask.valid_lengths");
+    const Caught ring = CatchError([&] {
+      mpi::ring_attention_pool(MPI_COMM_WORLD, c.spec, p.Queries(),
+                               p.KeysOf(rank), p.ValuesOf(rank),
+                               {out.data(), p.n, p.dv}, mask);
+    });
+    CHECK(ring.argument == "mask.valid_lengths");
+    CHECK(out == untouched);
   }
   // A root outside the communicator; a ring with a bias matrix.
   const Caught root = CatchError([&] {
