@@ -65,15 +65,13 @@ def output(name: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
     return out
 
 
-def _lengths(valid_lengths, count: Optional[int], name: str = "valid_lengths"):
-    """Lengths or offsets as the core takes them: `count` (None: any
-    number of) non-negative size_t."""
+def _lengths(valid_lengths, name: str = "valid_lengths"):
+    """Lengths or offsets (their shape checked by the caller) as the core
+    takes them: non-negative size_t, flattened."""
     values = np.asarray(valid_lengths)
     if values.dtype.kind not in "iu":
         raise TypeError(f"{name}: dtype {values.dtype} is not an integer type")
     values = values.reshape(-1)
-    if count is not None and values.size != count:
-        raise ValueError(f"{name}: has {values.size} entries, expected {count}")
     if values.size and values.min() < 0:
         raise ValueError(f"{name}: entries must be ≥ 0")
     return np.ascontiguousarray(values, dtype=np.uintp)
@@ -83,7 +81,7 @@ def offsets(name: str, values):
     """Sequence offsets (cu_seqlens) as the core takes them: one axis."""
     if np.ndim(values) != 1:
         raise ValueError(f"{name}: has {np.ndim(values)} dimensions, expected 1")
-    return _lengths(values, None, name)
+    return _lengths(values, name)
 
 
 def _window_side(value) -> Optional[int]:
@@ -121,13 +119,12 @@ def masks(n: int, valid_lengths=None, causal: bool = False,
         raise ValueError(f"window: must be (left, right), not {window!r}")
     left, right = _window_side(window[0]), _window_side(window[1])
     per_query = batch is None or np.ndim(valid_lengths) == 2
-    count = n if batch is None else (batch * n if per_query else batch)
     if valid_lengths is not None:
         shapes = [(n,)] if batch is None else [(batch,), (batch, n)]
         if np.shape(valid_lengths) not in shapes:
             raise ValueError(f"valid_lengths: shape {np.shape(valid_lengths)}, "
                              f"expected {' or '.join(map(str, shapes))}")
-    lengths = None if valid_lengths is None else _lengths(valid_lengths, count)
+    lengths = None if valid_lengths is None else _lengths(valid_lengths)
     if visible is not None:
         visible = np.asarray(visible)
         if visible.dtype == np.bool_:
