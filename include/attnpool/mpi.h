@@ -10,7 +10,12 @@
 // — the failing rank its own exception, the others an Error with the same
 // argument() (or "rank r" for an exception that is not an Error) whose
 // message names the lowest failing rank and quotes its message. No
-// rank hangs in a collective, and no output is written on any rank.
+// rank hangs in a collective, and no output is written on any rank. The
+// same holds when a rank runs out of memory (std::bad_alloc there): every
+// buffer a call needs is allocated before its first transfer, and the
+// ring agrees after each shard's work. (An out-of-memory inside MPI's own
+// reduction of a tree, in the merge op, aborts the job: MPI gives an op
+// no way to fail.)
 //
 // The keys are split into contiguous shards in rank order: rank r holds
 // keys [o_r, o_r + m_r) of the whole sequence, o_r = m_0 + … + m_{r−1}

@@ -84,9 +84,20 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
 
   // This rank's points, scaled and grouped by fold: the queries, and the
   // shard that travels.
-  std::vector<T> points(rows * depth), targets(rows * outputs);
+  std::vector<T> points, targets;
+  // Each bandwidth's state of the rank's queries, the state of one
+  // shard's, and the predictions of a bandwidth: allocated collectively,
+  // with the points, so that a rank out of memory throws on every rank.
+  std::vector<OwnedState<T>> states;
+  OwnedState<T> part;
+  std::vector<T> predicted;
   detail::Collectively(comm, [&] {
     core::CheckCrossValidation(kernel, x, y, grid, options, execution, total);
+    points.resize(rows * depth);
+    targets.resize(rows * outputs);
+    for (size_t b = 0; b < bandwidths; ++b) states.emplace_back(rows, outputs);
+    part = OwnedState<T>(rows, outputs);
+    predicted.resize(rows * outputs);
     std::vector<size_t> order(rows);
     std::iota(order.begin(), order.end(), size_t(0));
     if (folds != 0) {
@@ -115,12 +126,9 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
   const ConstMatrixView<T> values(targets.data(), rows, outputs);
   const std::vector<size_t> groups = FoldGroups(offset, rows, folds);
   std::vector<PoolSpec> specs(bandwidths);
-  std::vector<OwnedState<T>> states;
   for (size_t b = 0; b < bandwidths; ++b) {
     specs[b] = core::NadarayaWatsonSpec(kernel, grid[b], EmptyRows::nan);
-    states.emplace_back(rows, outputs);
   }
-  OwnedState<T> part(rows, outputs);
   uint64_t formed = 0;
   // Pools query rows [begin, end) over keys [key_begin, key_end) of the
   // visiting shard and merges the result into each bandwidth's state (in
@@ -175,7 +183,6 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
   // Per bandwidth: this rank's sum of held-out errors and its count of
   // predictable points; then every rank's, summed in rank order.
   std::vector<double> local(2 * bandwidths, 0.0);
-  std::vector<T> predicted(rows * outputs);
   for (size_t b = 0; b < bandwidths; ++b) {
     attention_pool_finish(specs[b], states[b].view(),
                           {predicted.data(), rows, outputs});

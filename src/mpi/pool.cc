@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,7 +62,7 @@ void SplitKeys(MPI_Comm caller, const PoolSpec& spec,
   // key offset 0 too).
   Mask<T> shard_mask = mask;
   if (Rank(comm) != 0) shard_mask.sink.reset();
-  OwnedState<T> state(rows, columns);
+  std::optional<detail::StateReduction<T>> reduction;
   Collectively(comm, [&] {
     detail::CheckOptions(comm, options);
     if (receives) CheckOut(out, rows, columns);
@@ -69,10 +70,11 @@ void SplitKeys(MPI_Comm caller, const PoolSpec& spec,
     if (mask.valid_lengths != nullptr) {
       core::CheckValidLengths(mask.valid_lengths, rows, total, total);
     }
+    reduction.emplace(comm, spec, options, rows, columns);
     attention_pool_partial(spec, queries, keys, values, key_offset,
-                           state.view(), shard_mask, execution);
+                           reduction->state(), shard_mask, execution);
   });
-  detail::ReduceAndFinish(comm, spec, options, state, out);
+  reduction->ReduceAndFinish(out);
 }
 
 // ------------------------------------------------------------------- ring
@@ -93,6 +95,7 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
   const int rank = Rank(comm);
   const size_t query_offset = detail::OffsetAndTotal(comm, queries.rows).first;
   const detail::ShardLayout layout = detail::GatherShardLayout(comm, keys.rows);
+  OwnedState<T> low, high, part;  // (allocated collectively)
   Collectively(comm, [&] {
     if (detail::Given(mask.bias)) {
       throw Error("mask.bias",
@@ -109,16 +112,17 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
       const size_t total = layout.offset.back();  // (size + 1 entries)
       core::CheckValidLengths(mask.valid_lengths, queries.rows, total, total);
     }
+    // Shards k ≤ rank arrive in descending order, then shards k > rank in
+    // descending order: each part comes before the run it joins, so it is
+    // merged as `into` and the run's state as `later`.
+    low = OwnedState<T>(queries.rows, columns);
+    high = OwnedState<T>(queries.rows, columns);
+    part = OwnedState<T>(queries.rows, columns);
   });
   // This rank's queries sit at q_r + i + causal_offset.
   const Mask<T> local_mask =
       attnpool::detail::ShiftPositions(mask, query_offset);
 
-  // Shards k ≤ rank arrive in descending order, then shards k > rank in
-  // descending order: each part comes before the run it joins, so it is
-  // merged as `into` and the run's state as `later`.
-  OwnedState<T> low(queries.rows, columns), high(queries.rows, columns),
-      part(queries.rows, columns);
   bool low_started = false, high_started = false;
   detail::VisitShardsInRing<T>(
       comm, layout, keys, values, depth,

@@ -33,91 +33,95 @@ bool Receives(MPI_Comm comm, const Options& options) {
   return options.everywhere || Rank(comm) == options.root;
 }
 
-namespace {
-
-// The merged state of all ranks' `state` on the root (every rank with
-// options.everywhere), by options.reduction; `state` is that result there.
 template <typename T>
-void Reduce(MPI_Comm comm, const StateWire& wire, const Options& options,
-            OwnedState<T>& state) {
-  const int rank = Rank(comm), size = Size(comm);
-  const size_t rows = state.rows(), step = wire.rows_per_message();
-  std::vector<unsigned char> bytes(rows * wire.row_bytes());
-  wire.Pack(state, 0, rows, bytes.data());
-  if (options.reduction == Reduction::tree) {
+StateReduction<T>::StateReduction(MPI_Comm comm, const PoolSpec& spec,
+                                  const Options& options, size_t rows,
+                                  size_t columns)
+    : comm_(comm),
+      options_(options),
+      wire_(spec, columns, static_cast<const T*>(nullptr)),
+      state_(rows, columns),
+      bytes_(rows * wire_.row_bytes()) {
+  if (options.reduction == Reduction::rank_order &&
+      Rank(comm) == options.root) {
+    merged_ = OwnedState<T>(rows, columns);
+    part_ = OwnedState<T>(rows, columns);
+  }
+}
+
+template <typename T>
+void StateReduction<T>::ReduceAndFinish(MatrixView<T> out) {
+  Reduce();
+  if (Receives(comm_, options_)) {
+    attention_pool_finish(wire_.spec(), state_.view(), out);
+  }
+}
+
+// The merged state of all ranks on the root (every rank with
+// options.everywhere), by options.reduction, into state_ there.
+template <typename T>
+void StateReduction<T>::Reduce() {
+  const int rank = Rank(comm_), size = Size(comm_);
+  const size_t rows = state_.rows(), step = wire_.rows_per_message();
+  wire_.Pack(state_, 0, rows, bytes_.data());
+  if (options_.reduction == Reduction::tree) {
     for (size_t begin = 0; begin < rows; begin += step) {
       const int count = static_cast<int>(std::min(step, rows - begin));
-      unsigned char* at = bytes.data() + begin * wire.row_bytes();
-      if (options.everywhere) {
-        MPI_Allreduce(MPI_IN_PLACE, at, count, wire.type(), wire.op(), comm);
+      unsigned char* at = bytes_.data() + begin * wire_.row_bytes();
+      if (options_.everywhere) {
+        MPI_Allreduce(MPI_IN_PLACE, at, count, wire_.type(), wire_.op(), comm_);
       } else {
-        MPI_Reduce(rank == options.root ? MPI_IN_PLACE : at,
-                   rank == options.root ? at : nullptr, count, wire.type(),
-                   wire.op(), options.root, comm);
+        MPI_Reduce(rank == options_.root ? MPI_IN_PLACE : at,
+                   rank == options_.root ? at : nullptr, count, wire_.type(),
+                   wire_.op(), options_.root, comm_);
       }
     }
-    if (options.everywhere || rank == options.root) {
-      wire.Unpack(bytes.data(), 0, rows, state);
-    }
+    if (Receives(comm_, options_)) wire_.Unpack(bytes_.data(), 0, rows, state_);
     return;
   }
   // rank_order: the root folds the states from rank 0 up.
   const auto transfer = [&](int peer, bool send) {
     for (size_t begin = 0; begin < rows; begin += step) {
       const int count = static_cast<int>(std::min(step, rows - begin));
-      unsigned char* at = bytes.data() + begin * wire.row_bytes();
+      unsigned char* at = bytes_.data() + begin * wire_.row_bytes();
       if (send) {
-        MPI_Send(at, count, wire.type(), peer, 0, comm);
+        MPI_Send(at, count, wire_.type(), peer, 0, comm_);
       } else {
-        MPI_Recv(at, count, wire.type(), peer, 0, comm, MPI_STATUS_IGNORE);
+        MPI_Recv(at, count, wire_.type(), peer, 0, comm_, MPI_STATUS_IGNORE);
       }
     }
   };
-  if (rank != options.root) {
-    transfer(options.root, /*send=*/true);
+  if (rank != options_.root) {
+    transfer(options_.root, /*send=*/true);
   } else {
-    OwnedState<T> merged(rows, state.columns()), part(rows, state.columns());
     for (int peer = 0; peer < size; ++peer) {
-      OwnedState<T>* next = &state;
+      OwnedState<T>* next = &state_;
       if (peer != rank) {
         transfer(peer, /*send=*/false);
-        wire.Unpack(bytes.data(), 0, rows, part);
-        next = &part;
+        wire_.Unpack(bytes_.data(), 0, rows, part_);
+        next = &part_;
       }
       if (peer == 0) {
-        std::swap(merged, *next);
+        std::swap(merged_, *next);
       } else {
-        attention_pool_merge(wire.spec(), merged.view(), next->view());
+        attention_pool_merge(wire_.spec(), merged_.view(), next->view());
       }
     }
-    std::swap(state, merged);
+    std::swap(state_, merged_);
   }
-  if (options.everywhere) {
-    if (rank == options.root) wire.Pack(state, 0, rows, bytes.data());
+  if (options_.everywhere) {
+    if (rank == options_.root) wire_.Pack(state_, 0, rows, bytes_.data());
     for (size_t begin = 0; begin < rows; begin += step) {
       const int count = static_cast<int>(std::min(step, rows - begin));
-      MPI_Bcast(bytes.data() + begin * wire.row_bytes(), count, wire.type(),
-                options.root, comm);
+      MPI_Bcast(bytes_.data() + begin * wire_.row_bytes(), count, wire_.type(),
+                options_.root, comm_);
     }
-    wire.Unpack(bytes.data(), 0, rows, state);
+    wire_.Unpack(bytes_.data(), 0, rows, state_);
   }
 }
 
-}  // namespace
-
-template <typename T>
-void ReduceAndFinish(MPI_Comm comm, const PoolSpec& spec,
-                     const Options& options, OwnedState<T>& state,
-                     MatrixView<T> out) {
-  const StateWire wire(spec, state.columns(), static_cast<const T*>(nullptr));
-  Reduce(comm, wire, options, state);
-  if (Receives(comm, options)) attention_pool_finish(spec, state.view(), out);
-}
-
-template void ReduceAndFinish(MPI_Comm, const PoolSpec&, const Options&,
-                              OwnedState<float>&, MatrixView<float>);
-template void ReduceAndFinish(MPI_Comm, const PoolSpec&, const Options&,
-                              OwnedState<double>&, MatrixView<double>);
+template class StateReduction<float>;
+template class StateReduction<double>;
 
 }  // namespace detail
 }  // namespace mpi

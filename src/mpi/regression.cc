@@ -3,6 +3,7 @@
 #include <attnpool/error.h>
 #include <attnpool/mpi.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,7 @@ void DistributedNadarayaWatson<T>::predict(ConstMatrixView<T> queries,
   detail::AddOptions(same, options);
   same.Check(comm_);
   const bool receives = detail::Receives(comm_, options);
-  detail::OwnedState<T> state(queries.rows, outputs_);
+  std::optional<detail::StateReduction<T>> reduction;
   detail::Collectively(comm_, [&] {
     detail::CheckOptions(comm_, options);
     core::CheckView("queries", queries);
@@ -101,11 +102,13 @@ void DistributedNadarayaWatson<T>::predict(ConstMatrixView<T> queries,
       core::CheckSize("out.cols", out.cols, outputs_, "the columns of y");
     }
     core::CheckExecution(execution);  // (an empty shard checks it too)
+    reduction.emplace(comm_, spec_, options, queries.rows, outputs_);
     // An empty shard keeps the state of no key.
-    if (local_)
-      local_->predict_partial(queries, offset_, state.view(), execution);
+    if (local_) {
+      local_->predict_partial(queries, offset_, reduction->state(), execution);
+    }
   });
-  detail::ReduceAndFinish(comm_, spec_, options, state, out);
+  reduction->ReduceAndFinish(out);
 }
 
 template class DistributedNadarayaWatson<float>;

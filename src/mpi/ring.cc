@@ -101,25 +101,22 @@ void VisitShardsInRing(MPI_Comm comm, const ShardLayout& layout,
     MPI_Isend(current.data.data(), static_cast<int>(current.rows), row_type,
               right, 0, comm, &requests[1]);
   };
-  std::exception_ptr failure;
-  if (size > 1) start_transfer(0);
-  try {
-    visit_current(rank);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
-  try {
-    ShareFailure(comm, failure);
-  } catch (...) {
-    MPI_Type_free(&row_type);
-    throw;
-  }
-  for (int step = 1; step < size; ++step) {
-    std::swap(current, next);
+  for (int step = 0; step < size; ++step) {
+    if (step > 0) std::swap(current, next);
     if (step + 1 < size) start_transfer(step);
-    visit_current(shard_of(step));
+    std::exception_ptr failure;
+    try {
+      visit_current(shard_of(step));
+    } catch (...) {
+      failure = std::current_exception();
+    }
     MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+    try {
+      ShareFailure(comm, failure);
+    } catch (...) {
+      MPI_Type_free(&row_type);
+      throw;
+    }
   }
   MPI_Type_free(&row_type);
 }

@@ -29,9 +29,10 @@ ShardLayout GatherShardLayout(MPI_Comm comm, size_t rows);
 // while the next one is in flight; keys d columns, values dv. Collective.
 // Checks this rank's keys and values (views, keys.cols = depth,
 // values.rows = keys.rows) and agrees with the other ranks before
-// sending anything. When the first visit (the own shard) throws on any
-// rank, every rank throws after the transfer in flight completes, as
-// Collectively (agreement.h) does; later visits must not throw.
+// sending anything. When a visit throws on any rank (invalid arguments
+// on the first, the own shard; out of memory on any), every rank throws
+// after the transfer in flight completes, as Collectively (agreement.h)
+// does.
 template <typename T>
 void VisitShardsInRing(
     MPI_Comm comm, const ShardLayout& layout, ConstMatrixView<T> keys,

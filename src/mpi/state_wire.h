@@ -19,6 +19,7 @@ namespace detail {
 template <typename T>
 class OwnedState {
  public:
+  OwnedState() : OwnedState(0, 0) {}
   OwnedState(size_t rows, size_t columns);
   PoolPartial<T> view();
   size_t rows() const { return rows_; }

@@ -11,11 +11,15 @@
 #include <attnpool/regression.h>
 #include <catch2/catch.hpp>
 #include <mpi.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <new>
 #include <optional>
 #include <random>
 #include <string>
@@ -679,6 +683,109 @@ TEST_CASE("mpi.errors") {
     CHECK(differ.argument == "options.folds");
     CHECK(differ.message.find("differs across ranks") != std::string::npos);
   }
+}
+
+// Whether ASan's allocator is in: it aborts where malloc would fail.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// What `call` threw: "std::bad_alloc", "Error(<argument>)", or "(nothing
+// thrown)".
+template <typename Call>
+std::string WhatThrew(Call&& call) {
+  try {
+    call();
+  } catch (const std::bad_alloc&) {
+    return "std::bad_alloc";
+  } catch (const attnpool::Error& error) {
+    return "Error(" + std::string(error.argument()) + ")";
+  }
+  return "(nothing thrown)";
+}
+
+// WhatThrew(call), run where `limited` with the address space limited to
+// what the process maps now plus `headroom` bytes (restored after).
+template <typename Call>
+std::string WhatThrewLimited(bool limited, size_t headroom, Call&& call) {
+  rlimit before{};
+  getrlimit(RLIMIT_AS, &before);
+  if (limited) {
+    size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    rlimit tight = before;
+    tight.rlim_cur = pages * sysconf(_SC_PAGESIZE) + headroom;
+    setrlimit(RLIMIT_AS, &tight);
+  }
+  const std::string threw = WhatThrew(call);
+  setrlimit(RLIMIT_AS, &before);
+  return threw;
+}
+
+// A rank that runs out of memory throws on every rank: none is left
+// waiting in a collective for it (the test's timeout turns a hang into a
+// failure). The last rank gets 8 MiB to spare; each call needs more than
+// 16 MiB beyond its arguments (the state of 2²² queries, or the scaled
+// copy of 2²¹ coordinates), allocated before its first transfer.
+TEST_CASE("mpi.out_of_memory_on_one_rank_throws_on_every_rank") {
+  const int rank = Rank(), ranks = Ranks();
+  if (ranks < 2 || kAddressSanitizer) return;
+  const bool limited = rank == ranks - 1;
+  constexpr size_t kHeadroom = size_t(8) << 20, kMany = size_t(1) << 22;
+  INFO("rank " << rank << " of " << ranks);
+  const std::vector<float> many = Random<float>(kMany, kSeed + 61),
+                           point{0.25f * float(rank)};
+  std::vector<float> out(kMany, 7.0f);
+  const ConstMatrixView<float> queries(many.data(), kMany, 1),
+      key(point.data(), 1, 1);
+  const MatrixView<float> out_view(out.data(), kMany, 1);
+  attnpool::Execution execution;
+  execution.threads = 1;  // (no thread to start under the limit)
+  const PoolSpec spec;
+  const std::string failed =
+      limited ? "std::bad_alloc"
+              : "Error(rank " + std::to_string(ranks - 1) + ")";
+  const auto limit = [&](auto call) {
+    return WhatThrewLimited(limited, kHeadroom, call);
+  };
+
+  const auto split_keys = [&] {
+    mpi::attention_pool(MPI_COMM_WORLD, spec, queries, key, key, out_view, {},
+                        {}, execution);
+  };
+  const auto ring = [&] {
+    mpi::ring_attention_pool(MPI_COMM_WORLD, spec, queries, key, key, out_view,
+                             {}, execution);
+  };
+  const mpi::DistributedNadarayaWatson<float> fit(
+      MPI_COMM_WORLD, attnpool::Kernel::gaussian, 1.0, key, key);
+  const auto predict = [&] { fit.predict(queries, out_view, {}, execution); };
+  // Two points of 2²¹ coordinates on each rank.
+  const auto cross_validate = [&] {
+    mpi::cross_validate(MPI_COMM_WORLD, attnpool::Kernel::gaussian,
+                        {many.data(), 2, kMany / 2}, {many.data(), 2, 1}, {0.5},
+                        {}, execution);
+  };
+  // Each works without the limit...
+  CHECK(WhatThrew(split_keys) == "(nothing thrown)");
+  CHECK(WhatThrew(ring) == "(nothing thrown)");
+  CHECK(WhatThrew(predict) == "(nothing thrown)");
+  CHECK(WhatThrew(cross_validate) == "(nothing thrown)");
+  // ... and throws on every rank with it, writing nothing.
+  out.assign(kMany, 7.0f);
+  CHECK(limit(split_keys) == failed);
+  CHECK(limit(ring) == failed);
+  CHECK(limit(predict) == failed);
+  CHECK(limit(cross_validate) == failed);
+  CHECK(out == std::vector<float>(kMany, 7.0f));
 }
 
 }  // namespace
