@@ -1063,25 +1063,33 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // Values are read in place when their rows are whole vectors (a paged
   // cache's a page at a time); otherwise a step's keys at a time are copied
   // into zero-padded rows, `copied`. `zeroed_values` holds a step's values
-  // whose non-finite entries need the exact sum (arch/contributions.h). The
-  // weighted sum runs key by key, so where the values are read from, and in
-  // how many pieces, changes no bit; nor do the keys of other rows' blocks,
-  // whose 0 weights add ±0. Narrow values are widened as they are copied.
+  // whose non-finite entries need the exact sum (arch/contributions.h).
+  // Each holds a step's keys × dv and is allocated where first needed:
+  // finite values read in place need neither, whatever dv (the per-thread
+  // memory pool.h states). The weighted sum runs key by key, so where the
+  // values are read from, and in how many pieces, changes no bit; nor do
+  // the keys of other rows' blocks, whose 0 weights add ±0. Narrow values
+  // are widened as they are copied.
   const bool copy_values = columns % N != 0 || plan.values.is_narrow();
   const size_t padded_columns = (columns + N - 1) / N * N;
   const size_t score_elements = (interleave ? 2 : 1) * rows * score_stride;
   const size_t accumulator_elements = rows * padded_columns;
   const size_t value_elements = (key_block + spread) * padded_columns;
-  auto buffer = hwy::AllocateAligned<T>(
-      score_elements + 2 * accumulator_elements + 2 * value_elements + rows);
-  // Caught by src/threads.h's ForEachRowBlock and rethrown after the loop.
-  if (!buffer) throw std::bad_alloc();
+  // (A failure is caught by src/threads.h's ForEachRowBlock and rethrown
+  // after the loop. Highway allocates no 0 bytes: dv may be 0.)
+  const auto allocate = [](size_t elements) {
+    auto allocated = hwy::AllocateAligned<T>(std::max<size_t>(elements, 1));
+    if (!allocated) throw std::bad_alloc();
+    return allocated;
+  };
+  const auto buffer =
+      allocate(score_elements + 2 * accumulator_elements + rows);
   T* HWY_RESTRICT scores = buffer.get();
   T* HWY_RESTRICT accumulator = scores + score_elements;
   T* HWY_RESTRICT block_sum = accumulator + accumulator_elements;
-  T* HWY_RESTRICT copied = block_sum + accumulator_elements;
-  T* HWY_RESTRICT zeroed_values = copied + value_elements;
-  T* HWY_RESTRICT rescale = zeroed_values + value_elements;
+  T* HWY_RESTRICT rescale = block_sum + accumulator_elements;
+  hwy::AlignedFreeUniquePtr<T[]> copied_buffer, zeroed_buffer;
+  if (copy_values) copied_buffer = allocate(value_elements);
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
   size_t origin = key_begin;
@@ -1253,6 +1261,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     // block_sum = p · V[at, end); acc = acc·rescale + block_sum.
     // The step's values, contiguous (copied when they were not).
     const auto copy_block = [&] {
+      if (!copied_buffer) copied_buffer = allocate(value_elements);
+      T* HWY_RESTRICT copied = copied_buffer.get();
       if constexpr (std::is_same<T, float>::value) {
         if (plan.values.is_narrow()) {
           WidenRows(plan.values, at, at_count, copied, padded_columns);
@@ -1289,7 +1299,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     } else if (copy_values) {
       block_values = copy_block();
       wsum::WeightedSumRows(
-          weights, ConstMatrixView<T>(copied, at_count, padded_columns),
+          weights,
+          ConstMatrixView<T>(copied_buffer.get(), at_count, padded_columns),
           static_cast<const T*>(nullptr), sums, size_t{0}, rows, size_t{0},
           padded_columns);
     } else {
@@ -1338,7 +1349,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
     // the terms of keys that contribute nothing (arch/contributions.h).
     if (!SumsFinite(d, block_sum, rows * padded_columns)) {
       if (block_values.data == nullptr) block_values = copy_block();
-      const MatrixView<T> zeroed(zeroed_values, at_count, padded_columns);
+      if (!zeroed_buffer) zeroed_buffer = allocate(value_elements);
+      const MatrixView<T> zeroed(zeroed_buffer.get(), at_count, padded_columns);
       if (detail::CopyZeroingNonFinite(block_values, zeroed)) {
         wsum::WeightedSumRows(weights, ConstMatrixView<T>(zeroed),
                               static_cast<const T*>(nullptr), sums, size_t{0},

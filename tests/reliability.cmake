@@ -51,6 +51,8 @@ if(NOT CMAKE_CROSSCOMPILING)
   if(NOT ATTNPOOL_SANITIZE)
     add_test(NAME huge.fused_pairs_past_2^32 COMMAND attnpool_tests
       "huge: fused pool over 65600^2 pairs in bounded memory" --warn NoTests)
+    add_test(NAME huge.fused_wide_values COMMAND attnpool_tests
+      "huge: fused pool over wide value rows in bounded memory" --warn NoTests)
     add_test(NAME huge.staged_one_workspace COMMAND attnpool_tests
       "huge: staged pipeline over 46341^2 weights in one workspace" --warn NoTests)
     add_test(NAME huge.distances_past_2^32 COMMAND attnpool_tests

@@ -14,6 +14,7 @@
 #include <attnpool/attnpool.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -185,6 +186,82 @@ TEST_CASE("huge: fused pool over 65600^2 pairs in bounded memory", "[.huge]") {
   CHECK(growth <= (size_t{64} << 20));
   for (size_t i : {size_t{0}, n / 2, n - 1}) {
     RequireGaussianRow(queries, keys, values, h, out, i);
+  }
+}
+
+// Value rows of 2²² floats (16 MiB each) in bounded address space: per
+// thread, the fused kernel keeps its query block's accumulators (rows × dv)
+// and, reading the values in place, no copy of a key block's values (512
+// keys × dv: 8 GiB here). The calls run with the address space limited to
+// what the process maps plus 1 GiB.
+TEST_CASE("huge: fused pool over wide value rows in bounded memory",
+          "[.huge]") {
+  const size_t m = 4, dv = size_t{1} << 22;
+  const std::vector<float> keys{0.0f, 1.0f, 2.0f, 3.0f};
+  std::vector<float> values(m * dv);
+  for (size_t j = 0; j < m; ++j) {
+    for (size_t c = 0; c < dv; ++c) values[j * dv + c] = float(j + c % 7);
+  }
+  struct Call {
+    const char* path;
+    size_t n;
+    attnpool::PoolSpec spec;
+  };
+  const Call calls[] = {
+      {"decode",
+       1,
+       {Distance::dot, {Kernel::exp, 1.0, 0.5}, Normalization::softmax}},
+      {"tile",
+       3,
+       {Distance::sqeuclidean, {Kernel::gaussian, 1.0}, Normalization::sum}},
+  };
+  const std::vector<float> queries{1.2f, 2.7f, -0.4f};
+  std::vector<float> out(3 * dv);
+  // The threads start before the limit.
+  attnpool::attention_pool(calls[1].spec, {queries.data(), 3, 1},
+                           {keys.data(), m, 1}, {values.data(), m, 8},
+                           {out.data(), 3, 8});
+  for (const Call& call : calls) {
+    INFO(call.path);
+    std::fill(out.begin(), out.end(), -1.0f);
+    rlimit before{};
+    getrlimit(RLIMIT_AS, &before);
+    size_t pages = 0;
+    std::FILE* statm = std::fopen("/proc/self/statm", "r");
+    REQUIRE(statm != nullptr);
+    REQUIRE(std::fscanf(statm, "%zu", &pages) == 1);
+    std::fclose(statm);
+    rlimit limit = before;
+    limit.rlim_cur = pages * sysconf(_SC_PAGESIZE) + (size_t{1} << 30);
+    REQUIRE(setrlimit(RLIMIT_AS, &limit) == 0);
+    bool threw = false;
+    try {
+      attnpool::attention_pool(call.spec, {queries.data(), call.n, 1},
+                               {keys.data(), m, 1}, {values.data(), m, dv},
+                               {out.data(), call.n, dv});
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    setrlimit(RLIMIT_AS, &before);
+    REQUIRE_FALSE(threw);
+    CHECK(attnpool::last_fused_path() == call.path);
+    // Row i, column c: Σ w_j (j + c mod 7) / Σ w_j.
+    for (size_t i = 0; i < call.n; ++i) {
+      double sum = 0, mean = 0;
+      for (size_t j = 0; j < m; ++j) {
+        const double q = queries[i], k = keys[j];
+        const double w = call.path[0] == 'd'
+                             ? std::exp(0.5 * q * k)
+                             : std::exp(-0.5 * (q - k) * (q - k));
+        sum += w;
+        mean += w * double(j);
+      }
+      mean /= sum;
+      for (size_t c : {size_t{0}, size_t{5}, dv / 2 + 1, dv - 1}) {
+        INFO("row " << i << " column " << c);
+        CHECK(std::fabs(out[i * dv + c] - (mean + double(c % 7))) <= 1e-5);
+      }
+    }
   }
 }
 

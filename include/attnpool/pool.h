@@ -34,9 +34,14 @@ struct PoolSpec {
 // stages' stated tolerances) in one streaming pass over blocks of keys with a
 // running max, sum and accumulator per query (FlashAttention-2 style). It
 // never forms the n×m weights: extra memory is a packed copy of the keys
-// (m×d) plus a few hundred KiB per thread. Keys that the valid lengths or
-// the causal mask hide from every query are never read (not even packed),
-// and key blocks they hide from a whole block of queries are not visited.
+// (m×d) plus, per thread, a block of scores and two accumulators of its
+// block of queries (the tuning's query_rows, 96 by default, × dv) and,
+// where the values are copied (narrow, or dv not a multiple of the vector
+// width), a block of keys' values (key_block_bytes / sizeof(T) keys, 512
+// float keys by default, × dv): a few hundred KiB for the dv of attention
+// heads. Keys that the valid lengths or the causal mask hide from every
+// query are never read (not even packed), and key blocks they hide from a
+// whole block of queries are not visited.
 // Results are bitwise identical for every thread count. Hidden keys and
 // non-finite data as attention_pool_staged says: non-finite exactly where
 // it is, NaN where it has NaN — but an infinite value whose weight
