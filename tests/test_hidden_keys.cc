@@ -7,8 +7,6 @@
 // keys and values that a valid length, causal mask or sliding window hides
 // from every query: they lie in pages that cannot be read.
 #include <attnpool/attnpool.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -22,6 +20,7 @@
 
 #include "src/reference.h"
 #include "tests/each_target.h"
+#include "tests/fenced.h"
 #include "tests/pool_specs.h"
 #include "tests/test_data.h"
 
@@ -475,47 +474,6 @@ ATTNPOOL_TEST_EACH_TARGET(HiddenLayersDouble, "hidden_keys.layers.double",
 }
 
 // ------------------------------------------------------- never read at all
-
-// rows × cols elements whose rows from `readable` on lie in pages mapped
-// without access: reading one of them is a segmentation fault.
-template <typename T>
-class Fenced {
- public:
-  // Rows [readable, rows) unreadable; with `fence_head`, rows [0, readable)
-  // instead.
-  Fenced(size_t rows, size_t cols, size_t readable, bool fence_head = false)
-      : rows_(rows), cols_(cols) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const auto whole_pages = [&](size_t bytes) {
-      return (bytes + page - 1) / page * page;
-    };
-    const size_t head_bytes = readable * cols * sizeof(T);
-    const size_t tail_bytes = (rows - readable) * cols * sizeof(T);
-    head_ = whole_pages(head_bytes) + (fence_head ? page : 0);
-    bytes_ = head_ + whole_pages(tail_bytes) + page;
-    void* memory = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(memory != MAP_FAILED);
-    base_ = static_cast<unsigned char*>(memory);
-    // Row `readable` starts on the first page past the head.
-    data_ = reinterpret_cast<T*>(base_ + head_ - head_bytes);
-    if (fence_head) {
-      REQUIRE(mprotect(base_, head_, PROT_NONE) == 0);
-    } else {
-      REQUIRE(mprotect(base_ + head_, bytes_ - head_, PROT_NONE) == 0);
-    }
-  }
-  ~Fenced() { munmap(base_, bytes_); }
-  Fenced(const Fenced&) = delete;
-  Fenced& operator=(const Fenced&) = delete;
-
-  MatrixView<T> view() { return {data_, rows_, cols_}; }
-
- private:
-  size_t rows_, cols_, head_ = 0, bytes_ = 0;
-  unsigned char* base_ = nullptr;
-  T* data_ = nullptr;
-};
 
 // attention_pool over the fenced keys and values (`fenced_mask`) equals it
 // over the readable ones alone (`readable_mask`), bit for bit; `out` keeps

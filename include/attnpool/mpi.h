@@ -88,7 +88,9 @@ void attention_pool(MPI_Comm comm, const PoolSpec& spec,
 // sink, with query i of this rank at key position q_r + i + causal_offset;
 // bias and visible matrices are refused
 // ("mask.bias", "mask.visible"). Keys and values are float or double;
-// each ring step sends m_k·(d + dv) values.
+// each ring step sends m_k·(d + dv) values, m_k the rows of shard k that
+// some query of some rank sees: keys that the valid lengths, the causal
+// mask or the window hide from every query are neither read nor sent.
 void ring_attention_pool(MPI_Comm comm, const PoolSpec& spec,
                          ConstMatrixView<float> queries,
                          ConstMatrixView<float> keys,

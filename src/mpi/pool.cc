@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -122,10 +123,24 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
   // This rank's queries sit at q_r + i + causal_offset.
   const Mask<T> local_mask =
       attnpool::detail::ShiftPositions(mask, query_offset);
+  // Only keys [begin, end) of the whole sequence, those some query of some
+  // rank sees, travel: the others are never read.
+  const size_t total = layout.offset.back();
+  size_t begin = total, end = 0;
+  for (size_t i = 0; i < queries.rows; ++i) {
+    const auto run = attnpool::detail::VisibleRun(local_mask, i, 0, total);
+    if (run.start == run.limit) continue;
+    begin = std::min(begin, run.start);
+    end = std::max(end, run.limit);
+  }
+  uint64_t bounds[2] = {total - begin, end};  // (maxima over the ranks)
+  MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_UINT64_T, MPI_MAX, comm);
+  const detail::ShardLayout visible =
+      detail::ShardsWithin(layout, total - bounds[0], bounds[1]);
 
   bool low_started = false, high_started = false;
   detail::VisitShardsInRing<T>(
-      comm, layout, keys, values, depth,
+      comm, visible, keys, values, depth,
       [&](int shard, ConstMatrixView<T> shard_keys,
           ConstMatrixView<T> shard_values) {
         // (attention_pool_partial writes every row of `part`.)
@@ -134,8 +149,20 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
         if (shard != 0) shard_mask.sink.reset();
         // (The first call, on the own shard, checks the rest.)
         attention_pool_partial(spec, queries, shard_keys, shard_values,
-                               layout.offset[shard], part.view(), shard_mask,
+                               visible.offset[shard], part.view(), shard_mask,
                                execution);
+        // A shard 0 that starts past key 0 has not taken the sink (pool.h):
+        // it joins as a shard of no key at key 0, before it.
+        if (shard == 0 && visible.offset[0] != 0 &&
+            attnpool::detail::HasSink(shard_mask)) {
+          OwnedState<T> sink(queries.rows, columns);
+          attention_pool_partial(
+              spec, queries, ConstMatrixView<T>(shard_keys.data, 0, depth),
+              ConstMatrixView<T>(shard_values.data, 0, columns), 0, sink.view(),
+              shard_mask, execution);
+          attention_pool_merge(spec, sink.view(), part.view());
+          std::swap(sink, part);
+        }
         OwnedState<T>& run = shard <= rank ? low : high;
         bool& started = shard <= rank ? low_started : high_started;
         if (started) attention_pool_merge(spec, part.view(), run.view());

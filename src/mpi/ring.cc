@@ -46,8 +46,25 @@ ShardLayout GatherShardLayout(MPI_Comm comm, size_t rows) {
   for (int r = 0; r < size; ++r) {
     layout.offset[r + 1] = layout.offset[r] + layout.rows[r];
   }
+  layout.skipped.assign(size, 0);
   layout.most_rows = *std::max_element(layout.rows.begin(), layout.rows.end());
   return layout;
+}
+
+ShardLayout ShardsWithin(const ShardLayout& layout, size_t begin, size_t end) {
+  ShardLayout part = layout;
+  const size_t size = layout.rows.size();
+  for (size_t r = 0; r < size; ++r) {
+    const size_t first = layout.offset[r],
+                 last = layout.offset[r] + layout.rows[r];
+    const size_t from = std::min(std::max(first, begin), last),
+                 to = std::max(std::min(last, end), from);
+    part.skipped[r] = layout.skipped[r] + (from - first);
+    part.offset[r] = from;
+    part.rows[r] = to - from;
+  }
+  part.most_rows = *std::max_element(part.rows.begin(), part.rows.end());
+  return part;
 }
 
 template <typename T>
@@ -70,12 +87,13 @@ void VisitShardsInRing(MPI_Comm comm, const ShardLayout& layout,
     }
     current.data.resize(layout.most_rows * (depth + columns));
     next.data.resize(current.data.size());
-    current.rows = keys.rows;
-    for (size_t j = 0; j < keys.rows; ++j) {
-      std::copy(keys.row(j), keys.row(j) + depth,
+    current.rows = layout.rows[rank];
+    const size_t skipped = layout.skipped[rank];
+    for (size_t j = 0; j < current.rows; ++j) {
+      std::copy(keys.row(skipped + j), keys.row(skipped + j) + depth,
                 current.data.data() + j * depth);
-      std::copy(values.row(j), values.row(j) + columns,
-                current.data.data() + (keys.rows * depth + j * columns));
+      std::copy(values.row(skipped + j), values.row(skipped + j) + columns,
+                current.data.data() + (current.rows * depth + j * columns));
     }
   });
   const auto visit_current = [&](int shard) {

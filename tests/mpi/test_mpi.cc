@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/fenced.h"
 #include "tests/mpi/world.h"
 
 namespace {
@@ -327,6 +329,85 @@ TEST_CASE("mpi.split_keys.bfloat16_keys_int8_values") {
     }
   }
 }
+
+// The ring never reads (nor sends) keys and values that the valid
+// lengths, the causal mask or the window hide from every query of every
+// rank: each rank's hidden rows lie in unreadable pages (tests/fenced.h).
+// Rank r holds queries [5r, 5r + 5) and keys [7r, 7r + 7).
+void RingHiddenShardCases() {
+  const int rank = Rank(), ranks = Ranks();
+  const size_t n = 5, m = 7, d = 4, dv = 3, all_n = n * ranks,
+               all_m = m * ranks;
+  const std::vector<float> queries = Random<float>(all_n * d, kSeed + 71),
+                           keys = Random<float>(all_m * d, kSeed + 72),
+                           values = Random<float>(all_m * dv, kSeed + 73);
+  PoolSpec spec;
+  spec.distance = attnpool::Distance::dot;
+  spec.kernel.kernel = attnpool::Kernel::exp;
+  struct Hidden {
+    const char* name;
+    Mask<float> mask;   // whole-sequence positions
+    size_t begin, end;  // the keys some query sees
+  };
+  std::vector<Hidden> cases;
+  // Every query sees the keys before the last rank's last four.
+  const std::vector<size_t> lengths(n, all_m - 4);
+  Mask<float> valid;
+  valid.valid_lengths = lengths.data();
+  cases.push_back({"valid lengths", valid, 0, all_m - 4});
+  // The last query sits at key all_n − 1: later keys are hidden.
+  Mask<float> causal;
+  causal.causal = true;
+  cases.push_back({"causal", causal, 0, all_n});
+  // Query 0 at key 2m − 1 sees keys from 2m − 3 on.
+  Mask<float> window;
+  window.window_left = 2;
+  window.causal_offset = ptrdiff_t(2 * m - 1);
+  cases.push_back({"window", window, 2 * m - 3, all_m});
+  // The sink joins at key 0, which no query sees.
+  window.sink = 0.5f;
+  cases.push_back({"window, sink", window, 2 * m - 3, all_m});
+  for (const Hidden& c : cases) {
+    INFO(c.name << ", rank " << rank << " of " << ranks);
+    // This rank's rows outside [begin, end), on one side, cannot be read.
+    const size_t first = m * rank;
+    const bool head = c.begin > 0;
+    const size_t boundary =
+        head ? std::min(m, c.begin > first ? c.begin - first : 0)
+             : std::min(m, c.end > first ? c.end - first : 0);
+    attnpool_test::Fenced<float> fenced_keys(m, d, boundary, head),
+        fenced_values(m, dv, boundary, head);
+    const size_t readable_begin = head ? boundary : 0,
+                 readable_end = head ? m : boundary;
+    for (size_t j = readable_begin; j < readable_end; ++j) {
+      std::copy_n(keys.data() + (first + j) * d, d, fenced_keys.view().row(j));
+      std::copy_n(values.data() + (first + j) * dv, dv,
+                  fenced_values.view().row(j));
+    }
+    Mask<float> mask = c.mask;
+    if (mask.valid_lengths != nullptr) mask.valid_lengths = lengths.data();
+    std::vector<float> out(n * dv);
+    mpi::ring_attention_pool(
+        MPI_COMM_WORLD, spec, Rows(queries, d, n * rank, n * (rank + 1)),
+        fenced_keys.view(), fenced_values.view(), {out.data(), n, dv}, mask);
+    // Against one process over the whole sequence.
+    std::vector<float> whole(all_n * dv);
+    std::vector<size_t> all_lengths(all_n, all_m - 4);
+    Mask<float> whole_mask = c.mask;
+    if (whole_mask.valid_lengths != nullptr) {
+      whole_mask.valid_lengths = all_lengths.data();
+    }
+    attnpool::attention_pool(
+        spec, {queries.data(), all_n, d}, {keys.data(), all_m, d},
+        {values.data(), all_m, dv}, {whole.data(), all_n, dv}, whole_mask);
+    CHECK(Mismatches(out,
+                     std::vector<float>(whole.begin() + n * dv * rank,
+                                        whole.begin() + n * dv * (rank + 1)),
+                     kTolerance<float>) == 0);
+  }
+}
+
+TEST_CASE("mpi.ring.never_reads_hidden_keys") { RingHiddenShardCases(); }
 
 template <typename T>
 void RingCases() {
