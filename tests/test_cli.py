@@ -1211,6 +1211,30 @@ class CliTest(unittest.TestCase):
                                          self.path("out.npy")),
                           "--weights " + self.path("out.npy") + ": is also -o's path")
 
+    def test_temporary_files_are_created_exclusively(self):
+        # Links planted under names a temporary file beside -o could take
+        # (the next process ids, which the old out.npy.tmp<pid> used) are
+        # neither followed nor replaced; the result gets the umask's mode.
+        x_path, y_path, q_path, _, _, _ = self.nw_inputs()
+        victim = self.write("victim.txt", b"untouched")
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            last = int(f.read())
+        planted = [self.path("out.npy.tmp%d" % pid) for pid in range(last + 1, last + 65)]
+        for link in planted:
+            os.symlink(victim, link)
+        old_mask = os.umask(0o027)
+        try:
+            self.run_cli("pool", "--queries", q_path, "--keys", x_path, "--values", y_path,
+                         "-o", self.path("out.npy"))
+        finally:
+            os.umask(old_mask)
+        with open(victim, "rb") as f:
+            self.assertEqual(f.read(), b"untouched")
+        self.assertTrue(all(os.path.islink(link) for link in planted))
+        self.assertEqual(os.stat(self.path("out.npy")).st_mode & 0o777, 0o640)
+        self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith("out.npy")
+                                and not os.path.islink(self.path(n))), ["out.npy"])
+
     def test_results_past_memory(self):
         # 2^32 rows of no columns: a file of a header only, a result of 2^64
         # entries (distances), or 2^32 × 2^32 weights.

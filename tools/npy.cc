@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
 
 namespace attnpool_tools {
 namespace {
@@ -232,6 +233,34 @@ struct FileCloser {
   }
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
+
+// A new file beside `path`, path + ".tmp" + a random suffix, opened for
+// writing, its name in `name`: created exclusively (never an existing file
+// or a link planted under a name it could take, as in a shared directory),
+// with the permissions a new file gets from the umask.
+File CreateTemporary(const std::string& path, std::string* name) {
+  std::random_device entropy;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[17];
+    std::snprintf(suffix, sizeof suffix, "%08x%08x", entropy(), entropy());
+    *name = path + ".tmp" + suffix;
+    const int fd =
+        ::open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      File file(::fdopen(fd, "wb"));
+      if (!file) {
+        const std::string reason = ErrnoText();
+        ::close(fd);
+        std::remove(name->c_str());
+        throw NpyError("cannot create " + *name + ": " + reason);
+      }
+      return file;
+    }
+    if (errno != EEXIST) break;
+  }
+  const std::string reason = ErrnoText();
+  throw NpyError("cannot create " + *name + ": " + reason);
+}
 
 std::shared_ptr<unsigned char> Allocate(size_t bytes) {
   // malloc: aligned for every element type, and no constructor to run.
@@ -487,12 +516,9 @@ std::string WriteNpyTemporary(const std::string& path, const NpyArray& array) {
     prefix += static_cast<char>((header_length >> (8 * i)) & 0xff);
   }
 
-  const std::string temporary =
-      path + ".tmp" + std::to_string(static_cast<long>(getpid()));
+  std::string temporary;
   {
-    File file(std::fopen(temporary.c_str(), "wb"));
-    if (!file)
-      throw NpyError("cannot create " + temporary + ": " + ErrnoText());
+    File file(CreateTemporary(path, &temporary));
     const size_t bytes = array.count * NpyTypeSize(array.type);
     const bool ok =
         std::fwrite(prefix.data(), 1, prefix.size(), file.get()) ==
