@@ -9,8 +9,10 @@ time.
 
 Arrays are float32 or float64; every array of a call has the dtype of its
 first, and so does the result. Inputs are read in place when their rows are
-contiguous and copied once otherwise. ``out=`` must have the result's shape
-and dtype, contiguous rows, and be writable. Errors raise ``TypeError``
+contiguous and copied once otherwise (as are big-endian arrays and arrays at
+byte strides that are no multiple of their element). ``out=`` must have the
+result's shape and dtype, contiguous rows, native byte order, and be
+writable. Errors raise ``TypeError``
 (dtypes) or ``ValueError`` (everything else), the message naming the
 argument; nothing is written to outputs then. The GIL is released while the
 library computes; ``threads`` sets the OpenMP threads of one call (None: the

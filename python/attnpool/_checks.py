@@ -35,14 +35,35 @@ def float_dtype(name: str, array: np.ndarray) -> np.dtype:
     return array.dtype
 
 
-def as_input(array) -> np.ndarray:
-    """`array` as an ndarray, without a copy where NumPy can view it (a
-    PyTorch CPU tensor, an object with the buffer protocol)."""
-    return array if isinstance(array, np.ndarray) else np.asarray(array)
+def _in_place(array: np.ndarray) -> bool:
+    """Whether the core can take `array` as it is: native byte order, and
+    every stride and the address multiples of its element size."""
+    size = array.dtype.itemsize
+    return (array.dtype.isnative and array.ctypes.data % size == 0 and
+            all(stride % size == 0 for stride in array.strides))
 
 
-def optional_input(array) -> Optional[np.ndarray]:
-    return None if array is None else as_input(array)
+def _numeric(name: str, array: np.ndarray) -> np.ndarray:
+    if array.dtype.kind not in "biufc":
+        raise TypeError(f"{name}: dtype {array.dtype} is not numeric")
+    return array
+
+
+def as_input(name: str, array) -> np.ndarray:
+    """`array` as an ndarray the core can read: without a copy where NumPy
+    can view it (a PyTorch CPU tensor, an object with the buffer protocol)
+    and the core read it in place; copied into native byte order, or into
+    aligned rows, where it cannot (big-endian data, byte strides that are no
+    multiple of the element); a dtype that is not numeric is an error
+    naming `name`."""
+    array = _numeric(name, array if isinstance(array, np.ndarray) else np.asarray(array))
+    if _in_place(array):
+        return array
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+
+
+def optional_input(name: str, array) -> Optional[np.ndarray]:
+    return None if array is None else as_input(name, array)
 
 
 def writable(name: str, array) -> np.ndarray:
@@ -50,6 +71,12 @@ def writable(name: str, array) -> np.ndarray:
         raise TypeError(f"{name}: must be a numpy.ndarray, not {type(array).__name__}")
     if not array.flags.writeable:
         raise ValueError(f"{name}: is read-only")
+    _numeric(name, array)
+    if not array.dtype.isnative:
+        raise ValueError(f"{name}: dtype {array.dtype.str} is not in native byte order")
+    if not _in_place(array):
+        raise ValueError(f"{name}: strides {array.strides} or its address are no "
+                         f"multiples of its element size ({array.dtype.itemsize})")
     return array
 
 
@@ -126,12 +153,12 @@ def masks(n: int, valid_lengths=None, causal: bool = False,
                              f"expected {' or '.join(map(str, shapes))}")
     lengths = None if valid_lengths is None else _lengths(valid_lengths)
     if visible is not None:
-        visible = np.asarray(visible)
+        visible = as_input("visible", visible)
         if visible.dtype == np.bool_:
             visible = visible.view(np.uint8)
     return (lengths, per_query, bool(causal),
             integer("causal_offset", causal_offset, -2**63, 2**63 - 1), left, right,
-            optional_input(bias), visible,
+            optional_input("bias", bias), visible,
             None if softcap is None else float(softcap),
             _per_head("alibi_slopes" if batch is not None else "alibi_slope", alibi,
                       None if batch is None else heads),

@@ -24,7 +24,7 @@ def _of_dtype(name: str, array, dtype, what: str) -> np.ndarray:
     """`array` as a contiguous ndarray of `dtype`, which it must have: a
     conversion would round twice (float64 → float32 → bfloat16) or read
     numbers as bit patterns."""
-    array = as_input(array)
+    array = as_input(name, array)
     if array.dtype != dtype:
         raise TypeError(f"{name}: dtype {array.dtype}; {what}")
     return np.ascontiguousarray(array)
@@ -69,16 +69,18 @@ def dequantize_rows(rows: Int8Rows) -> np.ndarray:
 def is_narrow(array) -> bool:
     """Whether keys or values are stored in a reduced-precision type."""
     return isinstance(array, Int8Rows) or (
-        isinstance(array, np.ndarray) and array.dtype in (np.float16, np.uint16))
+        isinstance(array, np.ndarray) and
+        array.dtype.newbyteorder("=") in (np.float16, np.uint16))
 
 
 def element(name: str, array) -> tuple:
     """Keys or values as the core's element functions take them: (array
     with contiguous rows, element type name, int8 scales or None)."""
     if isinstance(array, Int8Rows):
-        return (np.ascontiguousarray(array.data),
-                "int8", np.ascontiguousarray(array.scales, dtype=np.float32))
-    array = as_input(array)
+        return (np.ascontiguousarray(as_input(name + ".data", array.data)), "int8",
+                np.ascontiguousarray(as_input(name + ".scales", array.scales),
+                                     dtype=np.float32))
+    array = as_input(name, array)
     names = {np.dtype(np.float32): "float32", np.dtype(np.uint16): "bfloat16",
              np.dtype(np.float16): "float16"}
     if array.dtype not in names:
@@ -89,7 +91,7 @@ def element(name: str, array) -> tuple:
 
 
 def float32_queries(queries) -> np.ndarray:
-    queries = as_input(queries)
+    queries = as_input("queries", queries)
     if queries.dtype != np.float32:
         raise TypeError(f"queries: dtype {queries.dtype}; reduced-precision keys "
                         "or values take float32 queries")

@@ -13,7 +13,7 @@ from ._checks import (as_input, float_dtype, masks, offsets, optional_input,
 
 
 def _tensors(queries, keys, values):
-    queries, keys, values = as_input(queries), as_input(keys), as_input(values)
+    queries, keys, values = as_input("queries", queries), as_input("keys", keys), as_input("values", values)
     return queries, keys, values, float_dtype("queries", queries)
 
 
@@ -113,9 +113,9 @@ def scaled_dot_product_attention_varlen(queries, keys, values, query_offsets,
         function, dtype = _core.scaled_dot_product_attention_varlen_elements, np.float32
         keys_values = _stored_heads_first(("keys", keys), ("values", values),
                                           heads_first, lead=True)
-        dv = _columns(values)
+        dv = _columns("values", values)
     else:
-        queries, keys, values = as_input(queries), as_input(keys), as_input(values)
+        queries, keys, values = as_input("queries", queries), as_input("keys", keys), as_input("values", values)
         function, dtype = _core.scaled_dot_product_attention_varlen, float_dtype(
             "queries", queries)
         shape_of("keys", keys, 3)
@@ -167,10 +167,10 @@ def scaled_dot_product_attention_paged(queries, key_cache, value_cache, block_ta
         pools = _stored_heads_first(("key_cache", key_cache),
                                     ("value_cache", value_cache), heads_first,
                                     lead=False)
-        dv = _columns(value_cache)
+        dv = _columns("value_cache", value_cache)
     else:
-        queries = as_input(queries)
-        key_cache, value_cache = as_input(key_cache), as_input(value_cache)
+        queries = as_input("queries", queries)
+        key_cache, value_cache = as_input("key_cache", key_cache), as_input("value_cache", value_cache)
         function, dtype = _core.scaled_dot_product_attention_paged, float_dtype(
             "queries", queries)
         shape_of("key_cache", key_cache, 4)
@@ -196,9 +196,9 @@ def scaled_dot_product_attention_paged(queries, key_cache, value_cache, block_ta
     return out
 
 
-def _columns(stored) -> int:
+def _columns(name: str, stored) -> int:
     """The last axis of stored keys or values (an array or Int8Rows)."""
-    return (stored.data if hasattr(stored, "scales") else as_input(stored)).shape[-1]
+    return (stored.data if hasattr(stored, "scales") else as_input(name, stored)).shape[-1]
 
 
 def _stored_heads_first(keys: tuple, values: tuple, axes: tuple, lead: bool) -> tuple:
@@ -244,7 +244,7 @@ def additive_attention(queries, keys, values, w_q, w_k, w_v, *,
     b, h, n, _ = shape_of("queries", queries, 4)
     dv = shape_of("values", values, 4)[3]
     out = output("out", out, (b, h, n, dv), dtype)
-    _core.additive_attention(as_input(w_q), as_input(w_k), as_input(w_v),
+    _core.additive_attention(as_input("w_q", w_q), as_input("w_k", w_k), as_input("w_v", w_v),
                              queries, keys, values, out, empty_rows,
                              threads_of(threads))
     return out
@@ -269,16 +269,16 @@ def multi_head_attention(queries, keys, values, w_q, w_k, w_v, w_o, *,
     b, n, _ = shape_of("queries", queries, 3)
     shape_of("keys", keys, 3)
     shape_of("values", values, 3)
-    w_o = as_input(w_o)
+    w_o = as_input("w_o", w_o)
     d_out = shape_of("w_o", w_o, 2)[1]
     out = output("out", out, (b, n, d_out), dtype)
     if heads < 1:
         raise ValueError("heads: must be at least 1")
     # The core's tensors have a heads axis: one sequence per batch entry.
     _core.multi_head_attention(
-        int(heads), as_input(w_q), as_input(w_k), as_input(w_v), w_o,
-        optional_input(b_q), optional_input(b_k), optional_input(b_v),
-        optional_input(b_o), queries[:, None], keys[:, None], values[:, None],
+        int(heads), as_input("w_q", w_q), as_input("w_k", w_k), as_input("w_v", w_v), w_o,
+        optional_input("b_q", b_q), optional_input("b_k", b_k), optional_input("b_v", b_v),
+        optional_input("b_o", b_o), queries[:, None], keys[:, None], values[:, None],
         out[:, None], masks(n, valid_lengths, causal, causal_offset, window, batch=b),
         empty_rows, threads_of(threads))
     return out

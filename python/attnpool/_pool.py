@@ -21,7 +21,7 @@ def _spec(distance: str, kernel: str, bandwidth: float, scale: Optional[float],
 
 
 def _inputs(queries, keys, values):
-    queries, keys, values = as_input(queries), as_input(keys), as_input(values)
+    queries, keys, values = as_input("queries", queries), as_input("keys", keys), as_input("values", values)
     dtype = float_dtype("queries", queries)
     n = shape_of("queries", queries, 2)[0]
     m = shape_of("keys", keys, 2)[0]

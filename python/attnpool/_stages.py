@@ -30,7 +30,7 @@ def pairwise_distances(queries, keys, distance: str = "sqeuclidean", *,
         _core.pairwise_distances_elements(distance, queries, *keys, out,
                                           threads_of(threads))
         return out
-    queries, keys = as_input(queries), as_input(keys)
+    queries, keys = as_input("queries", queries), as_input("keys", keys)
     dtype = float_dtype("queries", queries)
     n = shape_of("queries", queries, 2)[0]
     m = shape_of("keys", keys, 2)[0]
@@ -79,7 +79,7 @@ def normalize(values: np.ndarray, normalization: str = "softmax", *,
 def weighted_sum(weights, values, *, out: Optional[np.ndarray] = None,
                  threads: Optional[int] = None) -> np.ndarray:
     """weights (n, m) · values (m, dv) → (n, dv)."""
-    weights, values = as_input(weights), as_input(values)
+    weights, values = as_input("weights", weights), as_input("values", values)
     dtype = float_dtype("weights", weights)
     n = shape_of("weights", weights, 2)[0]
     dv = shape_of("values", values, 2)[1]

@@ -198,6 +198,41 @@ def test_read_only_states_merge_in_and_finish():
     close(state.finish(), whole, np.float64)
 
 
+def _misaligned(array):
+    """A copy of `array` at an odd address, rows an odd number of bytes
+    apart: no stride is a multiple of its element size."""
+    rows, cols = array.shape
+    size = array.dtype.itemsize
+    row_bytes = cols * size + 1
+    buffer = np.zeros(rows * row_bytes + 1, np.uint8)
+    odd = np.ndarray(array.shape, array.dtype, buffer, offset=1,
+                     strides=(row_bytes, size))
+    odd[...] = array
+    return odd
+
+
+def test_foreign_byte_order_and_misaligned_inputs_are_copied():
+    # Big-endian data (FITS files, network buffers) and arrays at odd byte
+    # strides are copied into native, aligned arrays: the same bits.
+    rng = rng_for("byte order")
+    q, k, v = (rng.standard_normal(shape).astype(np.float32)
+               for shape in ((4, 3), (6, 3), (6, 2)))
+    want = attnpool.attention_pool(q, k, v).tobytes()
+    for args in ((q.astype(">f4"), k, v), (q, k.astype(">f4"), v.astype(">f4")),
+                 (_misaligned(q), _misaligned(k), _misaligned(v))):
+        assert attnpool.attention_pool(*args).tobytes() == want
+    # Reduced-precision caches and int8 scales likewise.
+    queries = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    keys = rng.standard_normal((1, 2, 6, 8)).astype(np.float16)
+    values = attnpool.quantize_rows(rng.standard_normal((12, 4)).astype(np.float32))
+    values = attnpool.Int8Rows(values.data.reshape(1, 2, 6, 4),
+                               values.scales.reshape(1, 2, 6))
+    swapped = attnpool.Int8Rows(values.data, values.scales.astype(">f4"))
+    want = attnpool.scaled_dot_product_attention(queries, keys, values).tobytes()
+    assert attnpool.scaled_dot_product_attention(
+        queries, keys.astype(">f2"), swapped).tobytes() == want
+
+
 def test_empty_and_broadcast_inputs():
     q = np.ones((3, 4))
     assert attnpool.attention_pool(q[:0], q, q).shape == (0, 4)
@@ -268,6 +303,15 @@ def test_out_is_written_in_place():
     (lambda: attnpool.quantize_rows(np.ones((2, 3), np.int8)), TypeError, "x"),
     (lambda: attnpool.weighted_sum(np.ones((3, 2)), np.ones((2, 2)), threads=-1),
      ValueError, "threads"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2), object),
+                                     np.ones((4, 1))), TypeError, "keys: dtype object"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)),
+                                     np.full((4, 1), "1")), TypeError, "values: dtype"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     bias=np.zeros((3, 4), object)), TypeError, "bias"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     visible=np.zeros((3, 4), object)),
+     TypeError, "visible"),
 ])
 def test_errors_name_the_argument(call, kind, argument):
     with pytest.raises(kind, match=argument):
@@ -278,6 +322,9 @@ def test_errors_name_the_argument(call, kind, argument):
     (np.zeros((3, 4)), ValueError, "out"),               # shape
     (np.zeros((3, 3), np.float32), TypeError, "out"),    # dtype
     (np.zeros((3, 6))[:, ::2], ValueError, "out"),       # rows not contiguous
+    (np.zeros((3, 3), ">f8"), ValueError, "out: dtype >f8 is not in native"),
+    (_misaligned(np.zeros((3, 3))), ValueError, r"out: strides \(25, 8\)"),
+    (np.zeros((3, 3), object), TypeError, "out: dtype object"),
 ])
 def test_bad_out_is_refused_and_untouched(out, kind, argument):
     out[...] = 5
