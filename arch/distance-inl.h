@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "arch/convert-inl.h"
+#include "arch/cosine_scale.h"
 #include "arch/distance.h"
 #include "arch/prefetch_lines-inl.h"
 #include "arch/prefix_io-inl.h"
@@ -316,6 +317,37 @@ size_t PanelWidth() {
   return 2 * hn::Lanes(d);
 }
 
+// The first `valid` keys of a packed panel (two vectors wide), each
+// scaled in place by the power of two cosine needs (arch/cosine_scale.h):
+// a vector test, and the keys' own pass only where a key is out of range.
+template <class D, typename T = hn::TFromD<D>>
+void ScaleCosineKeys(D d, T* HWY_RESTRICT packed, size_t depth, size_t valid) {
+  const size_t N = hn::Lanes(d), width = 2 * N;
+  auto low = hn::Zero(d), high = hn::Zero(d);
+  for (size_t p = 0; p < depth; ++p) {
+    low = hn::Max(low, hn::Abs(hn::Load(d, packed + p * width)));
+    high = hn::Max(high, hn::Abs(hn::Load(d, packed + p * width + N)));
+  }
+  // In range: largest |k_p| in [2^−R, 2^(R+1)).
+  const auto smallest = hn::Set(d, std::ldexp(T(1), -detail::kCosineRange<T>));
+  const auto beyond = hn::Set(d, std::ldexp(T(2), detail::kCosineRange<T>));
+  const auto out_of_range = [&](hn::Vec<D> largest, size_t keys) {
+    return hn::And(hn::FirstN(d, keys),
+                   hn::Or(hn::Lt(largest, smallest), hn::Ge(largest, beyond)));
+  };
+  if (hn::AllFalse(d, out_of_range(low, std::min(valid, N))) &&
+      hn::AllFalse(d, out_of_range(high, valid > N ? valid - N : 0))) {
+    return;
+  }
+  for (size_t lane = 0; lane < valid; ++lane) {
+    const int exponent = detail::CosineExponent(packed + lane, depth, width);
+    if (exponent != 0) {
+      detail::ScaleRow(packed + lane, depth, width, exponent, packed + lane,
+                       width);
+    }
+  }
+}
+
 template <typename T>
 void PackKeys(Distance distance, const detail::RowList<T>& keys,
               size_t panel_begin, size_t panel_end, T* HWY_RESTRICT panels,
@@ -368,6 +400,7 @@ void PackKeys(Distance distance, const detail::RowList<T>& keys,
         }
       }
     }
+    if (distance == Distance::cosine) ScaleCosineKeys(d, packed, depth, valid);
     auto squares_low = hn::Zero(d), squares_high = hn::Zero(d);
     // Only the Gram forms (squared norms) and cosine (inverse norms) read
     // key_factor; dot and manhattan leave it 0.
@@ -493,6 +526,7 @@ void DistanceWindow(Distance distance, ConstMatrixView<T> queries,
   const size_t depth = queries.cols;
   // The Gram form pays from here on; below, (q−k)² is as cheap and exact.
   constexpr size_t kGramMinDepth = 16;
+  std::vector<T> copy;  // cosine: a chunk's rows scaled, where one needs it
   for (size_t first = window.row_begin; first < window.row_end;
        first += kRowChunk) {
     const size_t last = std::min(window.row_end, first + kRowChunk);
@@ -508,16 +542,39 @@ void DistanceWindow(Distance distance, ConstMatrixView<T> queries,
         SweepTiles<AbsoluteDifferenceStep>(queries, packed, chunk, KeepSums());
         break;
       case Distance::cosine: {
+        // Rows far from 1 scaled by a power of two (arch/cosine_scale.h):
+        // where the chunk has one, the sweep reads a scaled copy of it, its
+        // rows 0 to last − first (row_origin moved by modular arithmetic).
+        ConstMatrixView<T> rows = queries;
+        ScoreWindow<T> sweep = chunk;
+        size_t factor_first = first;
+        int exponents[kRowChunk];
+        bool scaled = false;
         for (size_t i = first; i < last; ++i) {
-          T squares = 0;
-          for (size_t p = 0; p < depth; ++p) {
-            squares += queries(i, p) * queries(i, p);
+          exponents[i - first] = detail::CosineExponent(queries.row(i), depth);
+          scaled |= exponents[i - first] != 0;
+        }
+        if (scaled) {
+          copy.resize((last - first) * depth);
+          for (size_t i = first; i < last; ++i) {
+            detail::ScaleRow(queries.row(i), depth, 1, exponents[i - first],
+                             copy.data() + (i - first) * depth);
           }
-          row_factor[i - first] = squares > 0 ? T(1) / std::sqrt(squares) : 0;
+          rows = ConstMatrixView<T>(copy.data(), last - first, depth);
+          sweep.row_begin = 0;
+          sweep.row_end = last - first;
+          sweep.row_origin = window.row_origin - first;
+          factor_first = 0;
+        }
+        for (size_t i = 0; i < last - first; ++i) {
+          const T* HWY_RESTRICT row = rows.row(factor_first + i);
+          T squares = 0;
+          for (size_t p = 0; p < depth; ++p) squares += row[p] * row[p];
+          row_factor[i] = squares > 0 ? T(1) / std::sqrt(squares) : 0;
         }
         SweepTiles<DotStep>(
-            queries, packed, chunk,
-            CosineFromDots<T>{row_factor, packed.key_factor, first});
+            rows, packed, sweep,
+            CosineFromDots<T>{row_factor, packed.key_factor, factor_first});
         break;
       }
       case Distance::sqeuclidean:

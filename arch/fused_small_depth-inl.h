@@ -22,6 +22,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "arch/cosine_scale.h"
 #include "arch/distance-inl.h"
 #include "arch/fused.h"
 #include "arch/kernel-inl.h"
@@ -297,10 +298,17 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
   const bool exponentiate = mode == RowMode::weights && plan.normalize.logits;
   const T infinity = std::numeric_limits<T>::infinity();
   const T* HWY_RESTRICT value_panels = plan.packed_values.panels;
+  T scaled_query[detail::kFusedSmallDepth];
   for (size_t row = row_begin; row < row_end; ++row) {
     const T* HWY_RESTRICT query = plan.queries.row(row);
     T query_factor = 0;
     if (plan.distance == Distance::cosine) {
+      // A query far from 1 scaled by a power of two (arch/cosine_scale.h).
+      const int exponent = detail::CosineExponent(query, depth);
+      if (exponent != 0) {
+        detail::ScaleRow(query, depth, 1, exponent, scaled_query);
+        query = scaled_query;
+      }
       T squares = 0;
       for (size_t p = 0; p < depth; ++p) squares += query[p] * query[p];
       query_factor = squares > 0 ? T(1) / std::sqrt(squares) : T(0);

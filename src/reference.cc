@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace attnpool {
 namespace reference {
@@ -27,16 +28,33 @@ double distance(Distance distance, const double* query, const double* key,
     case Distance::dot:
       for (size_t p = 0; p < depth; ++p) sum += query[p] * key[p];
       return sum;
-    case Distance::cosine:
+    case Distance::cosine: {
+      // Free of each vector's scale: a finite vector whose largest entry
+      // lies beyond 2^±400 (its squares would leave double's range) is
+      // divided by that entry's power of two (exactly) first.
+      const auto exponent_of = [depth](const double* x) {
+        double largest = 0;
+        for (size_t p = 0; p < depth; ++p) {
+          largest = std::max(largest, std::fabs(x[p]));
+        }
+        const int exponent =
+            largest > 0 && std::isfinite(largest) ? std::ilogb(largest) : 0;
+        return std::abs(exponent) > 400 ? exponent : 0;
+      };
+      const int query_exponent = exponent_of(query),
+                key_exponent = exponent_of(key);
       for (size_t p = 0; p < depth; ++p) {
-        sum += query[p] * key[p];
-        query_norm += query[p] * query[p];
-        key_norm += key[p] * key[p];
+        const double q = std::ldexp(query[p], -query_exponent),
+                     k = std::ldexp(key[p], -key_exponent);
+        sum += q * k;
+        query_norm += q * q;
+        key_norm += k * k;
       }
       // 0 when a norm is 0, unless the other vector is not finite: the
       // dot product is then NaN (0·inf, 0·NaN), and so is the cosine.
       if (query_norm == 0 || key_norm == 0) return std::isnan(sum) ? sum : 0;
       return sum / (std::sqrt(query_norm) * std::sqrt(key_norm));
+    }
   }
   throw Error("distance", "invalid value");
 }

@@ -76,23 +76,37 @@ double KernelErrorBound(const attnpool::KernelSpec& spec,
 
 // The magnitudes distance.h's bounds are stated in, for one pair q, k.
 struct PairMagnitudes {
-  double abs_dot = 0;       // Σ|qᵢkᵢ|
-  double norms = 0;         // ‖q‖² + ‖k‖²
-  double norm_product = 0;  // ‖q‖‖k‖
+  double abs_dot = 0;  // Σ|qᵢkᵢ|
+  double norms = 0;    // ‖q‖² + ‖k‖²
+  // Σ|qᵢkᵢ| / (‖q‖‖k‖), free of the vectors' scales (each divided by its
+  // largest |entry| first, so that no sum under- or overflows); 0 when a
+  // vector is 0.
+  double dot_ratio = 0;
 };
 
 template <typename Q, typename K>
 PairMagnitudes MagnitudesOf(const Q& q, const K& k, size_t depth) {
   PairMagnitudes s;
-  double q_norm = 0, k_norm = 0;
+  double q_norm = 0, k_norm = 0, q_largest = 0, k_largest = 0;
   for (size_t p = 0; p < depth; ++p) {
     const double a = q[p], b = k[p];
     s.abs_dot += std::fabs(a * b);
     q_norm += a * a;
     k_norm += b * b;
+    q_largest = std::max(q_largest, std::fabs(a));
+    k_largest = std::max(k_largest, std::fabs(b));
   }
   s.norms = q_norm + k_norm;
-  s.norm_product = std::sqrt(q_norm) * std::sqrt(k_norm);
+  if (q_largest > 0 && k_largest > 0) {
+    double dots = 0, q_scaled = 0, k_scaled = 0;
+    for (size_t p = 0; p < depth; ++p) {
+      const double a = double(q[p]) / q_largest, b = double(k[p]) / k_largest;
+      dots += std::fabs(a * b);
+      q_scaled += a * a;
+      k_scaled += b * b;
+    }
+    s.dot_ratio = dots / (std::sqrt(q_scaled) * std::sqrt(k_scaled));
+  }
   return s;
 }
 
@@ -113,9 +127,8 @@ double DistanceErrorBound(attnpool::Distance distance, double want,
     case attnpool::Distance::dot:
       return (d + 1) * u * s.abs_dot;
     case attnpool::Distance::cosine:
-      return s.norm_product == 0
-                 ? 0
-                 : (d + 6) * u * (s.abs_dot / s.norm_product + std::fabs(want));
+      return s.dot_ratio == 0 ? 0
+                              : (d + 6) * u * (s.dot_ratio + std::fabs(want));
     case attnpool::Distance::manhattan:
       return (d + 1) * u * want;
     case attnpool::Distance::sqeuclidean:

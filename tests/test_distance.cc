@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -115,6 +116,85 @@ ATTNPOOL_TEST_EACH_TARGET(SweepFloat, "distance.sweep.float", "[distance]") {
 
 ATTNPOOL_TEST_EACH_TARGET(SweepDouble, "distance.sweep.double", "[distance]") {
   SweepShapes<double>();
+}
+
+// Cosine of vectors whose squares would under- or overflow T: rows of
+// 2^−100 and 2^100 (float; 2^±900 double), subnormal and near the largest
+// finite value, rows that mix magnitudes, zeros. The distance stage against
+// the reference (which scales such vectors too); and pooling (the fused
+// tile and small-depth paths, and the staged pipeline) over rows at 2^±k
+// bitwise equal to it over the same rows at 1, which the scaling gives back
+// exactly.
+template <typename T>
+void CosineMagnitudesCase() {
+  std::mt19937_64 rng(kSeed + 2);
+  INFO("seed " << kSeed + 2);
+  std::uniform_real_distribution<double> unit(0.25, 2);
+  const int far = sizeof(T) == 4 ? 100 : 900;
+  const T subnormal = std::numeric_limits<T>::denorm_min() * 3,
+          largest = std::numeric_limits<T>::max() / 2;
+  for (size_t depth : {3, 17, 64}) {
+    const size_t rows = 13, key_count = 19;
+    TestMatrix<T> queries(rows, depth), keys(key_count, depth);
+    TestMatrix<T> near_queries(rows, depth), near_keys(key_count, depth);
+    // Row r's entries at 1 and at 2^exponent(r), both ways; row 0 of each
+    // is zero, and the distance stage sees three more kinds of row.
+    const auto fill = [&](TestMatrix<T>& at_one, TestMatrix<T>& scaled,
+                          size_t r) {
+      const int exponents[] = {0, -far, far, -far / 2, far / 2};
+      const int exponent = exponents[r % 5];
+      for (size_t p = 0; p < depth; ++p) {
+        const T x = r == 0 ? T(0) : T((p % 3 == 1 ? -1 : 1) * unit(rng));
+        at_one(r, p) = x;
+        scaled(r, p) = std::ldexp(x, exponent);
+      }
+    };
+    for (size_t i = 0; i < rows; ++i) fill(near_queries, queries, i);
+    for (size_t j = 0; j < key_count; ++j) fill(near_keys, keys, j);
+    {
+      TestMatrix<T> distance_queries = queries, distance_keys = keys;
+      for (size_t p = 0; p < depth; ++p) {
+        distance_queries(rows - 1, p) = subnormal * T(1 + p % 2);
+        distance_keys(key_count - 1, p) = largest * T(p % 2 ? -1 : 1);
+        // Magnitudes 2^far apart within one row.
+        distance_keys(key_count - 2, p) = std::ldexp(T(1 + p % 3), p ? far : 0);
+      }
+      INFO("cosine d=" << depth);
+      CheckShape(Distance::cosine, distance_queries, distance_keys, 0, 0);
+    }
+    TestMatrix<T> values(key_count, 2);
+    values.FillRandom(rng);
+    const attnpool::PoolSpec spec{Distance::cosine,
+                                  {attnpool::Kernel::exp, 1.0, 4.0},
+                                  attnpool::Normalization::sum};
+    for (bool staged : {false, true}) {
+      INFO((staged ? "staged" : "fused") << " d=" << depth);
+      TestMatrix<T> got(rows, 2), want(rows, 2);
+      const auto pool = [&](const TestMatrix<T>& q, const TestMatrix<T>& k,
+                            TestMatrix<T>& out) {
+        if (staged) {
+          attnpool::attention_pool_staged(spec, q.view(), k.view(),
+                                          values.view(), out.view());
+        } else {
+          attnpool::attention_pool(spec, q.view(), k.view(), values.view(),
+                                   out.view());
+        }
+      };
+      pool(queries, keys, got);
+      pool(near_queries, near_keys, want);
+      REQUIRE(std::memcmp(got.data(), want.data(), rows * 2 * sizeof(T)) == 0);
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(CosineMagnitudesFloat,
+                          "distance.cosine_magnitudes.float", "[distance]") {
+  CosineMagnitudesCase<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(CosineMagnitudesDouble,
+                          "distance.cosine_magnitudes.double", "[distance]") {
+  CosineMagnitudesCase<double>();
 }
 
 // Points far from the origin and close to each other: the Gram form cancels

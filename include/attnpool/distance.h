@@ -70,7 +70,11 @@ Distance distance_from_name(const char* name);
 //
 // Accuracy (u = unit roundoff of T: 2⁻²⁴ for float, 2⁻⁵³ for double):
 //  - dot:         |err| ≤ (d+1)·u·Σ|qᵢkᵢ|
-//  - cosine:      |err| ≤ (d+6)·u·(Σ|qᵢkᵢ| / (‖q‖‖k‖) + |cos|)
+//  - cosine:      |err| ≤ (d+6)·u·(Σ|qᵢkᵢ| / (‖q‖‖k‖) + |cos|), for any
+//                 finite vectors: one whose largest |xᵢ| is beyond 2^±40
+//                 (2^±400 for double), where Σx² would under- or overflow,
+//                 is first scaled by a power of two (exactly, but for
+//                 entries that become subnormal beside its largest).
 //  - manhattan:   |err| ≤ (d+1)·u·result
 //  - sqeuclidean: |err| ≤ (2d+8)·u·(‖q‖² + ‖k‖²), and relative error
 //                 ≤ 32·(2d+8)·u; exactly 0 when q = k. For d ≥ 16 it is
