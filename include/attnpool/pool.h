@@ -18,8 +18,11 @@ namespace attnpool {
 // With an exponential kernel (gaussian, exp) the weights are exp of a logit
 // ℓ (gaussian: −r²/(2h²); exp: scale·s). Then `sum` and `softmax` are both
 // the max-subtracted softmax of ℓ (+ the mask's bias): a query far from every
-// key gets the average of its nearest keys' values, never 0/0; `argmax`
-// takes the largest ℓ, `none` gives exp(ℓ). With the other kernels the
+// key gets the average of its nearest keys' values, never 0/0, as long as
+// its largest logit is a finite number of T (gaussian: r/h < 1.8e19 for the
+// nearest key in float, 1.3e154 in double; a row whose every logit
+// overflows to −inf is taken as empty: docs/design.md §9); `argmax` takes
+// the largest ℓ, `none` gives exp(ℓ). With the other kernels the
 // stages apply as written (`softmax` then treats the weights as scores).
 // Scaled dot-product attention is {dot, {exp}, sum}; Nadaraya–Watson is
 // {sqeuclidean, {gaussian, h}, sum}.
@@ -46,7 +49,12 @@ struct PoolSpec {
 // non-finite data as attention_pool_staged says: non-finite exactly where
 // it is, NaN where it has NaN — but an infinite value whose weight
 // underflows to 0 here and not there (or there and not here) gives NaN
-// (0·inf) on that side and ±inf on the other. queries n×d, keys m×d, values
+// (0·inf) on that side and ±inf on the other. Values are summed with
+// weights of at most 1 before the division by their sum: where Σ w·|v|
+// passes T's largest number (values near it over the number of keys that
+// weigh, e.g. a thousand equal weights on float values of 1e36) the result
+// is ±inf, where the staged pipeline's normalized weights stay finite
+// (docs/design.md §9). queries n×d, keys m×d, values
 // m×dv, out n×dv. Throws attnpool::Error naming the argument on invalid
 // input, before writing anything.
 void attention_pool(const PoolSpec& spec, ConstMatrixView<float> queries,

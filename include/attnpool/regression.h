@@ -52,7 +52,8 @@ class NadarayaWatson {
   // out(i, :) = ŷ(queries(i, :)); queries m×d, out m×dy. Runs the fused
   // attention_pool ({sqeuclidean, {kernel, h}, Normalization::sum}): the
   // Gaussian in the stable softmax form (a query far from every training
-  // point gets the mean of its nearest points' y), and a query whose kernel
+  // point gets the mean of its nearest points' y, while r/h to the nearest
+  // stays within pool.h's range), and a query whose kernel
   // window holds no training point (a compact kernel) gets
   // the empty_rows() policy (NaN row by default). Bitwise the same result
   // for every thread count. Throws attnpool::Error naming the argument
