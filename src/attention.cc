@@ -569,15 +569,17 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
 
 }  // namespace
 
-std::vector<double> alibi_slopes(size_t heads) {
+template <typename T>
+std::vector<T> alibi_slopes(size_t heads) {
   // 2^(−8(h+1)/H) for h < H, H a power of two.
   const auto power_of_two_slopes = [](size_t count, size_t take_every,
-                                      size_t take, std::vector<double>& out) {
+                                      size_t take, std::vector<T>& out) {
     for (size_t h = 0; h < count && out.size() < take; h += take_every) {
-      out.push_back(std::exp2(-8.0 * double(h + 1) / double(count)));
+      out.push_back(
+          static_cast<T>(std::exp2(-8.0 * double(h + 1) / double(count))));
     }
   };
-  std::vector<double> slopes;
+  std::vector<T> slopes;
   if (heads == 0) return slopes;
   size_t below = 1;
   while (below <= heads / 2) below *= 2;
@@ -585,6 +587,8 @@ std::vector<double> alibi_slopes(size_t heads) {
   power_of_two_slopes(2 * below, 2, heads, slopes);
   return slopes;
 }
+template std::vector<float> alibi_slopes<float>(size_t);
+template std::vector<double> alibi_slopes<double>(size_t);
 
 #define ATTNPOOL_ATTENTION_OVERLOADS(T)                                        \
   void scaled_dot_product_attention(                                           \

@@ -153,10 +153,16 @@ attnpool_status attnpool_rule_of_thumb_bandwidth(attnpool_dtype dtype,
 }
 
 attnpool_status attnpool_alibi_slopes(size_t heads, double* slopes) {
-  return Guard([&] {
-    if (heads != 0) Required(slopes, "slopes");
-    const auto standard = attnpool::alibi_slopes(heads);
-    std::copy(standard.begin(), standard.end(), slopes);
+  return attnpool_alibi_slopes_as(ATTNPOOL_FLOAT64, heads, slopes);
+}
+
+attnpool_status attnpool_alibi_slopes_as(attnpool_dtype dtype, size_t heads,
+                                         void* slopes) {
+  return Typed(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    if (heads != 0) Required(static_cast<T*>(slopes), "slopes");
+    const auto standard = attnpool::alibi_slopes<T>(heads);
+    std::copy(standard.begin(), standard.end(), static_cast<T*>(slopes));
   });
 }
 

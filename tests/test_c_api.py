@@ -152,6 +152,8 @@ def load(path):
              ctypes.c_size_t, P(ctypes.c_size_t), P(ctypes.c_size_t), P(AttentionMask),
              P(ctypes.c_double), ctypes.c_int, P(Execution)], ctypes.c_int),
         "attnpool_alibi_slopes": ([ctypes.c_size_t, P(ctypes.c_double)], ctypes.c_int),
+        "attnpool_alibi_slopes_as": ([ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p],
+                                     ctypes.c_int),
         "attnpool_scaled_dot_product_attention_paged": (
             [ctypes.c_int, P(ConstTensor), P(PagedCache), P(Tensor), ctypes.c_size_t,
              P(ctypes.c_size_t), P(AttentionMask), P(ctypes.c_double), ctypes.c_int,
@@ -605,7 +607,14 @@ class CApiTest(unittest.TestCase):
         q = self.rand(1, heads, n, d)
         k = self.rand(1, heads, m, d)
         v = self.rand(1, heads, m, dv)
-        slopes32 = np.array(list(slopes), np.float32)
+        # The slopes in the call's dtype, as the mask takes them.
+        slopes32 = np.zeros(heads, np.float32)
+        self.assertEqual(lib.attnpool_alibi_slopes_as(FLOAT32, heads, slopes32.ctypes.data),
+                         OK, last_error())
+        np.testing.assert_array_equal(slopes32, np.array(list(slopes), np.float32))
+        self.assertEqual(lib.attnpool_alibi_slopes_as(7, heads, slopes32.ctypes.data),
+                         INVALID_ARGUMENT)
+        self.assertEqual(last_error()[1], "dtype")
         sinks = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
         mask = AttentionMask(causal=1, causal_offset=4, softcap=1.5,
                              alibi_slopes=slopes32.ctypes.data, sinks=sinks.ctypes.data)

@@ -124,7 +124,7 @@ struct AttentionMask {
   // Sliding window: key j visible to query i iff p − window_left ≤ j ≤
   // p + window_right (a side left empty is unbounded); key blocks outside
   // every window are skipped (Mask in normalize.h).
-  std::optional<size_t> window_left, window_right;
+  std::optional<size_t> window_left = std::nullopt, window_right = std::nullopt;
   // Added to the scores: a (batch, heads, n, m) tensor whose batch and heads
   // may each be 1 (broadcast over that dimension, as numpy does). data
   // nullptr: none.
@@ -134,8 +134,8 @@ struct AttentionMask {
   // Score adjustments (normalize.h's Mask, in this order): logit
   // soft-capping of scale·q·k (Gemma 2: 50 for attention), then ALiBi with
   // query head h's slope alibi_slopes[h] (Hq entries, nullptr: none;
-  // alibi_slopes() gives the standard ones), then the bias.
-  std::optional<T> softcap;
+  // alibi_slopes<T>() gives the standard ones), then the bias.
+  std::optional<T> softcap = std::nullopt;
   const T* alibi_slopes = nullptr;
   // Attention sinks: query head h's sink logit sinks[h] (Hq entries, not
   // NaN; nullptr: none) joins its softmax's denominator without a value.
@@ -144,8 +144,12 @@ struct AttentionMask {
 
 // The standard ALiBi slopes of `heads` heads (Press et al.): 2^(−8(h+1)/H)
 // for a power of two H; otherwise those of the power of two below H, then
-// every other slope of twice that many.
-std::vector<double> alibi_slopes(size_t heads);
+// every other slope of twice that many. In T, for AttentionMask<T>
+// (alibi_slopes<float>(H) for float calls), each rounded from double.
+template <typename T = double>
+std::vector<T> alibi_slopes(size_t heads);
+extern template std::vector<float> alibi_slopes<float>(size_t);
+extern template std::vector<double> alibi_slopes<double>(size_t);
 
 // softmax(scale·Q·Kᵀ + bias, masked)·V per (batch, head), on the fused
 // kernel (pool.h: never forms the n×m scores).

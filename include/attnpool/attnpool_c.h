@@ -355,7 +355,7 @@ typedef struct attnpool_attention_mask {
   attnpool_window window; /* all-zero: none */
   /* Logit soft-capping of scale * q.k (0: none), then ALiBi with query
    * head h's slope alibi_slopes[h] (H entries of the call's dtype, NULL:
-   * none; attnpool_alibi_slopes gives the standard ones). */
+   * none; attnpool_alibi_slopes_as gives the standard ones in it). */
   double softcap;
   const void* alibi_slopes;
   /* Attention sinks: query head h's logit sinks[h] (H entries of the call's
@@ -365,8 +365,12 @@ typedef struct attnpool_attention_mask {
 
 /* slopes (heads entries) = the standard ALiBi slopes of `heads` heads:
  * 2^(-8(h+1)/H) for a power of two H, else those of the power of two below
- * H followed by every other slope of twice that many. */
+ * H followed by every other slope of twice that many, in double. */
 attnpool_status attnpool_alibi_slopes(size_t heads, double* slopes);
+/* The same in `dtype` (each rounded from double): the entries an
+ * attnpool_attention_mask of a call of that dtype takes. */
+attnpool_status attnpool_alibi_slopes_as(attnpool_dtype dtype, size_t heads,
+                                         void* slopes);
 
 /* softmax(scale * Q K^T + bias, masked) V per (batch, head), on the fused
  * kernel: queries (B, Hq, n, dk), keys (B, Hkv, m, dk), values

@@ -127,7 +127,7 @@ struct KernelSpec {
   // element type (≥ 1.2e-38 and ≤ 3.4e38 for float).
   double bandwidth = 1.0;
   // The factor of `exp`: finite; when absent, 1/√d (d = depth of the data).
-  std::optional<double> scale;
+  std::optional<double> scale = std::nullopt;
 };
 
 // In place: values(i, j) ← kernel weight of values(i, j). `input` says what

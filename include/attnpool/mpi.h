@@ -68,6 +68,12 @@ void attention_pool(MPI_Comm comm, const PoolSpec& spec,
                     const ElementRows& values, MatrixView<float> out,
                     const Mask<float>& mask = {}, const Options& options = {},
                     const Execution& execution = {});
+// (Float keys and values as matrices, brace-initialized: {keys, m, d}.)
+void attention_pool(MPI_Comm comm, const PoolSpec& spec,
+                    ConstMatrixView<float> queries, ConstMatrixView<float> keys,
+                    ConstMatrixView<float> values, MatrixView<float> out,
+                    const Mask<float>& mask = {}, const Options& options = {},
+                    const Execution& execution = {});
 void attention_pool(MPI_Comm comm, const PoolSpec& spec,
                     ConstMatrixView<double> queries,
                     ConstMatrixView<double> keys,

@@ -78,7 +78,7 @@ struct Mask {
   // Like the valid lengths and the causal mask, it bounds a run of keys per
   // query: key blocks outside every window of a block of queries are never
   // visited, and keys outside every query's window never read.
-  std::optional<size_t> window_left, window_right;
+  std::optional<size_t> window_left = std::nullopt, window_right = std::nullopt;
   // n×m, added to the scores before a softmax (exp-family weights: to the
   // logits); −inf hides the key, whatever its score (NaN too). Needs
   // scores: softmax, argmax or an exponential kernel.
@@ -92,7 +92,7 @@ struct Mask {
   //   ALiBi (Press et al.): s ← s + alibi_slope·(j − p), computed per key,
   //     never as a matrix (0: none; finite);
   //   then the bias.
-  std::optional<T> softcap;
+  std::optional<T> softcap = std::nullopt;
   T alibi_slope = 0;
   // Attention sink (StreamingLLM, gpt-oss): a logit that joins a softmax's
   // denominator but has no value: every weight is scaled down by its share,
@@ -100,7 +100,7 @@ struct Mask {
   // row). Not NaN; needs a softmax (softmax, or sum of an exponential
   // kernel's weights). A shard state (pool.h) holds it when its key_offset
   // is 0, so that merged shards count it once.
-  std::optional<T> sink;
+  std::optional<T> sink = std::nullopt;
 };
 
 // In place on an n×m matrix of values a (scores or kernel weights), as the

@@ -143,7 +143,9 @@ void attention_pool_with_normalizer(const PoolSpec& spec,
 //     carries 0·NaN to the merged row);
 //   argmax: max = the best score, best = its key's index in the whole
 //     sequence, accumulator = its value row.
-// A query that met a visible NaN has max = sum = NaN.
+// A query that met a visible NaN has max = sum = NaN. Every array is
+// required whatever the spec (one layout for all, as the C API's): max,
+// sum and best may not be null where n > 0, and none may overlap another.
 template <typename T>
 struct PoolPartial {
   MatrixView<T> accumulator;

@@ -185,6 +185,15 @@ void attention_pool(MPI_Comm comm, const PoolSpec& spec,
 }
 
 void attention_pool(MPI_Comm comm, const PoolSpec& spec,
+                    ConstMatrixView<float> queries, ConstMatrixView<float> keys,
+                    ConstMatrixView<float> values, MatrixView<float> out,
+                    const Mask<float>& mask, const Options& options,
+                    const Execution& execution) {
+  SplitKeys<float>(comm, spec, queries, ElementRows(keys), ElementRows(values),
+                   out, mask, options, execution);
+}
+
+void attention_pool(MPI_Comm comm, const PoolSpec& spec,
                     ConstMatrixView<double> queries,
                     ConstMatrixView<double> keys,
                     ConstMatrixView<double> values, MatrixView<double> out,

@@ -2,6 +2,7 @@
 #include <attnpool/attnpool.h>
 
 #include <cstdio>
+#include <vector>
 
 int main() {
   const float queries[2 * 2] = {0, 0, 1, 1};
@@ -16,7 +17,27 @@ int main() {
       return 1;
     }
   }
-  std::printf("consumer: distances correct on %s\n",
+  // The README's spec, brace-initialized (builds under -Wextra -Werror):
+  // one query on a key of its own (weight 1) and one 28 bandwidths away
+  // (weight e^-400: 0 in float).
+  using attnpool::Distance;
+  using attnpool::Kernel;
+  using attnpool::Normalization;
+  const attnpool::PoolSpec spec{
+      Distance::sqeuclidean, {Kernel::gaussian, 0.05}, Normalization::sum};
+  const float values[3] = {7, 5, 9};
+  float pooled = 0;
+  attnpool::attention_pool(spec, {queries, 1, 2}, {keys + 2, 2, 2},
+                           {values + 1, 2, 1}, {&pooled, 1, 1});
+  if (pooled != 5) {
+    std::printf("pooled %g, expected 5\n", pooled);
+    return 1;
+  }
+  // ALiBi slopes in the mask's type.
+  attnpool::AttentionMask<float> mask;
+  const std::vector<float> slopes = attnpool::alibi_slopes<float>(4);
+  mask.alibi_slopes = slopes.data();
+  std::printf("consumer: distances and pooling correct on %s\n",
               attnpool::last_run_target().c_str());
   return 0;
 }

@@ -16,11 +16,18 @@ int main(int argc, char** argv) {
   double out = -1;
   attnpool::mpi::attention_pool(MPI_COMM_WORLD, spec, {&query, 1, 1},
                                 {&key, 1, 1}, {&value, 1, 1}, {&out, 1, 1});
+  // The same in float, its shards brace-initialized as in the README.
+  const float query_f = 0, key_f = 0, value_f = float(rank);
+  float out_f = -1;
+  attnpool::mpi::attention_pool(MPI_COMM_WORLD, spec, {&query_f, 1, 1},
+                                {&key_f, 1, 1}, {&value_f, 1, 1},
+                                {&out_f, 1, 1});
   const double expected = (size - 1) / 2.0;
   int status = 0;
   if (rank == 0) {
-    if (out != expected) {
-      std::printf("mpi consumer: %g, expected %g\n", out, expected);
+    if (out != expected || out_f != float(expected)) {
+      std::printf("mpi consumer: %g and %g, expected %g\n", out, out_f,
+                  expected);
       status = 1;
     } else {
       std::printf("mpi consumer: the mean of %d ranks\n", size);
