@@ -5,8 +5,9 @@
 // reported as tanh terms per second beside the tanh throughput of the same
 // target (detail::TanhArray over an L1-resident array): the loop's limit.
 //
-// Entries: layers/<what>/<target>/<shape>/threads:<t>,
-//          baseline/<what>/<shape>/threads:<t>.
+// Entries: layers/<TARGET>/<what>/<shape>/threads:<t> (what: linear,
+// multi_head, additive, tanh), baseline/<name>/<what>/<shape>/threads:<t>
+// for the same work (openblas_sgemm/linear, openblas/multi_head).
 #include <attnpool/attnpool.h>
 
 #include <algorithm>
@@ -178,7 +179,7 @@ void TanhThroughput(benchmark::State& state, std::string target) {
 
 void RegisterAll() {
   for (const std::string& target : attnpool::supported_targets()) {
-    Register("layers/tanh/" + target + "/4096/threads:1", TanhThroughput,
+    Register("layers/" + target + "/tanh/4096/threads:1", TanhThroughput,
              target)
         ->Unit(benchmark::kMicrosecond);
   }
@@ -186,24 +187,24 @@ void RegisterAll() {
     const std::string suffix = "/threads:" + std::to_string(threads);
     for (const GemmShape& shape : kGemmShapes) {
       for (const std::string& target : attnpool::supported_targets()) {
-        Register("layers/linear/" + target + "/" + Name(shape) + suffix, Linear,
+        Register("layers/" + target + "/linear/" + Name(shape) + suffix, Linear,
                  target, shape, threads);
       }
 #if ATTNPOOL_BENCH_OPENBLAS
-      Register("baseline/openblas_sgemm/" + Name(shape) + suffix, Sgemm, shape,
-               threads);
+      Register("baseline/openblas_sgemm/linear/" + Name(shape) + suffix, Sgemm,
+               shape, threads);
 #endif
     }
     for (const std::string& target : attnpool::supported_targets()) {
-      Register("layers/multi_head/" + target + "/1024x512x8" + suffix,
+      Register("layers/" + target + "/multi_head/1024x512x8" + suffix,
                MultiHead, target, threads);
     }
 #if ATTNPOOL_BENCH_OPENBLAS
-    Register("baseline/openblas_multi_head/1024x512x8" + suffix,
+    Register("baseline/openblas/multi_head/1024x512x8" + suffix,
              MultiHeadOpenblas, threads);
 #endif
     for (const std::string& target : attnpool::supported_targets()) {
-      Register("layers/additive/" + target + "/1024x1024x128" + suffix,
+      Register("layers/" + target + "/additive/1024x1024x128" + suffix,
                Additive, target, threads);
     }
   }

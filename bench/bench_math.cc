@@ -1,15 +1,17 @@
 // The vectorized exp and tanh (arch/math-inl.h) per target, over arrays of
 // 4096 elements (L1) and 2^20 elements (8 MiB in + out), with the baselines
 // a user would otherwise pick in the same binary:
-//   baseline/hwy/<TARGET>/...      Highway 1.0.3 hn::Exp / hn::Tanh on the
+//   baseline/hwy_<TARGET>/...      Highway 1.0.3 hn::Exp / hn::Tanh on the
 //                                  best target;
 //   baseline/libmvec/...           glibc libmvec (AVX-512, x86-64 with
 //                                  AVX-512F/DQ only);
 //   baseline/std/...               a plain std::exp / std::tanh loop.
 //
-// Names: math/<TARGET>/<exp|tanh>/<float|double>/<n>; items_per_second
-// counts elements. exp inputs are uniform in [−20, 0] (softmax arguments),
-// tanh inputs uniform in [−5, 5] (both of its branches).
+// Names: math/<TARGET>/<exp|tanh>/<float|double>/<n>, the baselines
+// baseline/<name>/<exp|tanh>/float/<n> (the variant and shape of the float
+// entries of the same work); items_per_second counts elements. exp inputs
+// are uniform in [−20, 0] (softmax arguments), tanh inputs uniform in
+// [−5, 5] (both of its branches).
 #include <attnpool/attnpool.h>
 #include <benchmark/benchmark.h>
 
@@ -140,7 +142,7 @@ void RegisterAll() {
       }
       const std::string best = attnpool::supported_targets().front();
       benchmark::RegisterBenchmark(
-          ("baseline/hwy/" + best + "/" + suffix).c_str(), Highway, f, count);
+          ("baseline/hwy_" + best + "/" + suffix).c_str(), Highway, f, count);
 #if ATTNPOOL_BENCH_LIBMVEC
       if (__builtin_cpu_supports("avx512f") &&
           __builtin_cpu_supports("avx512dq")) {

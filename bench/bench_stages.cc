@@ -2,6 +2,8 @@
 // with naive loops as the in-binary baseline.
 //
 // Names: kernel/<TARGET>/<kernel>/<n>x<m>, normalize/<TARGET>/<mode>/<n>x<m>,
+// kernel_normalize/<TARGET>/gaussian_sum/<n>x<m> (the two stages in turn:
+// the work of baseline/naive/gaussian_sum/<n>x<m>),
 // pool_staged/<TARGET>/<case>/<n>x<m>x<d>x<dv>, all /threads:<t>.
 // items_per_second counts matrix elements (n·m). The stages run in place on
 // the same matrix every iteration: their cost does not depend on the values
@@ -64,7 +66,24 @@ void NormalizeStage(benchmark::State& state, std::string target,
   SetRates(state, double(kRows) * kCols, 0);
 }
 
-// What a user writes without a library: exp then softmax, row by row.
+// The Gaussian kernel (h = 1.3: exp(−x/3.38)) then sum normalization: for
+// an exponential kernel, the max-subtracted softmax of its logits.
+void KernelNormalize(benchmark::State& state, std::string target, int threads) {
+  auto values = RandomMatrix(kRows * kCols, 0, 4);
+  ForcedTarget forced(state, target);
+  const attnpool::KernelSpec spec{Kernel::gaussian, 1.3};
+  for (auto _ : state) {
+    attnpool::apply_kernel(spec, Distance::sqeuclidean,
+                           {values.data(), kRows, kCols}, 64, {threads});
+    attnpool::normalize(Normalization::sum, {values.data(), kRows, kCols}, {},
+                        attnpool::EmptyRows::nan, {threads});
+    benchmark::DoNotOptimize(values.data());
+  }
+  SetRates(state, double(kRows) * kCols, 0);
+}
+
+// What a user writes without a library for the same: exp then softmax, row
+// by row.
 void NaiveGaussianSoftmax(benchmark::State& state) {
   auto values = RandomMatrix(kRows * kCols, 0, 4);
   for (auto _ : state) {
@@ -140,6 +159,8 @@ void RegisterAll() {
                   suffix),
                  NormalizeStage, target, normalization, threads);
       }
+      Register("kernel_normalize/" + target + "/gaussian_sum/" + shape + suffix,
+               KernelNormalize, target, threads);
       for (const PoolCase& c : kPoolCases) {
         Register(("pool_staged/" + target + "/" + c.name + "/" +
                   std::to_string(c.n) + "x" + std::to_string(c.m) + "x" +
@@ -148,7 +169,7 @@ void RegisterAll() {
       }
     }
   }
-  Register(("baseline/naive/gaussian_softmax/" + shape + "/threads:1"),
+  Register("baseline/naive/gaussian_sum/" + shape + "/threads:1",
            NaiveGaussianSoftmax);
 }
 

@@ -48,7 +48,9 @@ uint64_t BytesWritten() {
 
 double Median(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  const size_t half = samples.size() / 2;
+  return samples.size() % 2 ? samples[half]
+                            : 0.5 * (samples[half - 1] + samples[half]);
 }
 
 struct Timing {

@@ -154,7 +154,9 @@ int main(int argc, char** argv) {
       attnpool::force_tuning(profiles[p]);
       std::vector<double>& t = seconds[p];
       std::sort(t.begin(), t.end());
-      const double median = t[t.size() / 2];
+      const size_t half = t.size() / 2;
+      const double median =
+          t.size() % 2 ? t[half] : 0.5 * (t[half - 1] + t[half]);
       if (p == 0) first = median;
       std::printf(
           "%-48s %8.2f %s (quartiles %.2f-%.2f)  time / first %.3f\n  %s\n",

@@ -2,9 +2,12 @@
 
 Entries are named <stage>/<TARGET>[/<variant>]/<shape>[/threads:<t>]
 [/real_time]; the baselines measured in the same binary are named
-baseline/<name>[/<variant>]/<shape>[/threads:<t>]. Shared by
-bench_summary.py (medians and ratios in the terminal) and bench_report.py
-(Markdown tables and plots).
+baseline/<name>[/<variant>]/<shape>[/threads:<t>]. A baseline is compared
+with every attnpool entry of the same variant, shape and threads (its
+counterpart, doing the same work), so a binary names each baseline's
+variant and shape as those of that entry. Shared by bench_summary.py
+(medians and ratios in the terminal) and bench_report.py (Markdown tables
+and plots).
 """
 import json
 import math
@@ -66,14 +69,36 @@ def load(path):
     return data.get("context", {}), medians(data)
 
 
+def same_work(baseline, entry):
+    """Whether attnpool's `entry` is a counterpart of `baseline`."""
+    return (not is_baseline(entry) and
+            (entry.variant, entry.shape, entry.threads) ==
+            (baseline.variant, baseline.shape, baseline.threads))
+
+
+def unmatched_baselines(entries):
+    """The baselines of `entries` that no attnpool entry is compared with."""
+    return [b for b in entries if is_baseline(b)
+            and not any(same_work(b, e) for e in entries)]
+
+
 def group(entries, counter):
-    """{(variant, shape, threads): {who: rate}}, baselines as "baseline:name",
-    as bench_summary prints them."""
+    """{(stage, variant, shape, threads): {who: rate}}, as bench_summary
+    prints them: one row per attnpool stage, with the baselines of the same
+    work as "baseline:name" in each; a baseline without a counterpart in a
+    row of its own (stage "baseline")."""
     rows = {}
     for e in entries:
-        key = (e.variant, e.shape, e.threads)
-        who = "baseline:" + e.who if is_baseline(e) else e.who
-        rows.setdefault(key, {})[who] = e.counters.get(counter, 0)
+        if not is_baseline(e):
+            key = (e.stage, e.variant, e.shape, e.threads)
+            rows.setdefault(key, {})[e.who] = e.counters.get(counter, 0)
+    for b in entries:
+        if not is_baseline(b):
+            continue
+        keys = [key for key in rows if key[0] != "baseline" and
+                key[1:] == (b.variant, b.shape, b.threads)]
+        for key in keys or [("baseline", b.variant, b.shape, b.threads)]:
+            rows.setdefault(key, {})["baseline:" + b.who] = b.counters.get(counter, 0)
     return rows
 
 

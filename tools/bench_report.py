@@ -10,8 +10,8 @@ JSON output saved next to the report, or a JSON file a binary wrote
 
 For every binary and (stage, variant) the report has a table whose rows are
 shapes and thread counts and whose columns are the targets (AVX3, AVX2, ...)
-and the baselines measured in the same run, with attnpool's best target
-divided by each baseline; and a plot of the rate against the shape, one line
+and the baselines of the same variant, shape and threads measured in the
+same run, with attnpool's best target divided by each baseline; and a plot of the rate against the shape, one line
 per target, baselines dashed, one panel per thread count. Written to
 OUT/report.md with the plots as OUT/<binary>_<stage>_<variant>.png (and .svg).
 
@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
-from bench_common import is_baseline, shape_key, thread_key  # noqa: E402
+from bench_common import is_baseline, same_work, shape_key, thread_key  # noqa: E402
 
 UNITS = {"items_per_second": ("G items/s", 1e9), "GFLOP/s": ("GFLOP/s", 1.0)}
 
@@ -82,8 +82,7 @@ def tables(source, entries, counter):
         mine = [e for e in entries if e.stage == stage and e.variant == variant]
         keys = sorted({(e.shape, e.threads) for e in mine},
                       key=lambda k: (shape_key(k[0]), thread_key(k[1])))
-        theirs = [e for e in baselines_all
-                  if e.variant == variant and (e.shape, e.threads) in keys]
+        theirs = [b for b in baselines_all if any(same_work(b, e) for e in mine)]
         targets = sorted_targets({e.who for e in mine}, target_order)
         baselines = sorted({e.who for e in theirs})
         rate = {(e.who, e.shape, e.threads): e.counters.get(counter, 0) for e in mine}
@@ -130,8 +129,8 @@ def plots(source, entries, counter, out_dir, svg):
         mine = [e for e in entries if e.stage == stage and e.variant == variant]
         shapes = sorted({e.shape for e in mine}, key=shape_key)
         thread_counts = sorted({e.threads for e in mine}, key=thread_key)
-        theirs = [e for e in entries if is_baseline(e) and e.variant == variant
-                  and e.shape in shapes]
+        theirs = [b for b in entries
+                  if is_baseline(b) and any(same_work(b, e) for e in mine)]
         fig, axes = plt.subplots(1, len(thread_counts), squeeze=False,
                                  figsize=(max(4.5, 1.2 * len(shapes) + 2.5) * len(thread_counts), 3.6),
                                  layout="constrained")

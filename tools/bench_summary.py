@@ -3,8 +3,9 @@
 
 Entries are named <stage>/<TARGET>[/<variant>]/<shape>/threads:<t>
 (baselines: baseline/<name>[/<variant>]/<shape>/threads:<t>). For each
-(variant, shape, threads) it prints the median rate of every target and
-baseline, and attnpool's best target divided by each baseline.
+(stage, variant, shape, threads) it prints the median rate of every target,
+then of each baseline of the same variant, shape and threads with
+attnpool's best target divided by it.
 For Markdown tables and plots, see bench_report.py.
 """
 import os
@@ -19,12 +20,12 @@ def main(path, counter="items_per_second"):
     rows = bench_common.group(entries, counter)
     unit = "GFLOP/s" if counter == "GFLOP/s" else "G items/s (pairs/s for distances)"
     scale = 1.0 if counter == "GFLOP/s" else 1e9  # the GFLOP/s counter is in G already
-    print(f"{'variant':<12} {'shape':<16} {'thr':>3}  medians in {unit}")
-    for (variant, shape, threads), rates in sorted(rows.items()):
+    print(f"{'stage':<16} {'variant':<12} {'shape':<16} {'thr':>3}  medians in {unit}")
+    for (stage, variant, shape, threads), rates in sorted(rows.items()):
         targets = {k: v for k, v in rates.items() if not k.startswith("baseline:")}
         baselines = {k[9:]: v for k, v in rates.items() if k.startswith("baseline:")}
         text = "  ".join(f"{k} {v / scale:.3f}" for k, v in targets.items())
-        line = f"{variant:<12} {shape:<16} {threads:>3}  {text}"
+        line = f"{stage:<16} {variant:<12} {shape:<16} {threads:>3}  {text}"
         if baselines:
             best_name, best = max(targets.items(), key=lambda kv: kv[1]) if targets else ("-", 0)
             line += "  |  " + "  ".join(
