@@ -67,6 +67,8 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
   const size_t n = shape.n, m = shape.m, dv = values.cols;
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
   const int threads = detail::ThreadCount(execution);
+  // Each slot's block of scores (ForEachRowBlock over a head's n queries).
+  const size_t slots = detail::BlockSlots(n, kAdditiveBlockRows, threads);
   const size_t padded_m = (m + detail::kAdditiveKeyAlignment - 1) /
                           detail::kAdditiveKeyAlignment *
                           detail::kAdditiveKeyAlignment;
@@ -74,7 +76,7 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
   if (__builtin_mul_overflow(n, hidden, &q_elements) ||
       __builtin_mul_overflow(m, hidden, &k_elements) ||
       __builtin_mul_overflow(hidden, padded_m, &t_elements) ||
-      __builtin_mul_overflow(size_t(threads) * kAdditiveBlockRows, padded_m,
+      __builtin_mul_overflow(slots * kAdditiveBlockRows, padded_m,
                              &s_elements) ||
       std::max({q_elements, k_elements, t_elements, s_elements}) >
           std::numeric_limits<size_t>::max() / sizeof(T)) {
@@ -85,9 +87,7 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
   auto projected_q = detail::AllocateBuffer<T>(n * hidden);
   auto projected_k = detail::AllocateBuffer<T>(m * hidden);
   auto keys_t = detail::AllocateBuffer<T>(hidden * padded_m);
-  // Each thread's block of scores, at its slot (< threads: ForEachRowBlock).
-  auto block_scores =
-      detail::AllocateBuffer<T>(threads * kAdditiveBlockRows * padded_m);
+  auto block_scores = detail::AllocateBuffer<T>(s_elements);
   std::vector<size_t> lengths;
   for (size_t b = 0; b < shape.batch; ++b) {
     for (size_t h = 0; h < shape.heads; ++h) {

@@ -571,6 +571,7 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
 
 template <typename T>
 std::vector<T> alibi_slopes(size_t heads) {
+  detail::EnsureDispatchReady();
   // 2^(−8(h+1)/H) for h < H, H a power of two.
   const auto power_of_two_slopes = [](size_t count, size_t take_every,
                                       size_t take, std::vector<T>& out) {

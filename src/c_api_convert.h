@@ -432,14 +432,13 @@ inline std::string Join(const std::vector<std::string>& names) {
   return text;
 }
 
-// What `text` returns; "" when it throws.
+// What `text` returns; "" when it throws, its error then the thread's last
+// error (as Guard records it).
 template <class Text>
 std::string TextOrEmpty(const Text& text) {
-  try {
-    return text();
-  } catch (const std::exception&) {
-    return std::string();
-  }
+  std::string result;
+  Guard([&] { result = text(); });
+  return result;
 }
 
 // A list of target names, space-separated; "" on error.

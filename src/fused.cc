@@ -715,6 +715,7 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
 template <typename T>
 void AttentionPoolMerge(const PoolSpec& spec, const PoolPartial<T>& into,
                         const PoolPartial<T>& later) {
+  detail::EnsureDispatchReady();
   detail::CheckEnum("spec.normalization", static_cast<int>(spec.normalization),
                     kNormalizationCount);
   const size_t rows = into.accumulator.rows, columns = into.accumulator.cols;
@@ -732,6 +733,7 @@ void AttentionPoolMerge(const PoolSpec& spec, const PoolPartial<T>& into,
 template <typename T>
 void AttentionPoolFinish(const PoolSpec& spec, const PoolPartial<T>& partial,
                          MatrixView<T> out) {
+  detail::EnsureDispatchReady();
   detail::CheckEnum("spec.normalization", static_cast<int>(spec.normalization),
                     kNormalizationCount);
   detail::CheckEnum("spec.empty_rows", static_cast<int>(spec.empty_rows), 2);

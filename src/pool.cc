@@ -66,6 +66,9 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
       });
   if (spec.normalization == Normalization::argmax) {
     GatherWinners(ConstMatrixView<T>(weights), values, out);
+  } else if (values.cols == 0) {
+    // No output columns: the weights were the work (last_run_target()
+    // keeps the stages' target).
   } else if (detail::AllFinite(values)) {
     weighted_sum(weights, values, out, execution);
   } else {

@@ -195,6 +195,7 @@ std::vector<double> RobustSpread(ConstMatrixView<T> x) {
 
 template <typename T>
 std::vector<double> NormalReference(ConstMatrixView<T> x, bool silverman) {
+  detail::EnsureDispatchReady();
   std::vector<double> bandwidth = RobustSpread(x);
   const double d = double(x.cols), n = double(x.rows);
   const double factor =
@@ -223,6 +224,7 @@ std::vector<double> scott_bandwidth(ConstMatrixView<double> x) {
 
 std::vector<double> gaussian_bandwidth_grid(double h_min, double h_max,
                                             size_t count) {
+  detail::EnsureDispatchReady();
   if (!(std::isfinite(h_min) && h_min > 0)) {
     throw Error("h_min",
                 "is " + std::to_string(h_min) + "; it must be finite and > 0");

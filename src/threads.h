@@ -29,8 +29,18 @@ int ThreadCount(const Execution& execution);
 // terminates the process): the first one is kept, the remaining blocks are
 // skipped, and it is rethrown after the loop. A block taking a third
 // argument is given its slot: 0 on the calling thread, else the thread's
-// number in the region opened here, so always < threads (never the caller's
-// number in an OpenMP team of its own, which may be any).
+// number in the region opened here, so always < BlockSlots(rows,
+// block_rows, threads) (never the caller's number in an OpenMP team of its
+// own, which may be any).
+// The slots ForEachRowBlock(rows, block_rows, threads, ...) gives its
+// blocks: one per thread of its region (at most one per block), else 1.
+inline size_t BlockSlots(size_t rows, size_t block_rows, int threads) {
+  const size_t blocks = (rows + block_rows - 1) / block_rows;
+  return threads > 1 && blocks > 1
+             ? std::min(static_cast<size_t>(threads), blocks)
+             : 1;
+}
+
 template <class Block>
 void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
                      const Block& block) {
@@ -61,7 +71,7 @@ void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
     // No OpenMP region at all: small calls pay nothing for threads.
     for (long index = 0; index < blocks; ++index) run(index);
   } else {
-    const int team = static_cast<int>(std::min<long>(threads, blocks));
+    const int team = static_cast<int>(BlockSlots(rows, block_rows, threads));
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
     for (long index = 0; index < blocks; ++index) run(index);
   }

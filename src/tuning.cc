@@ -210,9 +210,9 @@ std::string Parse(const std::string& text, Custom* custom) {
     }
     const std::string digits = word.substr(equals + 1);
     size_t value = 0;
-    bool number = !digits.empty() && digits.size() <= 9;
+    bool number = !digits.empty();
     for (const char c : digits) {
-      number = number && c >= '0' && c <= '9';
+      number = number && c >= '0' && c <= '9' && value < 100000000;
       value = value * 10 + size_t(c - '0');
     }
     if (!number) {

@@ -1187,6 +1187,35 @@ ATTNPOOL_TEST_EACH_TARGET(MultiHead, "attention.multi_head.float",
 
 // The standard ALiBi slopes (Press et al.'s get_slopes), and sinks at their
 // limits: a sink of +inf takes all the weight, and a query that sees no key
+// Additive attention keeps a block of scores per slot of its blocks of
+// queries, not per thread asked for: a million threads over one block of
+// queries cost one block's scores, and give the bits of one thread.
+TEST_CASE("attention: additive scratch follows the blocks, not the threads",
+          "[attention]") {
+  constexpr size_t n = 16, m = 1000, d = 3, hidden = 4;
+  std::mt19937_64 rng(kSeed + 79);
+  std::normal_distribution<double> normal;
+  std::vector<double> q(n * d), k(m * d), v(m * d), w(2 * hidden * d + hidden);
+  for (auto* x : {&q, &k, &v, &w}) {
+    for (double& e : *x) e = normal(rng);
+  }
+  const TensorView<const double> queries{q.data(), 1, 1, n, d, 0, 0, d},
+      keys{k.data(), 1, 1, m, d, 0, 0, d},
+      values{v.data(), 1, 1, m, d, 0, 0, d};
+  const attnpool::AdditiveWeights<double> weights{
+      {w.data(), hidden, d},
+      {w.data() + hidden * d, hidden, d},
+      w.data() + 2 * hidden * d};
+  std::vector<double> one(n * d), many(n * d);
+  attnpool::additive_attention(weights, queries, keys, values,
+                               {one.data(), 1, 1, n, d, 0, 0, d}, {},
+                               attnpool::EmptyRows::nan, {1});
+  attnpool::additive_attention(weights, queries, keys, values,
+                               {many.data(), 1, 1, n, d, 0, 0, d}, {},
+                               attnpool::EmptyRows::nan, {1 << 20});
+  REQUIRE(std::memcmp(one.data(), many.data(), one.size() * 8) == 0);
+}
+
 // gets 0 beside a sink, under either empty-row policy.
 // Positions near the ends of ptrdiff_t: calls that move them (additive
 // attention's blocks of queries, packed sequences' m − n) give the bits of

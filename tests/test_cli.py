@@ -141,8 +141,9 @@ class CliTest(unittest.TestCase):
         else:
             np.testing.assert_array_equal(narrow, held)
 
-    def run_cli(self, *args, expect=0):
-        result = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60)
+    def run_cli(self, *args, expect=0, env=None):
+        result = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60,
+                                env=None if env is None else {**os.environ, **env})
         self.assertEqual(result.returncode, expect,
                          f"attnpool {' '.join(args)}\nstdout: {result.stdout}\n"
                          f"stderr: {result.stderr}")
@@ -1210,6 +1211,23 @@ class CliTest(unittest.TestCase):
         self.expect_error(self.pool_args(None, None, None, "--weights",
                                          self.path("out.npy")),
                           "--weights " + self.path("out.npy") + ": is also -o's path")
+
+    def test_bad_environment_is_not_an_option_error(self):
+        # A bad ATTNPOOL_ISA or ATTNPOOL_TUNING is named as such, exit code 1,
+        # with --isa given too; regress prints nothing before it.
+        x_path, y_path, q_path, _, _, _ = self.nw_inputs()
+        for variable in ("ATTNPOOL_ISA", "ATTNPOOL_TUNING"):
+            with self.subTest(variable=variable):
+                for extra in ((), ("--isa", "scalar")):
+                    result = self.run_cli(*self.pool_args(None, None, None, *extra),
+                                          expect=1, env={variable: "bogus"})
+                    self.assertIn("attnpool: error: " + variable + ": ", result.stderr)
+                    self.assertNotIn("--isa", result.stderr)
+                result = self.run_cli("regress", "--x", x_path, "--y", y_path, "--queries",
+                                      q_path, "-o", self.path("out.npy"), expect=1,
+                                      env={variable: "bogus"})
+                self.assertEqual(result.stdout, "")
+                self.assertIn(variable, result.stderr)
 
     def test_temporary_files_are_created_exclusively(self):
         # Links planted under names a temporary file beside -o could take

@@ -28,6 +28,21 @@ TEST_CASE("targets: lists are consistent", "[targets]") {
   REQUIRE(attnpool::active_target() == supported.front());
 }
 
+// The staged pipeline over values of no columns computed the weights: its
+// last run target is theirs, not the empty weighted sum's "".
+TEST_CASE("targets: a staged call without value columns reports its target",
+          "[targets]") {
+  attnpool::reset_target();
+  const float queries[2] = {0, 1}, keys[3] = {0, 1, 2};
+  float weights[6] = {-7, -7, -7, -7, -7, -7};
+  const attnpool::PoolSpec spec;
+  attnpool::attention_pool_staged(spec, {queries, 2, 1}, {keys, 3, 1},
+                                  {keys, 3, 0}, {weights, 2, 0},
+                                  {weights, 2, 3});
+  REQUIRE(weights[0] != -7);
+  REQUIRE(attnpool::last_run_target() == attnpool::active_target());
+}
+
 TEST_CASE("targets: forcing each supported target, then resetting",
           "[targets]") {
   for (const auto& name : attnpool::supported_targets()) {

@@ -578,6 +578,10 @@ attnpool_status attnpool_cross_validate(
 
 /* ---------------------------------------------------------------- targets */
 
+/* The functions below that return text return "" when the call fails (a
+ * bad ATTNPOOL_ISA or ATTNPOOL_TUNING: targets.h), the error then the
+ * thread's last error, as for a failing status. */
+
 /* Space-separated target names, best first ("AVX3 AVX2 SSE4 SCALAR").
  * The strings stay valid for the life of the process. */
 const char* attnpool_compiled_targets(void);

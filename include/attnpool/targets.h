@@ -8,7 +8,12 @@
 //
 // The environment variable ATTNPOOL_ISA, read once at the first call into the
 // library, forces a target as force_target() does; an unknown or unsupported
-// value makes that first call throw attnpool::Error naming ATTNPOOL_ISA.
+// value makes every call throw attnpool::Error naming ATTNPOOL_ISA (as a bad
+// ATTNPOOL_TUNING does, below): computations, merges and finishes, rules of
+// thumb and grids, and the target and tuning queries and forcing. Only the
+// facts of the build and the CPU answer regardless: compiled_targets(),
+// supported_targets(), supported_bf16_dot_instructions(), tunings(),
+// last_run_target(), and the enum names and properties.
 //
 // Thread safety: every computing function may be called from many threads
 // at once (each call's result is the same bits as the call made alone), the
@@ -19,6 +24,9 @@
 // Calls that start after force_target() returns (in its thread, or in
 // threads synchronized with it, e.g. started afterwards) run on the forced
 // target. last_run_target() is per thread. (tests/test_concurrency.cc)
+// After fork(), the child of a process that ran calls on several threads
+// may call only with Execution::threads = 1: GNU OpenMP's thread pool does
+// not survive a fork, and a region opened in the child never starts.
 #pragma once
 
 #include <string>
@@ -96,7 +104,8 @@ void force_bf16_dot_instruction(const std::string& name);
 // query_rows=192". The environment variable ATTNPOOL_TUNING, read once at
 // the first call into the library, forces a profile as force_tuning()
 // does; a name or parameters force_tuning() would refuse make every call
-// throw attnpool::Error naming ATTNPOOL_TUNING.
+// throw attnpool::Error naming ATTNPOOL_TUNING (those ATTNPOOL_ISA's
+// paragraph above lists).
 std::string tuning();
 
 // The profile's parameters, e.g. "query_rows=96 key_block_bytes=2048

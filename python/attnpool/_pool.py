@@ -93,7 +93,10 @@ class PoolState:
     rounding). Made by :meth:`partial`; its arrays are NumPy arrays
     (``accumulator`` (n, dv), ``max``, ``sum`` and ``best`` (n,)), and it
     pickles, so states can travel between processes (multiprocessing, Dask,
-    mpi4py) and be merged where they meet.
+    mpi4py) and be merged where they meet. (multiprocessing: the ``spawn``
+    or ``forkserver`` start method; a ``fork`` child of a process that
+    computed on several threads hangs in its first multi-threaded call, a
+    limit of GNU OpenMP, unless it passes ``threads=1``.)
 
     Per query: for softmax and exponential kernels ``max`` is the largest
     score seen, ``sum`` = Σ exp(a − max) and ``accumulator`` = Σ exp(a −

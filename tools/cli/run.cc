@@ -40,9 +40,11 @@ size_t RowsPerChunk(size_t key_count, const RunSettings& settings) {
 
 namespace {
 
-// --isa: forces the library's target.
+// --isa: forces the library's target. (A bad ATTNPOOL_ISA or
+// ATTNPOOL_TUNING is the environment's error, not the option's.)
 void ApplyIsa(const Arguments& arguments) {
   if (const auto isa = arguments.Get("--isa")) {
+    attnpool::active_target();
     try {
       attnpool::force_target(*isa);
     } catch (const attnpool::Error& error) {
