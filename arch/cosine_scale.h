@@ -13,7 +13,8 @@ namespace attnpool {
 namespace detail {
 
 // Rows whose largest |x_p| has a binary exponent within ±kCosineRange keep
-// their values: their Σx² (d < 2⁴⁷ terms) and dots stay normal numbers.
+// their values: their Σx² (d < 2⁴⁶ terms) stays a finite number, and their
+// norms normal ones.
 template <typename T>
 constexpr int kCosineRange = sizeof(T) == 4 ? 40 : 400;
 

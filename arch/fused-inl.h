@@ -399,24 +399,25 @@ struct StridedDots {
 // An int8 row's scale s is applied once, to the dot of its integers with a
 // query or to its weight in a weighted sum, not to each of its elements
 // (element.h; int8 decode 1.12x faster, Zen 4, W5n: those multiplies took
-// the FMA pipes), where nothing can overflow that would not on the held
-// elements s·q: 2^-100 ≤ |s| ≤ 2^100 (FoldsScale); for a dot, each element
-// of the query 0 or of magnitude in [2^-100, 2^100] (FoldsQuery: its
-// products with the integers normal, their sum finite); for a weighted
-// sum, weights in [0, 1] (a softmax's; a weight·s below 2^-126 loses at
-// most 2^-150·|q| ≤ 2^-143, as the held product w·(s·q) < 2^-119 may in
-// its rounding). Elsewhere (zero, extreme or non-finite scales and
-// queries, other weights) each element is s·q as held, so that NaN and
-// ±inf arise where they would on the held floats.
-constexpr float kFoldLow = 0x1p-100f, kFoldHigh = 0x1p100f;
+// the FMA pipes), where nothing can overflow either way: 2^-50 ≤ |s| ≤
+// 2^50 (FoldsScale); for a dot, fewer than 2^20 query elements, each 0 or
+// of magnitude in [2^-50, 2^50] (FoldsQuery: its products with the
+// integers normal, and the held products |q|·|s·k| ≤ 2^107, so that
+// neither side's sum leaves the floats); for a weighted sum, weights in
+// [0, 1] (a softmax's; a weight·s below 2^-126 loses at most 2^-150·127,
+// as the held product w·(s·k) may in its rounding). Elsewhere (zero,
+// extreme or non-finite scales and queries, other weights) each element is
+// s·k as held, so that NaN and ±inf arise where they would on the held
+// floats.
+constexpr float kFoldLow = 0x1p-50f, kFoldHigh = 0x1p50f;
 
 HWY_INLINE bool FoldsScale(float scale) {
   // In integer operations (the FP pipes are busy beside): the magnitude's
-  // bits, between those of 2^-100 and 2^100 (NaN's above).
+  // bits, between those of 2^-50 and 2^50 (NaN's above).
   uint32_t bits;
   std::memcpy(&bits, &scale, sizeof(bits));
-  constexpr uint32_t kLow = uint32_t(127 - 100) << 23,
-                     kHigh = uint32_t(127 + 100) << 23;
+  constexpr uint32_t kLow = uint32_t(127 - 50) << 23, kHigh = uint32_t(127 + 50)
+                                                              << 23;
   return (bits & 0x7FFFFFFFu) - kLow <= kHigh - kLow;
 }
 
@@ -443,6 +444,7 @@ HWY_INLINE bool ScalesFold(const float* HWY_RESTRICT scales, size_t count) {
 }
 
 HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
+  if (depth >= (size_t{1} << 20)) return false;
   for (size_t p = 0; p < depth; ++p) {
     if (query[p] != 0.0f && !FoldsScale(query[p])) return false;
   }
@@ -494,9 +496,16 @@ struct NarrowKeyDots {
   static HWY_INLINE hn::Vec<D> Widened(const E* HWY_RESTRICT key, size_t left,
                                        float scale) {
     const D d;
-    const auto widened =
-        left == hn::Lanes(d) ? LoadWide(d, key) : LoadWidePrefix(d, key, left);
-    return kScaleElements ? hn::Mul(hn::Set(d, scale), widened) : widened;
+    if (left == hn::Lanes(d)) {
+      const auto widened = LoadWide(d, key);
+      return kScaleElements ? hn::Mul(hn::Set(d, scale), widened) : widened;
+    }
+    const auto widened = LoadWidePrefix(d, key, left);
+    // (The padding lanes stay 0: 0·s is NaN for a scale of ±inf.)
+    return kScaleElements
+               ? hn::IfThenElseZero(hn::FirstN(d, left),
+                                    hn::Mul(hn::Set(d, scale), widened))
+               : widened;
   }
 
   // `key`'s elements (times `scale` if kScaleElements) times the query's,

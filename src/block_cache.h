@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "src/sanitizers.h"
+
 namespace attnpool {
 namespace detail {
 
@@ -17,17 +19,7 @@ constexpr size_t kBlockCacheBytes = size_t{32} << 20;
 
 // Under AddressSanitizer nothing is kept: every freed block stays poisoned,
 // so that a use after free is still caught.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kBlockCacheKeeps = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kBlockCacheKeeps = false;
-#else
-constexpr bool kBlockCacheKeeps = true;
-#endif
-#else
-constexpr bool kBlockCacheKeeps = true;
-#endif
+constexpr bool kBlockCacheKeeps = !kAddressSanitizer;
 
 // hwy::AllocateAligned's allocator pair (`opaque` unused): `bytes` from the
 // smallest kept block that holds them and is at most twice their size, else

@@ -341,6 +341,20 @@ inline std::vector<double> Doubles(const double* data, size_t count,
   return std::vector<double>(data, data + count);
 }
 
+// `error` with the C++ argument `from` at the start of its argument renamed
+// to the C call's `to` ("in.scales" → "scales"), its message kept; any
+// other error as it is.
+inline attnpool::Error Renamed(const attnpool::Error& error,
+                               const std::string& from, const std::string& to) {
+  const std::string& argument = error.argument();
+  if (argument.compare(0, from.size(), from) != 0) return error;
+  const std::string what = error.what();
+  const std::string prefix = "attnpool: " + argument + ": ";
+  return attnpool::Error(
+      to + argument.substr(from.size()),
+      what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+}
+
 // A Nadaraya-Watson regressor of the C call: one bandwidth or one per
 // column of x; the C++ errors on "bandwidth" renamed to the C argument.
 template <typename T>
@@ -364,11 +378,7 @@ attnpool::NadarayaWatson<T> FitNadarayaWatson(attnpool_kernel kernel,
                                       cpp_kernel, h, View<T>(x), View<T>(y));
   } catch (const attnpool::Error& error) {
     if (error.argument() != "bandwidth") throw;
-    const std::string what = error.what();
-    const std::string prefix = "attnpool: bandwidth: ";
-    throw attnpool::Error("bandwidths", what.rfind(prefix, 0) == 0
-                                            ? what.substr(prefix.size())
-                                            : what);
+    throw Renamed(error, "bandwidth", "bandwidths");
   }
 }
 

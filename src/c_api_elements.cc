@@ -248,8 +248,13 @@ attnpool_status attnpool_dequantize_rows(const attnpool_const_matrix* in,
                                          const float* scales,
                                          const attnpool_matrix* out) {
   return Guard([&] {
-    attnpool::dequantize_rows({ViewOf<int8_t>(in, "in"), scales},
-                              ViewOf<float>(out, "out"));
+    try {
+      attnpool::dequantize_rows({ViewOf<int8_t>(in, "in"), scales},
+                                ViewOf<float>(out, "out"));
+    } catch (const attnpool::Error& error) {
+      // (The C++ call's Int8Rows is the C call's in and scales.)
+      throw Renamed(Renamed(error, "in.scales", "scales"), "in.data", "in");
+    }
   });
 }
 

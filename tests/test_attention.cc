@@ -1185,62 +1185,67 @@ ATTNPOOL_TEST_EACH_TARGET(MultiHead, "attention.multi_head.float",
   }
 }
 
-// The standard ALiBi slopes (Press et al.'s get_slopes), and sinks at their
-// limits: a sink of +inf takes all the weight, and a query that sees no key
+// n queries, m keys and values (d columns) and additive weights of `hidden`
+// units, normal from `seed`: one batch entry, one head.
+struct AdditiveProblem {
+  AdditiveProblem(size_t n_, size_t m_, size_t d_, size_t hidden, uint64_t seed)
+      : n(n_),
+        m(m_),
+        d(d_),
+        q(n * d),
+        k(m * d),
+        v(m * d),
+        w(2 * hidden * d + hidden) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal;
+    for (auto* x : {&q, &k, &v, &w}) {
+      for (double& e : *x) e = normal(rng);
+    }
+    queries = {q.data(), 1, 1, n, d, 0, 0, d};
+    keys = {k.data(), 1, 1, m, d, 0, 0, d};
+    values = {v.data(), 1, 1, m, d, 0, 0, d};
+    weights = {{w.data(), hidden, d},
+               {w.data() + hidden * d, hidden, d},
+               w.data() + 2 * hidden * d};
+  }
+  // An output of the problem's shape over `out` (n·d entries).
+  TensorView<double> Out(std::vector<double>& out) const {
+    return {out.data(), 1, 1, n, d, 0, 0, d};
+  }
+  size_t n, m, d;
+  std::vector<double> q, k, v, w;
+  TensorView<const double> queries, keys, values;
+  attnpool::AdditiveWeights<double> weights;
+};
+
 // Additive attention keeps a block of scores per slot of its blocks of
 // queries, not per thread asked for: a million threads over one block of
 // queries cost one block's scores, and give the bits of one thread.
 TEST_CASE("attention: additive scratch follows the blocks, not the threads",
           "[attention]") {
-  constexpr size_t n = 16, m = 1000, d = 3, hidden = 4;
-  std::mt19937_64 rng(kSeed + 79);
-  std::normal_distribution<double> normal;
-  std::vector<double> q(n * d), k(m * d), v(m * d), w(2 * hidden * d + hidden);
-  for (auto* x : {&q, &k, &v, &w}) {
-    for (double& e : *x) e = normal(rng);
-  }
-  const TensorView<const double> queries{q.data(), 1, 1, n, d, 0, 0, d},
-      keys{k.data(), 1, 1, m, d, 0, 0, d},
-      values{v.data(), 1, 1, m, d, 0, 0, d};
-  const attnpool::AdditiveWeights<double> weights{
-      {w.data(), hidden, d},
-      {w.data() + hidden * d, hidden, d},
-      w.data() + 2 * hidden * d};
-  std::vector<double> one(n * d), many(n * d);
-  attnpool::additive_attention(weights, queries, keys, values,
-                               {one.data(), 1, 1, n, d, 0, 0, d}, {},
-                               attnpool::EmptyRows::nan, {1});
-  attnpool::additive_attention(weights, queries, keys, values,
-                               {many.data(), 1, 1, n, d, 0, 0, d}, {},
-                               attnpool::EmptyRows::nan, {1 << 20});
+  const AdditiveProblem p(16, 1000, 3, 4, kSeed + 79);
+  std::vector<double> one(p.n * p.d), many(p.n * p.d);
+  attnpool::additive_attention(p.weights, p.queries, p.keys, p.values,
+                               p.Out(one), {}, attnpool::EmptyRows::nan, {1});
+  attnpool::additive_attention(p.weights, p.queries, p.keys, p.values,
+                               p.Out(many), {}, attnpool::EmptyRows::nan,
+                               {1 << 20});
   REQUIRE(std::memcmp(one.data(), many.data(), one.size() * 8) == 0);
 }
 
-// gets 0 beside a sink, under either empty-row policy.
 // Positions near the ends of ptrdiff_t: calls that move them (additive
 // attention's blocks of queries, packed sequences' m − n) give the bits of
 // the same windows stated at small positions.
 TEST_CASE("attention: window positions at the ends of ptrdiff_t",
           "[attention]") {
-  constexpr size_t n = 40, m = 50, d = 3, hidden = 4;
   constexpr std::ptrdiff_t kMax = std::numeric_limits<std::ptrdiff_t>::max();
   constexpr std::ptrdiff_t kMin = std::numeric_limits<std::ptrdiff_t>::min();
-  std::mt19937_64 rng(kSeed + 78);
-  std::normal_distribution<double> normal;
-  std::vector<double> q(n * d), k(m * d), v(m * d), w(2 * hidden * d + hidden);
-  for (auto* x : {&q, &k, &v, &w}) {
-    for (double& e : *x) e = normal(rng);
-  }
-  const TensorView<const double> queries{q.data(), 1, 1, n, d, 0, 0, d},
-      keys{k.data(), 1, 1, m, d, 0, 0, d},
-      values{v.data(), 1, 1, m, d, 0, 0, d};
-  const attnpool::AdditiveWeights<double> weights{
-      {w.data(), hidden, d},
-      {w.data() + hidden * d, hidden, d},
-      w.data() + 2 * hidden * d};
+  const AdditiveProblem p(40, 50, 3, 4, kSeed + 78);
+  const size_t n = p.n, m = p.m, d = p.d;
+  const auto &queries = p.queries, &keys = p.keys, &values = p.values;
+  const auto& weights = p.weights;
   std::vector<double> want(n * d), got(n * d);
-  const TensorView<double> want_view{want.data(), 1, 1, n, d, 0, 0, d},
-      got_view{got.data(), 1, 1, n, d, 0, 0, d};
+  const TensorView<double> want_view = p.Out(want), got_view = p.Out(got);
   const auto same = [&] {
     return std::memcmp(want.data(), got.data(), want.size() * 8) == 0;
   };
@@ -1290,6 +1295,9 @@ TEST_CASE("attention: window positions at the ends of ptrdiff_t",
   }
 }
 
+// The standard ALiBi slopes (Press et al.'s get_slopes), and sinks at their
+// limits: a sink of +inf takes all the weight, and a query that sees no key
+// gets 0 beside a sink, under either empty-row policy.
 TEST_CASE("attention: ALiBi slopes and sinks at their limits", "[attention]") {
   const std::vector<double> eight = attnpool::alibi_slopes(8);
   REQUIRE(eight.size() == 8);

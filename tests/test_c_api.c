@@ -1145,13 +1145,18 @@ static void tuned_sdpa(float* out) {
   }
   for (int rows = 1; rows <= 6; rows += 5) {
     const float* first = q + (rows == 1 ? 0 : TUNED_D);
-    const attnpool_const_tensor tq = {first, 1, 2, (size_t)rows, TUNED_D,
-                                      0, TUNED_ROWS * TUNED_D, 0},
-                                tk = {k, 1, 1, TUNED_M, TUNED_D, 0, 0, 0},
-                                tv = {v, 1, 1, TUNED_M, TUNED_DV, 0, 0, 0};
-    const attnpool_tensor to = {out + (rows == 1 ? 0 : TUNED_DV), 1, 2,
-                                (size_t)rows, TUNED_DV, 0,
-                                TUNED_ROWS * TUNED_DV, 0};
+    const attnpool_const_tensor
+        tq = {first, 1, 2, (size_t)rows, TUNED_D, 0, TUNED_ROWS * TUNED_D, 0},
+        tk = {k, 1, 1, TUNED_M, TUNED_D, 0, 0, 0},
+        tv = {v, 1, 1, TUNED_M, TUNED_DV, 0, 0, 0};
+    const attnpool_tensor to = {out + (rows == 1 ? 0 : TUNED_DV),
+                                1,
+                                2,
+                                (size_t)rows,
+                                TUNED_DV,
+                                0,
+                                TUNED_ROWS * TUNED_DV,
+                                0};
     CHECK(attnpool_scaled_dot_product_attention(
               ATTNPOOL_FLOAT32, &tq, &tk, &tv, &to, NULL, NULL,
               ATTNPOOL_EMPTY_ROWS_NAN, NULL) == ATTNPOOL_OK);
@@ -1176,6 +1181,15 @@ static void test_elements(void) {
     const attnpool_const_matrix q8_in = {values8, M, DV, 0};
     CHECK(attnpool_quantize_rows(&in, &q8, value_scales) == ATTNPOOL_OK);
     CHECK(attnpool_dequantize_rows(&q8_in, value_scales, &back) == ATTNPOOL_OK);
+    /* Errors name the C call's arguments. */
+    const attnpool_const_matrix narrow = {values8, M, DV, DV - 1};
+    CHECK(attnpool_dequantize_rows(&q8_in, NULL, &back) ==
+          ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strcmp(attnpool_last_error_argument(), "scales") == 0);
+    CHECK(attnpool_dequantize_rows(&narrow, value_scales, &back) ==
+          ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strncmp(attnpool_last_error_argument(), "in", 2) == 0 &&
+          strncmp(attnpool_last_error_argument(), "in.data", 7) != 0);
   }
   attnpool_pool_spec spec = attnpool_pool_spec_init();
   spec.distance = ATTNPOOL_DOT;

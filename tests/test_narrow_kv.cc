@@ -648,7 +648,7 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowGroupedDecode, "narrow_kv.grouped_decode",
 }
 
 // int8 rows on the decode path whose scales must not fold (element.h):
-// zero, below 2^-100 or above 2^100 (1e37: the held elements overflow),
+// zero, below 2^-50 or above 2^50 (1e37: the held elements overflow),
 // ±inf, NaN; a query with an element whose products with the integers
 // would overflow (3e37); values under weights that are not a softmax's
 // (normalization none, weights up to e^80: weight·scale overflows where
@@ -718,6 +718,44 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowInt8Edges, "narrow_kv.int8_scales_at_the_edges",
       }
     };
     run("ordinary scales", softmax, queries, false);
+    // Key 17 at scale +inf, its integers of the sign opposite to the
+    // query's (one query, twice): held, a score of −inf, weight 0 — the
+    // vector tail's padding (d = 13) must not add 0·inf.
+    {
+      const std::vector<int8_t> saved(
+          stored_keys.bytes.begin() + 17 * stored_keys.stride,
+          stored_keys.bytes.begin() + 18 * stored_keys.stride);
+      const float saved_scale = stored_keys.scales[17];
+      TestMatrix<float> twice(n, d);
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t p = 0; p < d; ++p) twice(i, p) = queries(0, p);
+      }
+      for (size_t p = 0; p < d; ++p) {
+        stored_keys.bytes[17 * stored_keys.stride + p] =
+            int8_t(queries(0, p) > 0 ? -5 : 5);
+      }
+      stored_keys.scales[17] = std::numeric_limits<float>::infinity();
+      hold(stored_keys, 17);
+      run("a key of scale +inf scoring -inf", softmax, twice, false);
+      // Query elements and a scale of 2^100: held, 2^100·(2^100·127) and
+      // its negative overflow to inf − inf; the integers' dot is 0.
+      TestMatrix<float> high(n, d);
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t p = 0; p < d; ++p) high(i, p) = p < 2 ? 0x1p100f : 0.0f;
+      }
+      for (size_t p = 0; p < d; ++p) {
+        stored_keys.bytes[17 * stored_keys.stride + p] = int8_t(p == 0   ? 127
+                                                                : p == 1 ? -127
+                                                                         : 0);
+      }
+      stored_keys.scales[17] = 0x1p100f;
+      hold(stored_keys, 17);
+      run("held products past the largest float", softmax, high, false);
+      std::copy(saved.begin(), saved.end(),
+                stored_keys.bytes.begin() + 17 * stored_keys.stride);
+      stored_keys.scales[17] = saved_scale;
+      hold(stored_keys, 17);
+    }
     for (StoredRows* rows : {&stored_keys, &stored_values}) {
       for (float special : specials) {
         for (int row : {0, 17, 299}) {

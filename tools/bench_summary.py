@@ -26,8 +26,10 @@ def main(path, counter="items_per_second"):
         baselines = {k[9:]: v for k, v in rates.items() if k.startswith("baseline:")}
         text = "  ".join(f"{k} {v / scale:.3f}" for k, v in targets.items())
         line = f"{stage:<16} {variant:<12} {shape:<16} {threads:>3}  {text}"
-        if baselines:
-            best_name, best = max(targets.items(), key=lambda kv: kv[1]) if targets else ("-", 0)
+        if baselines and not targets:  # (no attnpool entry of its work)
+            line += "  |  " + "  ".join(f"{k} {v / scale:.3f}" for k, v in baselines.items())
+        elif baselines:
+            best_name, best = max(targets.items(), key=lambda kv: kv[1])
             line += "  |  " + "  ".join(
                 f"{k} {v / scale:.3f} ({best_name} = {best / v:.2f}x)" if v else f"{k} -"
                 for k, v in baselines.items())

@@ -292,7 +292,8 @@ struct PagedElementCache {
 
 // scaled_dot_product_attention_paged over such a cache (float queries):
 // each sequence's output is bitwise what the float call gives on the values
-// the narrow elements hold, read in place and widened as they are read.
+// the narrow elements hold (int8 decodes: within element.h's bound of it),
+// read in place and widened as they are read.
 void scaled_dot_product_attention_paged(
     TensorView<const float> queries, const PagedElementCache& cache,
     TensorView<float> out, size_t count, const size_t* query_offsets,

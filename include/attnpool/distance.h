@@ -74,7 +74,9 @@ Distance distance_from_name(const char* name);
 //                 finite vectors: one whose largest |xᵢ| is beyond 2^±40
 //                 (2^±400 for double), where Σx² would under- or overflow,
 //                 is first scaled by a power of two (exactly, but for
-//                 entries that become subnormal beside its largest).
+//                 entries that become subnormal beside its largest); a
+//                 product qᵢkᵢ below T's smallest normal number adds its
+//                 subnormal rounding (2⁻¹⁴⁹ in float) on top.
 //  - manhattan:   |err| ≤ (d+1)·u·result
 //  - sqeuclidean: |err| ≤ (2d+8)·u·(‖q‖² + ‖k‖²), and relative error
 //                 ≤ 32·(2d+8)·u; exactly 0 when q = k. For d ≥ 16 it is

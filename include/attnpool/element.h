@@ -14,7 +14,7 @@
 // each dot within distance.h's bound on the held values plus 2·u·Σ|q·k|
 // (the scale's product, the held elements' rounding it skips), each term
 // of the weighted sum within one rounding more; NaN and ±inf where the
-// held values give them (a scale outside [2^-100, 2^100], zero or not
+// held values give them (a scale outside [2^-50, 2^50], zero or not
 // finite, a query with an element outside it other than 0, or weights that
 // are not a softmax's: the scale applies per element, as held;
 // docs/design.md §1, "Element types").

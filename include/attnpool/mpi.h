@@ -95,8 +95,9 @@ void attention_pool(MPI_Comm comm, const PoolSpec& spec,
 // bias and visible matrices are refused
 // ("mask.bias", "mask.visible"). Keys and values are float or double;
 // each ring step sends m_k·(d + dv) values, m_k the rows of shard k that
-// some query of some rank sees: keys that the valid lengths, the causal
-// mask or the window hide from every query are neither read nor sent.
+// some query of some rank sees: keys before the first or after the last key
+// that any query sees through the valid lengths, the causal mask and the
+// window are neither read nor sent.
 void ring_attention_pool(MPI_Comm comm, const PoolSpec& spec,
                          ConstMatrixView<float> queries,
                          ConstMatrixView<float> keys,

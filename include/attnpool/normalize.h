@@ -77,7 +77,7 @@ struct Mask {
   // p − window_left ≤ j ≤ p + window_right; a side left empty is unbounded.
   // Like the valid lengths and the causal mask, it bounds a run of keys per
   // query: key blocks outside every window of a block of queries are never
-  // visited, and keys outside every query's window never read.
+  // visited, and keys before or after every query's run never read.
   std::optional<size_t> window_left = std::nullopt, window_right = std::nullopt;
   // n×m, added to the scores before a softmax (exp-family weights: to the
   // logits); −inf hides the key, whatever its score (NaN too). Needs

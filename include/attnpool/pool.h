@@ -42,9 +42,11 @@ struct PoolSpec {
 // where the values are copied (narrow, or dv not a multiple of the vector
 // width), a block of keys' values (key_block_bytes / sizeof(T) keys, 512
 // float keys by default, × dv): a few hundred KiB for the dv of attention
-// heads. Keys that the valid lengths or the causal mask hide from every
-// query are never read (not even packed), and key blocks they hide from a
-// whole block of queries are not visited.
+// heads. Keys before the first or after the last key that any query sees
+// through the valid lengths, the causal mask and the window are never read
+// (not even packed; a key between two that queries see is, even where every
+// query is denied it), and key blocks outside the keys a whole block of
+// queries sees are not visited.
 // Results are bitwise identical for every thread count. Hidden keys and
 // non-finite data as attention_pool_staged says: non-finite exactly where
 // it is, NaN where it has NaN — but an infinite value whose weight

@@ -13,7 +13,7 @@
 // thumb and grids, and the target and tuning queries and forcing. Only the
 // facts of the build and the CPU answer regardless: compiled_targets(),
 // supported_targets(), supported_bf16_dot_instructions(), tunings(),
-// last_run_target(), and the enum names and properties.
+// last_run_target(), last_fused_path(), and the enum names and properties.
 //
 // Thread safety: every computing function may be called from many threads
 // at once (each call's result is the same bits as the call made alone), the

@@ -59,7 +59,8 @@ def as_input(name: str, array) -> np.ndarray:
     array = _numeric(name, array if isinstance(array, np.ndarray) else np.asarray(array))
     if _in_place(array):
         return array
-    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+    # (A copy even where the array is contiguous: its address may be odd.)
+    return np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
 
 
 def optional_input(name: str, array) -> Optional[np.ndarray]:

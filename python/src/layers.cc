@@ -174,7 +174,7 @@ void DefineLayers(nb::module_& m) {
   m.def("scaled_dot_product_attention_paged", &ScaledDotProductAttentionPaged);
   m.def("additive_attention", &AdditiveAttention);
   m.def("multi_head_attention", &MultiHeadAttention);
-  m.def("alibi_slopes", &attnpool::alibi_slopes);
+  m.def("alibi_slopes", &attnpool::alibi_slopes<double>);
 }
 
 }  // namespace attnpool_python

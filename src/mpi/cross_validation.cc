@@ -91,6 +91,10 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
   std::vector<OwnedState<T>> states;
   OwnedState<T> part;
   std::vector<T> predicted;
+  // Per bandwidth: this rank's sum of held-out errors and its count of
+  // predictable points; then every rank's (`all`), summed in rank order.
+  const int size = detail::Size(comm);
+  std::vector<double> local, all;
   detail::Collectively(comm, [&] {
     core::CheckCrossValidation(kernel, x, y, grid, options, execution, total);
     points.resize(rows * depth);
@@ -98,6 +102,8 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
     for (size_t b = 0; b < bandwidths; ++b) states.emplace_back(rows, outputs);
     part = OwnedState<T>(rows, outputs);
     predicted.resize(rows * outputs);
+    local.assign(2 * bandwidths, 0.0);
+    all.resize(2 * bandwidths * size);
     std::vector<size_t> order(rows);
     std::iota(order.begin(), order.end(), size_t(0));
     if (folds != 0) {
@@ -180,9 +186,6 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
         }
       });
 
-  // Per bandwidth: this rank's sum of held-out errors and its count of
-  // predictable points; then every rank's, summed in rank order.
-  std::vector<double> local(2 * bandwidths, 0.0);
   for (size_t b = 0; b < bandwidths; ++b) {
     attention_pool_finish(specs[b], states[b].view(),
                           {predicted.data(), rows, outputs});
@@ -198,8 +201,6 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
       local[2 * b + 1] += 1;
     }
   }
-  const int size = detail::Size(comm);
-  std::vector<double> all(2 * bandwidths * size);
   MPI_Allgather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE,
                 all.data(), static_cast<int>(local.size()), MPI_DOUBLE, comm);
   MPI_Allreduce(MPI_IN_PLACE, &formed, 1, MPI_UINT64_T, MPI_SUM, comm);

@@ -123,8 +123,8 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
   // This rank's queries sit at q_r + i + causal_offset.
   const Mask<T> local_mask =
       attnpool::detail::ShiftPositions(mask, query_offset);
-  // Only keys [begin, end) of the whole sequence, those some query of some
-  // rank sees, travel: the others are never read.
+  // Only keys [begin, end) of the whole sequence, from the first to the last
+  // key some query of some rank sees, travel: the others are never read.
   const size_t total = layout.offset.back();
   size_t begin = total, end = 0;
   for (size_t i = 0; i < queries.rows; ++i) {

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "src/sanitizers.h"
 #include "tests/fenced.h"
 #include "tests/mpi/world.h"
 
@@ -766,19 +767,6 @@ TEST_CASE("mpi.errors") {
   }
 }
 
-// Whether ASan's allocator is in: it aborts where malloc would fail.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-
 // What `call` threw: "std::bad_alloc", "Error(<argument>)", or "(nothing
 // thrown)".
 template <typename Call>
@@ -818,7 +806,8 @@ std::string WhatThrewLimited(bool limited, size_t headroom, Call&& call) {
 // copy of 2²¹ coordinates), allocated before its first transfer.
 TEST_CASE("mpi.out_of_memory_on_one_rank_throws_on_every_rank") {
   const int rank = Rank(), ranks = Ranks();
-  if (ranks < 2 || kAddressSanitizer) return;
+  // (ASan's allocator aborts where malloc would fail.)
+  if (ranks < 2 || attnpool::detail::kAddressSanitizer) return;
   const bool limited = rank == ranks - 1;
   constexpr size_t kHeadroom = size_t(8) << 20, kMany = size_t(1) << 22;
   INFO("rank " << rank << " of " << ranks);

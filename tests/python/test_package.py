@@ -218,8 +218,12 @@ def test_foreign_byte_order_and_misaligned_inputs_are_copied():
     q, k, v = (rng.standard_normal(shape).astype(np.float32)
                for shape in ((4, 3), (6, 3), (6, 2)))
     want = attnpool.attention_pool(q, k, v).tobytes()
+    # Contiguous, at an odd address.
+    buffer = np.zeros(k.nbytes + 1, np.uint8)
+    odd_k = np.ndarray(k.shape, k.dtype, buffer, offset=1)
+    odd_k[...] = k
     for args in ((q.astype(">f4"), k, v), (q, k.astype(">f4"), v.astype(">f4")),
-                 (_misaligned(q), _misaligned(k), _misaligned(v))):
+                 (_misaligned(q), _misaligned(k), _misaligned(v)), (q, odd_k, v)):
         assert attnpool.attention_pool(*args).tobytes() == want
     # Reduced-precision caches and int8 scales likewise.
     queries = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
