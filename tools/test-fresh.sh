@@ -105,7 +105,7 @@ expect '^large case: 2000 training points' "the demo's large case"
 expect 'chosen h = ' "the leave-one-out choice"
 expect '^target [A-Z0-9_]+ \(supported: ' "the target the demo ran on"
 expect '^figures: [0-9]+ x \(PNG, SVG\) in ' "the demo's figures"
-expect '^variant +shape' "the distance benchmark's table"
+expect '^stage +variant +shape' "the distance benchmark's table"
 figures=$(sed -n 's/^figures: \([0-9]*\) x (PNG, SVG) in \([^:]*\): \(.*\)$/\1|\2|\3/p' "$log")
 count=${figures%%|*}
 rest=${figures#*|}
