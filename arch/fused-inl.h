@@ -416,8 +416,8 @@ HWY_INLINE bool FoldsScale(float scale) {
   // bits, between those of 2^-50 and 2^50 (NaN's above).
   uint32_t bits;
   std::memcpy(&bits, &scale, sizeof(bits));
-  constexpr uint32_t kLow = uint32_t(127 - 50) << 23, kHigh = uint32_t(127 + 50)
-                                                              << 23;
+  constexpr uint32_t kLow = uint32_t(127 - 50) << 23;
+  constexpr uint32_t kHigh = uint32_t(127 + 50) << 23;
   return (bits & 0x7FFFFFFFu) - kLow <= kHigh - kLow;
 }
 
