@@ -1316,8 +1316,6 @@ TEST_CASE("attention: ALiBi slopes and sinks at their limits", "[attention]") {
   const std::vector<float> twelve_float = attnpool::alibi_slopes<float>(12);
   REQUIRE(twelve_float.size() == 12);
   for (size_t h = 0; h < 12; ++h) REQUIRE(twelve_float[h] == float(twelve[h]));
-  attnpool::AttentionMask<float> float_mask;
-  float_mask.alibi_slopes = twelve_float.data();
 
   const size_t n = 5, m = 40, d = 8;
   std::mt19937_64 rng(kSeed + 62);
