@@ -74,10 +74,11 @@ def is_narrow(array) -> bool:
 
 
 def element(name: str, array) -> tuple:
-    """Keys or values as the core's element functions take them: (array
-    with contiguous rows, element type name, int8 scales or None)."""
+    """Keys or values as the core's element functions take them: (array,
+    element type name, int8 scales or None); the core reads the arrays in
+    place where their rows are contiguous and copies them once otherwise."""
     if isinstance(array, Int8Rows):
-        return (np.ascontiguousarray(as_input(name + ".data", array.data)), "int8",
+        return (as_input(name + ".data", array.data), "int8",
                 np.ascontiguousarray(as_input(name + ".scales", array.scales),
                                      dtype=np.float32))
     array = as_input(name, array)
@@ -87,7 +88,7 @@ def element(name: str, array) -> tuple:
         raise TypeError(f"{name}: dtype {array.dtype} is not an element type of "
                         "reduced-precision calls (float32; uint16 bfloat16 bits; "
                         "float16; Int8Rows)")
-    return np.ascontiguousarray(array), names[array.dtype], None
+    return array, names[array.dtype], None
 
 
 def float32_queries(queries) -> np.ndarray:

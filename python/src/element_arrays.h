@@ -37,8 +37,8 @@ inline void RequireFloat32(const std::string& name, const InArray& array) {
 }
 
 // Keys or values of `Rank` dimensions stored as `type_name`, read in place
-// (the Python side makes their rows contiguous), with int8's scales (Rank −
-// 1 dimensions, one per row).
+// where their rows are contiguous and copied once otherwise (as Input), with
+// int8's scales (Rank − 1 dimensions, one per row).
 template <size_t Rank>
 class ElementArray {
  public:
@@ -50,12 +50,19 @@ class ElementArray {
       ThrowType(name, "dtype " + DtypeName(array.dtype()) + " does not hold " +
                           type_name);
     }
-    RequireDimensions(name, array, Rank);
-    const auto strides = InPlaceStrides(array);
-    if (!strides) ThrowValue(name, "its rows must be contiguous");
-    data_ = array.data();
-    for (size_t k = 0; k < Rank; ++k) shape_[k] = array.shape(k);
-    for (size_t k = 0; k + 1 < Rank; ++k) strides_[k] = (*strides)[k];
+    // The storage read as integers of the element's width: copying moves
+    // bits, never values.
+    switch (attnpool::kElementTypes[int(type_)].bytes) {
+      case 1:
+        Take(bytes_.emplace(name, array));
+        break;
+      case 2:
+        Take(halves_.emplace(name, array));
+        break;
+      default:
+        Take(words_.emplace(name, array));
+        break;
+    }
     if (type_ == ElementType::int8) {
       if (!scales) ThrowValue(name + "_scales", "int8 rows need their scales");
       RequireFloat32(name + "_scales", *scales);
@@ -116,7 +123,25 @@ class ElementArray {
     size_t stride(size_t k) const { return this->strides_[k]; }
   };
 
+  // The shape and strides (elements) of `stored`, in place or its copy.
+  template <typename S>
+  void Take(const Input<S, Rank>& stored) {
+    data_ = stored.data();
+    for (size_t k = 0; k < Rank; ++k) shape_[k] = stored.shape(k);
+    if constexpr (Rank == 2) {
+      strides_[0] = stored.matrix().stride;
+    } else {
+      const auto view = stored.tensor();
+      strides_[0] = view.batch_stride;
+      strides_[1] = view.head_stride;
+      strides_[2] = view.row_stride;
+    }
+  }
+
   ElementType type_;
+  std::optional<Input<int8_t, Rank>> bytes_;
+  std::optional<Input<uint16_t, Rank>> halves_;
+  std::optional<Input<uint32_t, Rank>> words_;
   const void* data_ = nullptr;
   size_t shape_[Rank] = {}, strides_[Rank - 1] = {};
   std::optional<Scales> scales_;

@@ -125,6 +125,44 @@ def test_sdpa_grouped_heads(target):
         assert_held(got, want, q, keys, values, held_keys, held_values)
 
 
+def test_strided_caches_in_place_or_copied_once():
+    # A cache kept (B, N, H, D), passed heads first as a transposed view: its
+    # rows are contiguous, so it is read in place; every other column is not,
+    # so it is copied once. Either way the bits of the contiguous call.
+    import tracemalloc
+    from attnpool import _core
+    rng = rng_for("strided caches")
+    q = rng.standard_normal((1, 2, 1, 32)).astype(np.float32)
+    k = rng.standard_normal((1, 2000, 2, 32)).astype(np.float32)
+    v = rng.standard_normal((1, 2000, 2, 16)).astype(np.float32)
+    heads_first = lambda a: (attnpool.Int8Rows(a.data.transpose(0, 2, 1, 3),
+                                               a.scales.transpose(0, 2, 1))
+                             if isinstance(a, attnpool.Int8Rows)
+                             else a.transpose(0, 2, 1, 3))
+    dense = lambda a: (attnpool.Int8Rows(np.ascontiguousarray(a.data),
+                                         np.ascontiguousarray(a.scales))
+                       if isinstance(a, attnpool.Int8Rows) else np.ascontiguousarray(a))
+    halved = lambda a: (attnpool.Int8Rows(a.data[..., ::2], a.scales)
+                        if isinstance(a, attnpool.Int8Rows) else a[..., ::2])
+    for (keys, _), (values, _) in zip(narrow_forms(rng, k), narrow_forms(rng, v)):
+        keys, values = heads_first(keys), heads_first(values)
+        want = attnpool.scaled_dot_product_attention(q, dense(keys), dense(values))
+        before = _core.input_copies()
+        tracemalloc.start()
+        got = attnpool.scaled_dot_product_attention(q, keys, values)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert _core.input_copies() == before
+        stored = keys.data if isinstance(keys, attnpool.Int8Rows) else keys
+        assert peak < stored.nbytes // 2, "a copy of the keys"  # (scales: 1/8)
+        np.testing.assert_array_equal(got, want)
+        got = attnpool.scaled_dot_product_attention(q, keys, halved(values))
+        assert _core.input_copies() == before + 1
+        np.testing.assert_array_equal(
+            got, attnpool.scaled_dot_product_attention(q, dense(keys),
+                                                       dense(halved(values))))
+
+
 def test_varlen_and_paged(target):
     rng = rng_for("packed", target)
     query_offsets, key_offsets = [0, 3, 8, 9], [0, 7, 20, 21]
