@@ -156,7 +156,8 @@ extern template std::vector<double> alibi_slopes<double>(size_t);
 //   queries (B, Hq, n, dk), keys (B, Hkv, m, dk), values (B, Hkv, m, dv),
 //   out (B, Hq, n, dv); Hkv divides Hq: query head h reads key/value head
 //   h / (Hq / Hkv) in place (grouped-query; Hkv = 1: multi-query).
-// scale: 1/√dk by default. A query that sees no key follows empty_rows.
+// scale: 1/√dk by default (dk = 0 needs one given: an error naming
+// queries.cols). A query that sees no key follows empty_rows.
 // Accuracy and non-finite data as attention_pool with {dot, {exp, scale},
 // softmax}; results are bitwise identical for every thread count.
 // Throws attnpool::Error naming the argument on invalid input, before

@@ -159,9 +159,10 @@ typedef struct attnpool_mask {
   int causal;                  /* nonzero: query i sees j <= i + offset */
   ptrdiff_t causal_offset;
   /* n x m of the call's dtype, added to the scores before a softmax (or to
-   * the logits of an exponential kernel); data NULL: none. */
+   * the logits of an exponential kernel); data NULL and rows 0: none. */
   attnpool_const_matrix bias;
-  /* n x m of uint8: 0 hides key j from query i; data NULL: none. */
+  /* n x m of uint8: 0 hides key j from query i; data NULL and rows 0:
+   * none. */
   attnpool_const_matrix visible;
   attnpool_window window; /* all-zero: none */
   /* Score adjustments, in this order (normalize.h): logit soft-capping,

@@ -126,7 +126,8 @@ struct KernelSpec {
   // h of the distance kernels: finite, > 0 and a normal number of the
   // element type (≥ 1.2e-38 and ≤ 3.4e38 for float).
   double bandwidth = 1.0;
-  // The factor of `exp`: finite; when absent, 1/√d (d = depth of the data).
+  // The factor of `exp`: finite; when absent, 1/√d (d = depth of the data;
+  // for d = 0 it must be given: an error naming kernel.scale).
   std::optional<double> scale = std::nullopt;
 };
 

@@ -112,7 +112,8 @@ std::string last_fused_path();
 // attention_pool that also writes each query's normalizer to
 // normalizer[0, n): for exponential kernels under sum or softmax, and for
 // softmax, the log-sum-exp log Σⱼ exp(aᵢⱼ) of its visible logits or scores
-// (mask bias included; −inf for an empty row), as attention backward passes
+// (mask bias included; exp(sink) joins the sum where the mask has a sink;
+// −inf for an empty row without one), as attention backward passes
 // and shard merges use; for none and for sum of other kernels (and none of
 // exponential ones) Σⱼ wᵢⱼ; for argmax the best score. NaN where the row
 // met a visible NaN. normalizer may not overlap the other arguments.

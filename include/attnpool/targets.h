@@ -49,9 +49,10 @@ std::string active_target();
 // CPU: never a silent fallback.
 void force_target(const std::string& name);
 
-// Back to the best supported target (ignores ATTNPOOL_ISA), this CPU's
-// choice of bf16 dot-product instruction and its tuning profile (ignores
-// ATTNPOOL_TUNING).
+// Back to the best supported target (ignores a valid ATTNPOOL_ISA), this
+// CPU's choice of bf16 dot-product instruction and its tuning profile
+// (ignores a valid ATTNPOOL_TUNING). A bad value of either still makes it
+// throw, as every forcing call: it cannot undo the environment.
 void reset_target();
 
 // The bf16 dot-product instruction that the score tile of dot products of

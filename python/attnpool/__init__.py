@@ -13,7 +13,8 @@ contiguous and copied once otherwise (as are big-endian arrays and arrays at
 byte strides that are no multiple of their element). ``out=`` must have the
 result's shape and dtype, contiguous rows, native byte order, and be
 writable. Errors raise ``TypeError``
-(dtypes) or ``ValueError`` (everything else), the message naming the
+(a wrong type: a dtype, a non-integer count, an ``out=`` that is no array)
+or ``ValueError`` (everything else), the message naming the
 argument; nothing is written to outputs then. The GIL is released while the
 library computes; ``threads`` sets the OpenMP threads of one call (None: the
 OpenMP default).

@@ -98,10 +98,11 @@ class PoolState:
     computed on several threads hangs in its first multi-threaded call, a
     limit of GNU OpenMP, unless it passes ``threads=1``.)
 
-    Per query: for softmax and exponential kernels ``max`` is the largest
-    score seen, ``sum`` = Σ exp(a − max) and ``accumulator`` = Σ exp(a −
-    max)·v; for other kernels ``sum`` = Σ w and ``accumulator`` = Σ w·v; for
-    argmax ``best`` is the chosen key's index in the whole sequence.
+    Per query: for softmax, and exponential kernels under sum, ``max`` is
+    the largest logit seen, ``sum`` = Σ exp(a − max) and ``accumulator`` =
+    Σ exp(a − max)·v; otherwise (other kernels, and none) ``max`` is −inf,
+    ``sum`` = Σ w and ``accumulator`` = Σ w·v; for argmax ``best`` is the
+    chosen key's index in the whole sequence.
     """
 
     def __init__(self, spec: tuple, accumulator: np.ndarray, max: np.ndarray,
