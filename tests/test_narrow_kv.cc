@@ -997,6 +997,50 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPagedScales, "narrow_kv.paged_scales_apart",
   }
 }
 
+// A decode over an int8 cache kept (m, heads, d), its scales (m, heads):
+// each head's scales `heads` apart, gathered sixteen keys at a time where
+// the target has fixed-width vectors (NarrowKeyDots::FoldedGroup), is
+// bitwise the decode over the same rows heads first, scales contiguous;
+// among them a scale that does not fold (below 2^-50), and a tail of keys.
+ATTNPOOL_TEST_EACH_TARGET(NarrowStridedScales, "narrow_kv.strided_scales",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 93);
+  INFO("seed " << kSeed + 93 << " on " << CurrentTarget());
+  const size_t d = 64, heads = 3, m = 150;
+  TestMatrix<float> q(heads, d), interleaved_k(m * heads, d),
+      interleaved_v(m * heads, d), heads_first_k(m * heads, d),
+      heads_first_v(m * heads, d);
+  for (auto* a : {&q, &interleaved_k, &interleaved_v}) a->FillRandom(rng, 1);
+  for (size_t c = 0; c < d; ++c) interleaved_k(20 * heads + 1, c) *= 1e-33f;
+  for (size_t j = 0; j < m; ++j) {
+    for (size_t h = 0; h < heads; ++h) {
+      for (size_t c = 0; c < d; ++c) {
+        heads_first_k(h * m + j, c) = interleaved_k(j * heads + h, c);
+        heads_first_v(h * m + j, c) = interleaved_v(j * heads + h, c);
+      }
+    }
+  }
+  const StoredRows keys(ElementType::int8, interleaved_k),
+      values(ElementType::int8, interleaved_v),
+      dense_keys(ElementType::int8, heads_first_k),
+      dense_values(ElementType::int8, heads_first_v);
+  const attnpool::TensorView<const float> queries{q.data(), 1, heads, 1,
+                                                  d,        0, d,     d};
+  TestMatrix<float> strided(heads, d), dense(heads, d);
+  const auto out = [&](TestMatrix<float>& o) {
+    return attnpool::TensorView<float>{o.data(), 1, heads, 1, d, 0, d, d};
+  };
+  attnpool::scaled_dot_product_attention(
+      queries, InterleavedHeads(keys, 1, heads, m),
+      InterleavedHeads(values, 1, heads, m), out(strided));
+  RequireRanOnTarget();
+  REQUIRE(attnpool::last_fused_path() == "decode");
+  attnpool::scaled_dot_product_attention(
+      queries, RowsTensor(dense_keys, 0, 1, heads, m, 0, m, 1),
+      RowsTensor(dense_values, 0, 1, heads, m, 0, m, 1), out(dense));
+  REQUIRE(SameBits(strided, dense));
+}
+
 // pairwise_distances to narrow keys: bitwise the float call on the values
 // they hold, every distance (the repair of cancelling pairs included).
 ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
