@@ -79,8 +79,8 @@ def element(name: str, array) -> tuple:
     place where their rows are contiguous and copies them once otherwise."""
     if isinstance(array, Int8Rows):
         return (as_input(name + ".data", array.data), "int8",
-                np.ascontiguousarray(as_input(name + ".scales", array.scales),
-                                     dtype=np.float32))
+                np.asarray(as_input(name + ".scales", array.scales),
+                           dtype=np.float32))
     array = as_input(name, array)
     names = {np.dtype(np.float32): "float32", np.dtype(np.uint16): "bfloat16",
              np.dtype(np.float16): "float16"}

@@ -204,7 +204,7 @@ def _columns(name: str, stored) -> int:
 def _stored_heads_first(keys: tuple, values: tuple, axes: tuple, lead: bool) -> tuple:
     """Keys and values of any element type as the core's element calls take
     them, (array, type, scales) each: the arrays' axes in `axes` order (with
-    a leading axis of 1 when `lead`), int8 scales likewise, contiguous."""
+    a leading axis of 1 when `lead`), int8 scales likewise."""
     arguments = []
     for name, stored in (keys, values):
         data, type_name, scales = element(name, stored)
@@ -212,7 +212,7 @@ def _stored_heads_first(keys: tuple, values: tuple, axes: tuple, lead: bool) -> 
             raise ValueError(f"{name}: must have {len(axes)} dimensions, not {data.ndim}")
         data = data.transpose(axes)
         if scales is not None:
-            scales = np.ascontiguousarray(scales.transpose(axes[:-1]))
+            scales = scales.transpose(axes[:-1])
         if lead:
             data = data[None]
             scales = None if scales is None else scales[None]

@@ -135,6 +135,8 @@ template <typename E, size_t Rank>
 class StridedView {
  public:
   size_t shape(size_t k) const { return shape_[k]; }
+  // Elements between entries of axis k < Rank − 1 (the last axis: 1).
+  size_t stride(size_t k) const { return strides_[k]; }
   E* data() const { return data_; }
 
   attnpool::MatrixView<E> matrix() const {

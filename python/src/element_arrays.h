@@ -86,7 +86,10 @@ class ElementArray {
     rows.rows = shape_[0];
     rows.cols = shape_[1];
     rows.stride = strides_[0];
-    if (scales_) rows.scales = scales_->data();
+    if (scales_) {
+      rows.scales = scales_->data();
+      rows.scale_stride = scales_->stride(0);
+    }
     return rows;
   }
 
@@ -110,17 +113,45 @@ class ElementArray {
                        1,
                        scales_->stride(0),
                        scales_->stride(1),
-                       1};
+                       scales_->stride(2)};
     }
     return tensor;
   }
 
  private:
-  // int8's scales: a vector (Rank 2) or a (B, H, m) array (Rank 4).
-  class Scales : public Input<float, Rank - 1> {
+  // int8's scales: a vector (Rank 2) or a (B, H, m) array (Rank 4), read
+  // in place at any positive strides (a scale is one float: a paged
+  // cache's, kept (blocks, block_size, H), is read heads first as it is),
+  // else (a broadcast or reversed axis) copied once.
+  class Scales {
    public:
-    using Input<float, Rank - 1>::Input;
-    size_t stride(size_t k) const { return this->strides_[k]; }
+    static constexpr size_t kRank = Rank - 1;
+    Scales(const std::string& name, const InArray& array) {
+      RequireDimensions(name, array, kRank);
+      bool in_place = true;
+      for (size_t k = 0; k < kRank; ++k) {
+        shape_[k] = array.shape(k);
+        // (Along an axis of one entry any stride serves.)
+        strides_[k] =
+            shape_[k] <= 1 ? 1 : size_t(std::max<int64_t>(array.stride(k), 0));
+        in_place &= strides_[k] != 0;
+      }
+      if (in_place) {
+        data_ = static_cast<const float*>(array.data());
+        return;
+      }
+      data_ = copy_.emplace(name, array).data();
+      for (size_t k = 0; k + 1 < kRank; ++k) strides_[k] = copy_->stride(k);
+      strides_[kRank - 1] = 1;
+    }
+    const float* data() const { return data_; }
+    size_t shape(size_t k) const { return shape_[k]; }
+    size_t stride(size_t k) const { return strides_[k]; }
+
+   private:
+    std::optional<Input<float, kRank>> copy_;
+    const float* data_ = nullptr;
+    size_t shape_[kRank] = {}, strides_[kRank] = {};
   };
 
   // The shape and strides (elements) of `stored`, in place or its copy.
@@ -128,14 +159,7 @@ class ElementArray {
   void Take(const Input<S, Rank>& stored) {
     data_ = stored.data();
     for (size_t k = 0; k < Rank; ++k) shape_[k] = stored.shape(k);
-    if constexpr (Rank == 2) {
-      strides_[0] = stored.matrix().stride;
-    } else {
-      const auto view = stored.tensor();
-      strides_[0] = view.batch_stride;
-      strides_[1] = view.head_stride;
-      strides_[2] = view.row_stride;
-    }
+    for (size_t k = 0; k + 1 < Rank; ++k) strides_[k] = stored.stride(k);
   }
 
   ElementType type_;
