@@ -602,6 +602,159 @@ ATTNPOOL_TEST_EACH_TARGET(GroupedDecodeDouble,
   GroupedDecode<double>();
 }
 
+// Grouped decode (query heads that share a key head, one pass over its
+// keys) where masks hide the last keys: a causal limit, a window, valid
+// lengths. Each head bitwise as alone; the hidden keys' values (100) never
+// reach it.
+ATTNPOOL_TEST_EACH_TARGET(GroupedDecodeLimits,
+                          "attention.grouped_decode_limits", "[attention]") {
+  std::mt19937_64 rng(kSeed + 63);
+  INFO("seed " << kSeed + 63);
+  const size_t heads = 4, m = 10;
+  for (size_t d : {size_t{4}, size_t{64}}) {
+    std::vector<float> q(heads * d), k(m * d), v(m * d);
+    std::normal_distribution<float> normal;
+    for (auto* a : {&q, &k, &v}) {
+      for (float& x : *a) x = normal(rng);
+    }
+    for (size_t c = 0; c < d; ++c) v[(m - 1) * d + c] = 100.0f;
+    const auto keys = attnpool::dense_tensor<const float>(k.data(), 1, 1, m, d);
+    const auto values =
+        attnpool::dense_tensor<const float>(v.data(), 1, 1, m, d);
+    const size_t length = m - 3;
+    AttentionMask<float> masks[3];
+    masks[0].causal = true;
+    masks[0].causal_offset = std::ptrdiff_t(m) - 2;
+    masks[1].window_left = 4;
+    masks[1].window_right = 0;
+    masks[1].causal_offset = std::ptrdiff_t(m) - 3;
+    masks[2].valid_lengths = &length;
+    for (const AttentionMask<float>& mask : masks) {
+      std::vector<float> grouped(heads * d), alone(d);
+      attnpool::scaled_dot_product_attention(
+          attnpool::dense_tensor<const float>(q.data(), 1, heads, 1, d), keys,
+          values, attnpool::dense_tensor(grouped.data(), 1, heads, 1, d), mask);
+      RequireRanOnTarget();
+      for (size_t h = 0; h < heads; ++h) {
+        INFO("d " << d << " head " << h << " on " << CurrentTarget());
+        attnpool::scaled_dot_product_attention(
+            attnpool::dense_tensor<const float>(q.data() + h * d, 1, 1, 1, d),
+            keys, values, attnpool::dense_tensor(alone.data(), 1, 1, 1, d),
+            mask);
+        REQUIRE(std::memcmp(alone.data(), grouped.data() + h * d,
+                            d * sizeof(float)) == 0);
+        for (size_t c = 0; c < d; ++c) REQUIRE(std::fabs(alone[c]) < 50.0f);
+      }
+    }
+  }
+}
+
+// A paged cache laid out (blocks, Hkv, block_size, d): a block's rows of
+// one head are not followed by the next block's (the pages do not abut),
+// even where the block table lists consecutive blocks. Bitwise the same
+// keys and values in contiguous rows.
+ATTNPOOL_TEST_EACH_TARGET(PagedHeadsApart, "attention.paged_heads_apart",
+                          "[attention]") {
+  std::mt19937_64 rng(kSeed + 64);
+  INFO("seed " << kSeed + 64 << " on " << CurrentTarget());
+  const size_t blocks = 4, kv_heads = 2, page = 4, m = blocks * page;
+  for (size_t d : {size_t{8}, size_t{64}}) {
+    std::vector<float> pool_k(blocks * kv_heads * page * d),
+        pool_v(pool_k.size()), q(kv_heads * d), k(kv_heads * m * d),
+        v(k.size());
+    std::normal_distribution<float> normal;
+    for (auto* a : {&pool_k, &pool_v, &q}) {
+      for (float& x : *a) x = normal(rng);
+    }
+    for (size_t h = 0; h < kv_heads; ++h) {
+      for (size_t j = 0; j < m; ++j) {
+        const size_t from = ((j / page * kv_heads + h) * page + j % page) * d;
+        std::copy_n(&pool_k[from], d, &k[(h * m + j) * d]);
+        std::copy_n(&pool_v[from], d, &v[(h * m + j) * d]);
+      }
+    }
+    const auto queries =
+        attnpool::dense_tensor<const float>(q.data(), 1, kv_heads, 1, d);
+    std::vector<float> paged(kv_heads * d), contiguous(kv_heads * d);
+    attnpool::scaled_dot_product_attention(
+        queries,
+        attnpool::dense_tensor<const float>(k.data(), 1, kv_heads, m, d),
+        attnpool::dense_tensor<const float>(v.data(), 1, kv_heads, m, d),
+        attnpool::dense_tensor(contiguous.data(), 1, kv_heads, 1, d));
+    const int32_t table[blocks] = {0, 1, 2, 3};
+    const size_t length = m, query_offsets[2] = {0, 1};
+    const attnpool::PagedKVCache<float> cache{
+        attnpool::dense_tensor<const float>(pool_k.data(), blocks, kv_heads,
+                                            page, d),
+        attnpool::dense_tensor<const float>(pool_v.data(), blocks, kv_heads,
+                                            page, d),
+        table, blocks, &length};
+    attnpool::scaled_dot_product_attention_paged(
+        queries, cache, attnpool::dense_tensor(paged.data(), 1, kv_heads, 1, d),
+        1, query_offsets);
+    RequireRanOnTarget();
+    INFO("d " << d);
+    REQUIRE(std::memcmp(paged.data(), contiguous.data(),
+                        paged.size() * sizeof(float)) == 0);
+  }
+}
+
+// Adjusted logits far below 0 (query·key = −200): ALiBi and soft-capping
+// over key counts that are no multiple of a vector, at depths of the small
+// path and of the tiles, one query (decode) and many. The padding lanes of
+// a block must not join its max (the weights then underflowed to 0: NaN
+// rows). And a sink far above the scores (92 over 0): it must raise the
+// row's max, or Σp overflows and the output falls to 0.
+ATTNPOOL_TEST_EACH_TARGET(AdjustedFarFromZero,
+                          "attention.adjusted_far_from_zero", "[attention]") {
+  const float slope = 1e-6f;
+  AttentionMask<float> alibi, softcap;
+  alibi.alibi_slopes = &slope;
+  softcap.softcap = 500.0f;
+  for (size_t d : {size_t{1}, size_t{32}}) {
+    for (size_t n : {size_t{1}, size_t{64}}) {
+      for (size_t m : {size_t{5}, size_t{21}}) {
+        Tensor<float> q(1, 1, n, d), k(1, 1, m, d), v(1, 1, m, 1);
+        for (size_t i = 0; i < n; ++i) q(0, 0, i, 0) = -20.0f;
+        for (size_t j = 0; j < m; ++j) {
+          k(0, 0, j, 0) = 10.0f;
+          v(0, 0, j, 0) = float(j + 1);
+        }
+        for (const AttentionMask<float>* mask : {&alibi, &softcap}) {
+          INFO("d " << d << " n " << n << " m " << m
+                    << (mask == &alibi ? " ALiBi" : " soft-cap") << " on "
+                    << CurrentTarget());
+          Tensor<float> out(1, 1, n, 1);
+          attnpool::scaled_dot_product_attention(q.view(), k.view(), v.view(),
+                                                 out.view(), *mask, 1.0);
+          RequireRanOnTarget();
+          for (size_t i = 0; i < n; ++i) {
+            REQUIRE(out(0, 0, i, 0) == Approx((m + 1) / 2.0).epsilon(1e-4));
+          }
+        }
+      }
+    }
+  }
+  for (size_t n : {size_t{1}, size_t{64}}) {
+    INFO("n " << n << " on " << CurrentTarget());
+    Tensor<float> q(1, 1, n, 16), k(1, 1, 3, 16), v(1, 1, 3, 1),
+        out(1, 1, n, 1);
+    for (size_t j = 0; j < 3; ++j) v(0, 0, j, 0) = 1e37f;
+    const float sink = 92.0f;
+    AttentionMask<float> mask;
+    mask.sinks = &sink;
+    attnpool::scaled_dot_product_attention(q.view(), k.view(), v.view(),
+                                           out.view(), mask, 1.0);
+    RequireRanOnTarget();
+    // 3·e^0 of weight beside e^92: out = 1e37·3/(3 + e^92), the weights
+    // subnormal floats (2^-135 of them: 1e-5 apart).
+    for (size_t i = 0; i < n; ++i) {
+      REQUIRE(out(0, 0, i, 0) ==
+              Approx(1e37 * 3 / (3 + std::exp(92.0))).epsilon(1e-3));
+    }
+  }
+}
+
 // Query heads that overlap in memory (a head stride below the row, 0
 // broadcasting one row to every head) are valid inputs: a decode's heads
 // that share a key head then cannot be one call's rows, and each head
@@ -1420,6 +1573,18 @@ TEST_CASE("attention: bad input names the argument, writes nothing",
   RequireRejected("out.head_stride", outputs, [&] {
     auto bad = out;
     bad.head_stride = 2;
+    attnpool::scaled_dot_product_attention(q, k, v, bad);
+  });
+  // Heads, or batches, one element short of apart: they share one address.
+  RequireRejected("out.head_stride", outputs, [&] {
+    auto bad = out;
+    bad.head_stride = 3 * 4 - 1;
+    bad.batch_stride = 4 * 3 * 4;
+    attnpool::scaled_dot_product_attention(q, k, v, bad);
+  });
+  RequireRejected("out.batch_stride", outputs, [&] {
+    auto bad = out;
+    bad.batch_stride = 4 * 3 * 4 - 1;
     attnpool::scaled_dot_product_attention(q, k, v, bad);
   });
   RequireRejected("scale", outputs, [&] {

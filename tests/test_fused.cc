@@ -957,6 +957,116 @@ ATTNPOOL_TEST_EACH_TARGET(UnderflowedShardDouble,
   UnderflowedShardCase<double>();
 }
 
+// Argmax ties go to the first key: across key blocks (a tuning of 64-byte
+// blocks), across the key chunks of a long sequence, and through the shard
+// API, whose `best` counts from the shard's key_offset, merged too.
+ATTNPOOL_TEST_EACH_TARGET(ArgmaxTies, "fused.argmax_ties", "[fused]") {
+  struct Reset {
+    ~Reset() { attnpool::force_tuning(""); }
+  } reset;
+  const PoolSpec argmax{
+      Distance::dot, {Kernel::exp, 1.0, 1.0}, Normalization::argmax};
+  for (size_t d : {size_t{1}, size_t{16}}) {
+    for (const char* tuning : {"generic key_block_bytes=64", ""}) {
+      attnpool::force_tuning(tuning);
+      for (size_t m : {size_t{64}, size_t{10000}}) {
+        INFO("d " << d << " m " << m << " tuning '" << tuning << "' on "
+                  << CurrentTarget());
+        TestMatrix<float> q(3, d), k(m, d), v(m, 1), out(3, 1);
+        for (size_t i = 0; i < 3; ++i) q(i, 0) = 1.0f;
+        for (size_t j = 0; j < m; ++j) {
+          k(j, 0) = 1.0f;
+          v(j, 0) = float(j);
+        }
+        attnpool::attention_pool(argmax, q.view(), k.view(), v.view(),
+                                 out.view());
+        RequireRanOnTarget();
+        for (size_t i = 0; i < 3; ++i) REQUIRE(out(i, 0) == 0.0f);
+      }
+    }
+  }
+  attnpool::force_tuning("");
+  // Two shards at key offsets 100 and 108, their best local keys 3 (a tie
+  // with local key 5) and 2.
+  TestMatrix<float> q(1, 4), k(16, 4), v(16, 1);
+  q(0, 0) = 1.0f;
+  k(3, 0) = k(5, 0) = 2.0f;
+  k(8 + 2, 0) = 3.0f;
+  float accumulators[2], max[2], sum[2];
+  size_t best[2];
+  attnpool::PoolPartial<float> parts[2];
+  for (size_t s = 0; s < 2; ++s) {
+    parts[s] = {{accumulators + s, 1, 1}, max + s, sum + s, best + s};
+    attnpool::attention_pool_partial(
+        argmax, q.view(), {k.data() + 8 * s * k.view().stride, 8, 4},
+        {v.data() + 8 * s * v.view().stride, 8, 1, v.view().stride},
+        100 + 8 * s, parts[s]);
+  }
+  REQUIRE(best[0] == 103);
+  REQUIRE(best[1] == 110);
+  attnpool::attention_pool_merge(argmax, parts[0], parts[1]);
+  REQUIRE(best[0] == 110);
+}
+
+// Logits past 2^24 (query·key ≈ 2.7e8, scale 0.1): the softmax is that of
+// the logits rounded to floats, as scale·s is everywhere (the shortcut of
+// one multiply-add would skip that rounding: 4% off here).
+ATTNPOOL_TEST_EACH_TARGET(HugeLogits, "fused.huge_logits", "[fused]") {
+  const PoolSpec sdpa{
+      Distance::dot, {Kernel::exp, 1.0, 0.1}, Normalization::softmax};
+  TestMatrix<float> q(64, 32), k(3, 32), v(3, 1), out(64, 1);
+  double logits[3], sum = 0, weighted = 0;
+  for (size_t i = 0; i < 64; ++i) q(i, 0) = 1.0f;
+  for (size_t j = 0; j < 3; ++j) {
+    k(j, 0) = std::ldexp(1.0f, 28) + 32.0f * float(j);
+    v(j, 0) = float(j);
+    logits[j] = double(float(double(k(j, 0)) * double(float(0.1))));
+  }
+  for (size_t j = 0; j < 3; ++j) {
+    const double w = std::exp(logits[j] - logits[2]);
+    sum += w;
+    weighted += w * double(j);
+  }
+  for (size_t n : {size_t{1}, size_t{64}}) {
+    INFO("n " << n << " on " << CurrentTarget());
+    attnpool::attention_pool(sdpa, {q.data(), n, 32}, k.view(), v.view(),
+                             {out.data(), n, 1});
+    RequireRanOnTarget();
+    for (size_t i = 0; i < n; ++i) {
+      REQUIRE(out(i, 0) == Approx(weighted / sum).epsilon(1e-6));
+    }
+  }
+}
+
+// Shards that see no key (every logit −inf) merged before one that does: a
+// NaN value of theirs (0·NaN) reaches the result, as in one call.
+ATTNPOOL_TEST_EACH_TARGET(EmptyShardsMerged, "fused.empty_shards_merged",
+                          "[fused]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const PoolSpec sdpa{
+      Distance::dot, {Kernel::exp, 1.0, 1.0}, Normalization::softmax};
+  const float q = 1.0f, k[6] = {-inf, -inf, -inf, -inf, 0.0f, 1.0f};
+  for (const float value : {std::numeric_limits<float>::quiet_NaN(), 3.0f}) {
+    INFO("value " << value << " on " << CurrentTarget());
+    const float v[6] = {1, 2, value, 4, 5, 6};
+    float whole, merged, accumulators[3], max[3], sum[3];
+    size_t best[3];
+    attnpool::attention_pool(sdpa, {&q, 1, 1}, {k, 6, 1}, {v, 6, 1},
+                             {&whole, 1, 1});
+    attnpool::PoolPartial<float> parts[3];
+    for (size_t s = 0; s < 3; ++s) {
+      parts[s] = {{accumulators + s, 1, 1}, max + s, sum + s, best + s};
+      attnpool::attention_pool_partial(sdpa, {&q, 1, 1}, {k + 2 * s, 2, 1},
+                                       {v + 2 * s, 2, 1}, 2 * s, parts[s]);
+    }
+    attnpool::attention_pool_merge(sdpa, parts[0], parts[1]);
+    attnpool::attention_pool_merge(sdpa, parts[0], parts[2]);
+    attnpool::attention_pool_finish(sdpa, parts[0], {&merged, 1, 1});
+    REQUIRE(std::isnan(whole) == std::isnan(value));
+    REQUIRE(std::memcmp(&whole, &merged, sizeof(float)) == 0);
+  }
+}
+
 // The far query of the stable form, through the fused path.
 ATTNPOOL_TEST_EACH_TARGET(FusedFarQuery, "fused.far_query", "[fused]") {
   const size_t m = 500;

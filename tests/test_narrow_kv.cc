@@ -1041,6 +1041,41 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowStridedScales, "narrow_kv.strided_scales",
   REQUIRE(SameBits(strided, dense));
 }
 
+// A grouped int8 decode (query heads sharing a key head, read once for
+// all): each head's query decides for itself whether the scales fold
+// (FoldsQuery; head 1's has an element of 1e-30, below 2^-50, head 0's
+// does not), bitwise as the head alone.
+ATTNPOOL_TEST_EACH_TARGET(NarrowGroupedFolds, "narrow_kv.grouped_query_folds",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 92);
+  INFO("seed " << kSeed + 92 << " on " << CurrentTarget());
+  const size_t heads = 4, m = 100, d = 64, dv = 16;
+  TestMatrix<float> q(heads, d), k(m, d), v(m, dv);
+  for (auto* a : {&q, &k, &v}) a->FillRandom(rng, 1);
+  q(1, 5) = 1e-30f;
+  q(3, 0) = 3e37f;
+  const StoredRows keys(ElementType::int8, k), values(ElementType::int8, v);
+  const auto key_heads = RowsTensor(keys, 0, 1, 1, m, 0, m, 1);
+  const auto value_heads = RowsTensor(values, 0, 1, 1, m, 0, m, 1);
+  TestMatrix<float> grouped(heads, dv), alone(1, dv);
+  attnpool::scaled_dot_product_attention(
+      attnpool::TensorView<const float>{q.data(), 1, heads, 1, d, 0, d, d},
+      key_heads, value_heads,
+      attnpool::TensorView<float>{grouped.data(), 1, heads, 1, dv, 0, dv, dv});
+  RequireRanOnTarget();
+  REQUIRE(attnpool::last_fused_path() == "decode");
+  for (size_t h = 0; h < heads; ++h) {
+    INFO("head " << h);
+    attnpool::scaled_dot_product_attention(
+        attnpool::TensorView<const float>{q.data() + h * d, 1, 1, 1, d, 0, d,
+                                          d},
+        key_heads, value_heads,
+        attnpool::TensorView<float>{alone.data(), 1, 1, 1, dv, 0, dv, dv});
+    REQUIRE(std::memcmp(alone.data(), grouped.data() + h * dv,
+                        dv * sizeof(float)) == 0);
+  }
+}
+
 // pairwise_distances to narrow keys: bitwise the float call on the values
 // they hold, every distance (the repair of cancelling pairs included).
 ATTNPOOL_TEST_EACH_TARGET(NarrowDistances, "narrow_kv.distances",
@@ -1253,13 +1288,32 @@ TEST_CASE("narrow_kv: bad element rows are named", "[narrow_kv]") {
     attnpool::attention_pool(spec, {q.data(), 2, 4}, bad, rows,
                              {out.data(), 2, 4});
   });
-  // The output over the keys' scales.
+  // The output over the keys' scales, or the values'.
   std::vector<float> shared(8, 3.0f);
   const attnpool::Int8Rows scaled_inside{{k.data(), 2, 4}, shared.data() + 1};
   RequireRejected("out", shared, [&] {
     attnpool::attention_pool(spec, {q.data(), 2, 4}, scaled_inside, rows,
                              {shared.data(), 2, 4});
   });
+  RequireRejected("out", shared, [&] {
+    attnpool::attention_pool(spec, {q.data(), 2, 4}, rows, scaled_inside,
+                             {shared.data(), 2, 4});
+  });
+  const attnpool::Int8Tensor tensor_rows{{k.data(), 1, 1, 2, 4, 8, 8, 4},
+                                         {scales.data(), 1, 1, 2, 1, 2, 2, 1}};
+  const attnpool::Int8Tensor tensor_inside{
+      {k.data(), 1, 1, 2, 4, 8, 8, 4},
+      {shared.data() + 1, 1, 1, 2, 1, 2, 2, 1}};
+  const attnpool::TensorView<const float> two_queries{q.data(), 1, 1, 2,
+                                                      4,        8, 8, 4};
+  for (const bool keys_inside : {true, false}) {
+    RequireRejected("out", shared, [&] {
+      attnpool::scaled_dot_product_attention(
+          two_queries, keys_inside ? tensor_inside : tensor_rows,
+          keys_inside ? tensor_rows : tensor_inside,
+          attnpool::TensorView<float>{shared.data(), 1, 1, 2, 4, 8, 8, 4});
+    });
+  }
   // A paged int8 cache without scales; its output over the value scales.
   const attnpool::TensorView<const int8_t> pool{k.data(), 2, 1, 1, 4, 4, 4, 4};
   const attnpool::TensorView<const float> pool_scales{
