@@ -169,10 +169,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         cross_validate's contract) is far finer than the grid's steps.
         Coarse: 16 log-spaced multipliers in [1/32, 8] on every ⌊n/250⌋-th
         point (250 to 499 points; all of them for n < 500), moved to all n
-        points by the optimal rate
-        n^(-1/(d+4)). Fine: 24 multipliers in [m/1.6, 1.6·m], evenly spaced
-        in 1/h² (one pass serves them all), recentred while the best is at
-        an end (twice at most)."""
+        points by the optimal rate n^(-1/(d+4)). Fine: 24 multipliers in
+        [m/1.6, 1.6·m], evenly spaced in 1/h² (one pass serves them all),
+        recentred while the best is at an end (twice at most)."""
         scales = self._rule("silverman")
         n, d = self.X_.shape
         if n < 2:
