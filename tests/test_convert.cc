@@ -200,6 +200,21 @@ ATTNPOOL_TEST_EACH_TARGET(ConvertsArraysOfAnyLength,
   }
 }
 
+// The factor of quantize_rows is the float 127/max (element.h), not
+// 1/scale: for this row they round 0.0174869075·f to either side of 0.5.
+ATTNPOOL_TEST_EACH_TARGET(QuantizesByTheStatedFactor, "element: int8 factor",
+                          "[element]") {
+  const float row[2] = {4.44167423f, 0.0174869075f};
+  int8_t q[2] = {0, 0};
+  float scale = 0;
+  attnpool::quantize_rows({row, 1, 2}, {q, 1, 2}, &scale);
+  RequireRanOnTarget();
+  REQUIRE(scale == 4.44167423f / 127);
+  REQUIRE(q[0] == 127);
+  REQUIRE(q[1] == 0);  // 0.0174869075·(127/max) rounds below 0.5
+  REQUIRE(std::nearbyint(row[1] * (1.0f / scale)) == 1.0f);  // 1/scale: above
+}
+
 ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
   std::mt19937 random(11);
   std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -305,6 +320,20 @@ TEST_CASE("element: bad arguments are named, nothing written", "[element]") {
   RequireRejected("in", in, [&] {
     attnpool::to_float(static_cast<const f16*>(nullptr), 3, in.data());
   });
+  // An output overlapping the input past its first element.
+  std::vector<float> both = {1, 2, 3, 4, 5, 6};
+  RequireRejected("out", both, [&] {
+    attnpool::to_float(reinterpret_cast<const bf16*>(both.data()), 4,
+                       both.data() + 1);
+  });
+  // ±inf are not finite either.
+  for (const float infinite : {INFINITY, -INFINITY}) {
+    const std::vector<float> row = {1, infinite};
+    RequireRejected("in", scales, [&] {
+      attnpool::quantize_rows({row.data(), 1, 2}, {q.data(), 1, 2},
+                              scales.data());
+    });
+  }
   REQUIRE(std::string(attnpool::element_type_name(
               attnpool::ElementType::bfloat16)) == "bfloat16");
   REQUIRE(attnpool::element_type_from_name("int8") ==

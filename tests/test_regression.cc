@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -468,6 +469,62 @@ ATTNPOOL_TEST_EACH_TARGET(SkipDistant, "regression.skip_distant",
                           "[regression]") {
   CheckSkipDistant<float>();
   CheckSkipDistant<double>();
+}
+
+// Keys at the rounding edge of a compact kernel's support: r = 0.983001411
+// is above h = 0.98300139660852515 (r² > fl(h²)), yet r·fl(1/h) rounds
+// below 1, so the triangular kernel gives it weight. Skipping distant keys
+// keeps it (the same bits as without skipping), in cross-validation and in
+// the fused sorted-window path (boxcar, h = 0.8860517916028996, a key at
+// 0.886051834).
+ATTNPOOL_TEST_EACH_TARGET(SupportEdge, "regression.support_edge",
+                          "[regression]") {
+  const size_t n = 65;
+  std::vector<float> x(n, 0.0f), y(n, 0.0f);
+  x[64] = 0.983001411f;
+  y[64] = 1.0f;
+  const std::vector<double> grid = {0.98300139660852515};
+  CrossValidationResult results[2];
+  for (const bool skip : {false, true}) {
+    CrossValidationOptions options;
+    options.skip_distant = skip;
+    results[skip] = attnpool::cross_validate(
+        Kernel::triangular, {x.data(), n, 1}, {y.data(), n, 1}, grid, options);
+    RequireRanOnTarget();
+  }
+  REQUIRE(results[0].unpredictable[0] == 0);
+  REQUIRE(results[1].unpredictable[0] == 0);
+  REQUIRE(std::memcmp(&results[0].scores[0], &results[1].scores[0],
+                      sizeof(double)) == 0);
+  std::vector<float> keys(n, 0.0f), values(n, 0.0f), weights(n);
+  keys[64] = 0.886051834f;
+  values[64] = 1.0f;
+  const float query = 0.0f;
+  const attnpool::PoolSpec boxcar{attnpool::Distance::sqeuclidean,
+                                  {Kernel::boxcar, 0.8860517916028996},
+                                  attnpool::Normalization::sum};
+  float fused = -1.0f, staged = -1.0f;
+  attnpool::attention_pool(boxcar, {&query, 1, 1}, {keys.data(), n, 1},
+                           {values.data(), n, 1}, {&fused, 1, 1});
+  REQUIRE(attnpool::last_fused_path() == "sorted_window");
+  attnpool::attention_pool_staged(boxcar, {&query, 1, 1}, {keys.data(), n, 1},
+                                  {values.data(), n, 1}, {&staged, 1, 1},
+                                  {weights.data(), 1, n});
+  REQUIRE(weights[64] > 0.0f);
+  REQUIRE(fused == staged);
+}
+
+// The grid's ends are h_min and h_max as given, not as the steps reach them.
+TEST_CASE("regression: the bandwidth grid ends where asked", "[regression]") {
+  for (const auto& [low, high, count] :
+       {std::tuple{0.1, 0.3, size_t{3}}, std::tuple{0.07, 0.9, size_t{7}},
+        std::tuple{1e-3, 0.3, size_t{11}}}) {
+    const std::vector<double> grid =
+        attnpool::gaussian_bandwidth_grid(low, high, count);
+    REQUIRE(grid.size() == count);
+    REQUIRE(grid.front() == low);
+    REQUIRE(grid.back() == high);
+  }
 }
 
 // Fuzzed shapes and data for the sorted key windows and the outward

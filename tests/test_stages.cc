@@ -329,6 +329,39 @@ ATTNPOOL_TEST_EACH_TARGET(NormalizeExtremes, "normalize.extremes",
   }
 }
 
+// A sink of +inf beside one +inf score shares the weight with it, as two
+// +inf scores share it (3 and 19 columns: a vector's tail too); compact
+// kernels at u = 1 exactly are 0 (boxcar: 1 for u < 1 only; kernel.h).
+ATTNPOOL_TEST_EACH_TARGET(InfiniteSinkAndSupportEdge, "normalize.infinite_sink",
+                          "[normalize][kernel]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (size_t cols : {size_t{3}, size_t{19}}) {
+    for (size_t at : {size_t{0}, cols - 2}) {
+      TestMatrix<float> values(1, cols);
+      for (size_t j = 0; j < cols; ++j) values(0, j) = j == at ? inf : float(j);
+      Mask<float> mask;
+      mask.sink = inf;
+      attnpool::normalize(Normalization::softmax, values.view(), mask);
+      RequireRanOnTarget();
+      for (size_t j = 0; j < cols; ++j) {
+        INFO(cols << " columns, +inf at " << at << ", column " << j << " on "
+                  << CurrentTarget());
+        REQUIRE(values(0, j) == (j == at ? 0.5f : 0.0f));
+      }
+    }
+  }
+  for (const Kernel kernel :
+       {Kernel::boxcar, Kernel::triangular, Kernel::epanechnikov}) {
+    for (const Distance input : {Distance::euclidean, Distance::sqeuclidean}) {
+      INFO(attnpool::kernel_name(kernel) << " on " << CurrentTarget());
+      TestMatrix<float> at_one(1, 19);
+      for (size_t j = 0; j < 19; ++j) at_one(0, j) = 1.0f;
+      attnpool::apply_kernel({kernel, 1.0}, input, at_one.view(), 1);
+      for (size_t j = 0; j < 19; ++j) REQUIRE(at_one(0, j) == 0.0f);
+    }
+  }
+}
+
 // `sum` of finite weights whose float sum overflows: the weights are shared
 // as in exact arithmetic, not divided by +inf into a row of zeros.
 ATTNPOOL_TEST_EACH_TARGET(NormalizeSumOverflow, "normalize.sum_overflow",
