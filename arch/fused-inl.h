@@ -625,7 +625,7 @@ struct NarrowKeyDots {
   // where a scale does not fold. (Against Keys' arrays, through memory:
   // int8 decode 1.25x faster in cache, 1.12x at W5n's size, Zen 4; scales
   // gathered 8 apart, a cache kept (m, heads): 1.4x, at 0.9x the rate over
-  // contiguous scales, in cache, Zen 4.)
+  // contiguous scales, 8 heads of 4096 keys, Zen 4.)
   HWY_INLINE bool FoldedGroup(size_t k) const {
 #if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
     const D d;
