@@ -747,7 +747,7 @@ ATTNPOOL_TEST_EACH_TARGET(AdjustedFarFromZero,
                                            out.view(), mask, 1.0);
     RequireRanOnTarget();
     // 3·e^0 of weight beside e^92: out = 1e37·3/(3 + e^92), the weights
-    // subnormal floats (2^-135 of them: 1e-5 apart).
+    // e^-92 ≈ 2^-133 subnormal floats (2^-149 apart: 1.5e-5 of them).
     for (size_t i = 0; i < n; ++i) {
       REQUIRE(out(0, 0, i, 0) ==
               Approx(1e37 * 3 / (3 + std::exp(92.0))).epsilon(1e-3));

@@ -1043,8 +1043,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowStridedScales, "narrow_kv.strided_scales",
 
 // A grouped int8 decode (query heads sharing a key head, read once for
 // all): each head's query decides for itself whether the scales fold
-// (FoldsQuery; head 1's has an element of 1e-30, below 2^-50, head 0's
-// does not), bitwise as the head alone.
+// (FoldsQuery: head 1's has an element of 1e-30, below 2^-50, head 3's
+// one of 3e37, above 2^50; heads 0 and 2 fold), bitwise as the head alone.
 ATTNPOOL_TEST_EACH_TARGET(NarrowGroupedFolds, "narrow_kv.grouped_query_folds",
                           "[narrow_kv]") {
   std::mt19937_64 rng(kSeed + 92);
