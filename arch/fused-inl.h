@@ -39,6 +39,7 @@
 #include <limits>
 #include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "arch/bf16_dot.h"
@@ -457,7 +458,7 @@ HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
 // bf16 and f16 dots are those of the float keys they hold (DirectDot's order of
 // sums). An int8 key's dot is its scale times the dot of its integers
 // (FoldsScale; `query_folds` says whether the query allows it), the integers'
-// products summed by TransposedLaneSumsOf Lanes keys at a time on targets of
+// products summed by TransposedLaneSums Lanes keys at a time on targets of
 // fixed width (FoldedGroup; docs/benchmarks.md; each key's sum in one order
 // however keys are grouped, so a paged cache's dots are the contiguous
 // one's). With `ahead_limit` (rows one stride apart), the row
@@ -618,14 +619,32 @@ struct NarrowKeyDots {
     return Products<false>(k, 1.0f);
   }
 
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+  // The lane sums of rows(0), …, rows(Lanes − 1) (TransposedLaneSums), the
+  // products all computed first (in registers: an array the caller holds
+  // went through memory).
+  template <class Rows, size_t... kRow>
+  static HWY_INLINE hn::Vec<D> SumsOfEach(const Rows& rows,
+                                          std::index_sequence<kRow...>) {
+    const hn::Vec<D> lanes[] = {rows(kRow)...};  // (in order)
+    return TransposedLaneSums(D(), lanes);
+  }
+  template <class Rows>
+  static HWY_INLINE hn::Vec<D> SumsOfEach(const Rows& rows) {
+    return SumsOfEach(rows, std::make_index_sequence<hn::MaxLanes(D())>());
+  }
+#endif
+
   // Keys [k, k + kWidth), all below count, of one run with scales one
   // stride apart (run_scales), the query folding: their scales loaded (or
-  // gathered) and checked as a vector, their products summed as they come
-  // (in registers), their scores stored as one. False, nothing written,
-  // where a scale does not fold. (Against Keys' arrays, through memory:
-  // int8 decode 1.25x faster in cache, 1.12x at W5n's size, Zen 4; scales
-  // gathered 8 apart, a cache kept (m, heads): 1.4x, at 0.9x the rate over
-  // contiguous scales, 8 heads of 4096 keys, Zen 4.)
+  // gathered) and checked as a vector, their products computed in turn
+  // and then summed (in registers), their scores stored as one. False,
+  // nothing written, where a scale does not fold. (Against Keys' arrays,
+  // through memory: int8 decode 1.25x faster in cache, 1.12x at W5n's
+  // size, Zen 4; scales gathered 8 apart, a cache kept (m, heads): 1.4x, at
+  // 0.9x the rate over contiguous scales, 8 heads of 4096 keys, Zen 4. The
+  // products all before the sums, not summed as they came: the keys' loads
+  // issued earlier, 1.035x faster in L3, Zen 4, 8 × 2048 keys.)
   HWY_INLINE bool FoldedGroup(size_t k) const {
 #if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
     const D d;
@@ -646,11 +665,11 @@ struct NarrowKeyDots {
         values == nullptr || value_bytes == keys.cols * sizeof(E);
     hn::Vec<D> sums;
     if (values_as_wide && keys.cols == 4 * N) {
-      sums = TransposedLaneSumsOf(d, RowsFrom<false, 4 * N>(k, 1.0f));
+      sums = SumsOfEach(RowsFrom<false, 4 * N>(k, 1.0f));
     } else if (values_as_wide && keys.cols == 8 * N) {
-      sums = TransposedLaneSumsOf(d, RowsFrom<false, 8 * N>(k, 1.0f));
+      sums = SumsOfEach(RowsFrom<false, 8 * N>(k, 1.0f));
     } else {
-      sums = TransposedLaneSumsOf(d, RowsFrom<false>(k, 1.0f));
+      sums = SumsOfEach(RowsFrom<false>(k, 1.0f));
     }
     hn::StoreU(hn::Mul(group_scales, sums), d, scores + k);
     return true;
@@ -701,11 +720,21 @@ struct NarrowKeyDots {
     }
   }
 
-  // Beside value row k of a weighted sum (NarrowWeightedSumOf, kWidth 1):
-  // key k's score.
-  HWY_INLINE void operator()(size_t k) const {
-    static_assert(kWidth == 1, "a key beside each value row");
-    Keys(k);
+  // Beside value row j of a weighted sum (NarrowWeightedSumOf): the scores
+  // of the group of kWidth keys that ends at key j (key j's alone where
+  // kWidth is 1), so that the groups are Keys' from 0 as in NarrowDots.
+  HWY_INLINE void operator()(size_t j) const {
+    if constexpr (kWidth == 1) {
+      Keys(j);
+    } else if ((j + 1) % kWidth == 0) {
+      GroupApart(*this, j + 1 - kWidth);
+    }
+  }
+
+  // Keys(k), not inlined: a group's code inlined in every loop of a
+  // weighted sum cost the sanitized build minutes of compiling.
+  static HWY_NOINLINE void GroupApart(const NarrowKeyDots& dots, size_t k) {
+    dots.Keys(k);
   }
 
   // Keys [j, j + count) of `keys`, rows one stride apart (a run:
@@ -820,37 +849,71 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
                       values.template narrow_row<E>(at + j + kPrefetchRows)),
                   columns * sizeof(E));
   };
+  // body(j, row, scale) for value rows j < weights.cols in order: row j's
+  // first element, and (int8) its scale; a run of rows one stride apart at
+  // a time, and their scales likewise where they lie one scale_stride apart
+  // (every strided list's; a paged list's where the scales' pages abut as
+  // the rows' do), so that a row costs a pointer's step, not Offset's
+  // arithmetic (int8 decode 1.04x faster in L3, Zen 4, 8 heads × 4096
+  // keys).
+  const auto each_row = [&](auto&& body) HWY_ATTR {
+    for (size_t j = 0; j < weights.cols;) {
+      const size_t run = values.Run(at + j, weights.cols - j);
+      const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
+      const size_t stride = values.stride;
+      const float* HWY_RESTRICT scale = nullptr;
+      size_t scale_stride = 0;
+      if constexpr (kScaled) {
+        const float* last = values.scale_address(at + j + run - 1);
+        scale = values.scale_address(at + j);
+        scale_stride = values.scale_stride;
+        if (last - scale != static_cast<ptrdiff_t>((run - 1) * scale_stride)) {
+          scale = nullptr;
+        }
+      }
+      for (size_t i = 0; i < run; ++i, ++j, row += stride) {
+        if constexpr (kScaled) {
+          body(j, row,
+               scale != nullptr ? scale[i * scale_stride]
+                                : values.scale(at + j));
+        } else {
+          body(j, row, 1.0f);
+        }
+      }
+    }
+  };
   // Every int8 scale folded into its weight, false returned if one did not
   // FoldsScale; or (`by_key`) those that do, the others applied to their
   // elements (the folded ones' times 1: the same bits).
   const auto all_sums = [&](auto by_key) HWY_ATTR {
     constexpr bool kByKey = decltype(by_key)::value;
     bool folded = true;
-    // Key j's factor of row r's weight (its scale where folded) and of its
+    // `beside` in the first pass only (an int8 sum by key after one whose
+    // scales did not all fold).
+    const bool beside_here = !kByKey || !softmax_weights;
+    // A row's factor of its weight (its scale where folded) and of its
     // elements.
-    const auto factors = [&](const float* HWY_RESTRICT w, size_t j,
+    const auto factors = [&](float weight, float scale,
                              float& element_scale) HWY_ATTR {
       element_scale = 1.0f;
       if constexpr (!kScaled) {
-        return hn::Set(d, w[j]);
+        return hn::Set(d, weight);
       } else {
-        const float scale = values.scale(at + j);
         if (!kByKey) {
           folded &= FoldsScale(scale);
         } else if (!(softmax_weights && FoldsScale(scale))) {
           element_scale = scale;
-          return hn::Set(d, w[j]);
+          return hn::Set(d, weight);
         }
-        return hn::Set(d, w[j] * scale);
+        return hn::Set(d, weight * scale);
       }
     };
-    // Value row j's `left` ≤ N columns from c, widened (and scaled).
-    const auto value = [&](size_t j, size_t c, size_t left,
+    // `left` ≤ N elements of a row from `at_column`, widened (and scaled).
+    const auto value = [&](const E* HWY_RESTRICT at_column, size_t left,
                            float element_scale) HWY_ATTR {
-      const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
-      const auto widened = left == N   ? LoadWide(d, row + c)
+      const auto widened = left == N   ? LoadWide(d, at_column)
                            : left == 0 ? hn::Zero(d)
-                                       : LoadWidePrefix(d, row + c, left);
+                                       : LoadWidePrefix(d, at_column, left);
       return kByKey ? hn::Mul(hn::Set(d, element_scale), widened) : widened;
     };
     for (size_t r = 0; r < weights.rows; ++r) {
@@ -861,18 +924,19 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
       for (; c + 4 * N <= columns; c += 4 * N) {
         auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d),
              a3 = hn::Zero(d);
-        for (size_t j = 0; j < weights.cols; ++j) {
+        each_row([&](size_t j, const E* HWY_RESTRICT row,
+                     float scale) HWY_ATTR {
           if (c == 0) {
             prefetch_ahead(r, j);
-            if (r == 0) beside(j);
+            if (r == 0 && beside_here) beside(j);
           }
           float element_scale;
-          const auto weight = factors(w, j, element_scale);
-          a0 = hn::MulAdd(weight, value(j, c, N, element_scale), a0);
-          a1 = hn::MulAdd(weight, value(j, c + N, N, element_scale), a1);
-          a2 = hn::MulAdd(weight, value(j, c + 2 * N, N, element_scale), a2);
-          a3 = hn::MulAdd(weight, value(j, c + 3 * N, N, element_scale), a3);
-        }
+          const auto weight = factors(w[j], scale, element_scale);
+          a0 = hn::MulAdd(weight, value(row + c, N, element_scale), a0);
+          a1 = hn::MulAdd(weight, value(row + c + N, N, element_scale), a1);
+          a2 = hn::MulAdd(weight, value(row + c + 2 * N, N, element_scale), a2);
+          a3 = hn::MulAdd(weight, value(row + c + 3 * N, N, element_scale), a3);
+        });
         hn::Store(a0, d, out + c);
         hn::Store(a1, d, out + c + N);
         hn::Store(a2, d, out + c + 2 * N);
@@ -881,15 +945,16 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
       for (; c < sums.cols; c += N) {
         const size_t left = c < columns ? std::min(N, columns - c) : 0;
         auto acc = hn::Zero(d);
-        for (size_t j = 0; j < weights.cols; ++j) {
+        each_row([&](size_t j, const E* HWY_RESTRICT row,
+                     float scale) HWY_ATTR {
           if (c == 0) {  // (rows under 4 vectors)
             prefetch_ahead(r, j);
-            if (r == 0) beside(j);
+            if (r == 0 && beside_here) beside(j);
           }
           float element_scale;
-          const auto weight = factors(w, j, element_scale);
-          acc = hn::MulAdd(weight, value(j, c, left, element_scale), acc);
-        }
+          const auto weight = factors(w[j], scale, element_scale);
+          acc = hn::MulAdd(weight, value(row + c, left, element_scale), acc);
+        });
         hn::Store(acc, d, out + c);
       }
     }
@@ -911,7 +976,8 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
 // else applied to its elements first, as WidenRow does). Columns past
 // values.cols (to sums.cols, whole vectors) get 0·weight. With `beside`,
 // the dots of its keys are computed in the first pass over the values, a
-// key row beside each value row (then any past the weights' columns).
+// key row beside each value row (int8: a group of Lanes keys beside every
+// Lanes-th value row; then any past the weights' columns).
 template <typename T>
 HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
                                     const detail::RowList<T>& values, size_t at,
@@ -925,23 +991,17 @@ HWY_NOINLINE void NarrowWeightedSum(const ConstMatrixView<T>& weights,
       if (beside.keys == nullptr) {
         NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
                                softmax_weights, wsum::NothingBeside());
-      } else if constexpr (Dots::kWidth == 1) {
-        Dots dots = Dots::OfRun(*beside.keys, beside.first, beside.count,
-                                beside.query, beside.scores);
-        dots.ahead_limit = beside.ahead_limit;
-        NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
-                               softmax_weights, dots);
-        // Keys past the weights' columns.
-        for (size_t k = weights.cols; k < beside.count; ++k) dots.Keys(k);
-      } else {
-        // Keys a group at a time (int8; unreached today: FusedAccumulate
-        // interleaves 2-byte caches only): their dots first, the same bits.
-        // Beside the values, the groups' code again would cost the
-        // sanitized build minutes of compiling.
-        NarrowDots(*beside.keys, beside.first, beside.count, 1, beside.query, 0,
-                   beside.scores, 0, beside.ahead_limit);
-        NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
-                               softmax_weights, wsum::NothingBeside());
+        return;
+      }
+      Dots dots = Dots::OfRun(*beside.keys, beside.first, beside.count,
+                              beside.query, beside.scores);
+      dots.ahead_limit = beside.ahead_limit;
+      NarrowWeightedSumOf<E>(weights, values, at, sums, ahead_limit,
+                             softmax_weights, dots);
+      // Groups that end past the weights' columns.
+      for (size_t k = weights.cols / Dots::kWidth * Dots::kWidth;
+           k < beside.count; k += Dots::kWidth) {
+        dots.Keys(k);
       }
     });
   }
@@ -1049,18 +1109,21 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // plain read of the same bytes at one thread, 0.92-0.95 → 0.94-0.97 at
   // two; keys and values both bf16 or both f16, their keys prefetched only
   // where the tuning prefetches float keys: W5n bf16 1.07-1.10x faster at
-  // one thread, the same at two; not int8 (1.00x at one thread, 0.97x at
-  // two; a group of sixteen keys beside every sixteenth value row, 0.7-0.9x
-  // at one thread, a later session). Zen 4, paired runs.
+  // one thread, the same at two. Zen 4, paired runs. Both int8, a group of
+  // Lanes keys beside every Lanes-th value row (NarrowWeightedSum), nothing
+  // prefetched but where the tuning prefetches float keys: a single stream
+  // read 16.9 GB/s and a stream beside the other's prefetches 13.8, two
+  // streams 22.9 (plain loops, Zen 4, one thread); int8 W5n time ÷ float's
+  // 0.35 → 0.34 at one thread, 0.34 → 0.31 at two (medians of eight runs
+  // each, builds alternated, Zen 4; an earlier attempt that still
+  // prefetched the values beside the keys ran at 0.7-0.9x at one thread).
   const bool interleave =
       plan.tuning.decode_interleave != 0 &&
       plan.path == detail::FusedPath::decode && rows == 1 &&
       plan.keys.strided() && plan.values.strided() && columns > 0 &&
       mode != RowMode::argmax &&
-      (plan.keys.is_narrow()
-           ? plan.values.element == plan.keys.element &&
-                 kElementTypes[int(plan.keys.element)].bytes == 2
-           : !plan.values.is_narrow() && columns % N == 0);
+      (plan.keys.is_narrow() ? plan.values.element == plan.keys.element
+                             : !plan.values.is_narrow() && columns % N == 0);
   // Decoding strided rows, the scores of the tuning's decode_stretch blocks
   // are computed at once (one stream of keys, then one of values; longer
   // streams keep the hardware prefetchers ahead, and a narrow cache's rows
@@ -1111,7 +1174,6 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   T* HWY_RESTRICT block_sum = accumulator + accumulator_elements;
   T* HWY_RESTRICT rescale = block_sum + accumulator_elements;
   hwy::AlignedFreeUniquePtr<T[]> copied_buffer, zeroed_buffer;
-  if (copy_values) copied_buffer = allocate(value_elements);
   std::fill(accumulator, accumulator + accumulator_elements, T(0));
   std::vector<RowState<T>> states(rows);
   size_t origin = key_begin;
@@ -1221,17 +1283,21 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
               values_here.Row(key + j + k);
             }
             // (int8 keys and values; NarrowDots says why.)
-            const bool int8_values = prefetch_ahead && plan.values.strided() &&
+            const bool int8_values = prefetch_ahead && !interleave &&
+                                     plan.values.strided() &&
                                      plan.keys.element == ElementType::int8 &&
                                      plan.values.element == ElementType::int8;
-            NarrowDots(plan.keys, key + j, run, shared ? rows : 1, query,
-                       plan.queries.stride, row_scores + j, score_stride,
-                       prefetch_ahead ? widest : 0,
-                       int8_values
-                           ? static_cast<const char*>(plan.values.narrow) +
-                                 plan.values.Offset(key + j)
-                           : nullptr,
-                       plan.values.stride, int8_values ? plan.values.cols : 0);
+            NarrowDots(
+                plan.keys, key + j, run, shared ? rows : 1, query,
+                plan.queries.stride, row_scores + j, score_stride,
+                prefetch_ahead &&
+                        (!interleave || plan.tuning.decode_key_prefetch_rows)
+                    ? widest
+                    : 0,
+                int8_values ? static_cast<const char*>(plan.values.narrow) +
+                                  plan.values.Offset(key + j)
+                            : nullptr,
+                plan.values.stride, int8_values ? plan.values.cols : 0);
             j += run;
             continue;
           }

@@ -469,6 +469,79 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
   }
 }
 
+// What a profile sets beside its block sizes (decode stretch, key
+// prefetch, load width, interleaving: each block's dots beside the last
+// block's values, int8 keys a group at a time) changes no bit of a narrow
+// decode: one query over keys of several blocks, with every int8 scale and
+// the query folding, with a key's and a value's scale that do not (that
+// key's group taken key by key; the values summed again by key), and with
+// a query that does not.
+ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeTuningBits,
+                          "narrow_kv.decode_tuning_bits", "[narrow_kv]") {
+  struct Reset {
+    ~Reset() { attnpool::force_tuning(""); }
+  } reset;
+  std::mt19937_64 rng(kSeed + 97);
+  INFO("seed " << kSeed + 97 << " on " << CurrentTarget());
+  const char* const settings[] = {
+      " decode_interleave=0 decode_stretch=1 decode_key_prefetch_rows=0"
+      " decode_load_bytes=0",
+      " decode_interleave=1 decode_stretch=1 decode_key_prefetch_rows=0"
+      " decode_load_bytes=0",
+      " decode_interleave=1 decode_stretch=3 decode_key_prefetch_rows=7"
+      " decode_load_bytes=32",
+      " decode_interleave=0 decode_stretch=5 decode_key_prefetch_rows=64"
+      " decode_load_bytes=32"};
+  // Softmax weights, and weights that are not a softmax's (int8 values
+  // scaled per element, in the one pass by key).
+  const PoolSpec specs[] = {{attnpool::Distance::dot,
+                             {attnpool::Kernel::exp},
+                             attnpool::Normalization::softmax},
+                            {attnpool::Distance::dot,
+                             {attnpool::Kernel::exp, 1.0, 1e-3},
+                             attnpool::Normalization::none}};
+  for (const size_t d : {64, 40}) {
+    const size_t m = 2600, dv = d == 64 ? 64 : 24;
+    TestMatrix<float> q(1, d), k(m, d), v(m, dv);
+    for (auto* a : {&q, &k, &v}) a->FillRandom(rng, 1);
+    for (const TypePair& types : kTypePairs) {
+      StoredRows keys(types.keys, k), values(types.values, v);
+      for (const char* variant : {"folding", "scales apart", "query apart"}) {
+        const std::string what = variant;
+        if (what != "folding" && !HasInt8(types)) continue;
+        if (what == "scales apart") {
+          if (keys.type == ElementType::int8) keys.scales[1300] = 0x1p60f;
+          if (values.type == ElementType::int8) values.scales[700] = 0x1p-60f;
+        }
+        TestMatrix<float> query = q;
+        if (what == "query apart") query(0, 3) = 1e-30f;
+        for (const PoolSpec& spec : specs) {
+          for (const std::string& profile : attnpool::tunings()) {
+            TestMatrix<float> reference(1, dv, 1, 2), out(1, dv, 1, 2);
+            attnpool::force_tuning(profile + settings[0]);
+            attnpool::attention_pool(spec, query.view(), keys.Rows(),
+                                     values.Rows(), reference.view());
+            RequireRanOnTarget();
+            REQUIRE(attnpool::last_fused_path() == "decode");
+            for (const char* setting : settings) {
+              INFO(profile << setting << " d=" << d << " dv=" << dv << " keys "
+                           << attnpool::element_type_name(types.keys)
+                           << " values "
+                           << attnpool::element_type_name(types.values) << ", "
+                           << what << ", "
+                           << attnpool::normalization_name(spec.normalization));
+              attnpool::force_tuning(profile + setting);
+              attnpool::attention_pool(spec, query.view(), keys.Rows(),
+                                       values.Rows(), out.view());
+              REQUIRE(SameBits(out, reference));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Rows of `stored` from row `first` as a (batch, heads, rows, cols) tensor
 // whose strides count rows (int8 scales: the same strides over the scales).
 attnpool::ElementTensor RowsTensor(const StoredRows& stored, size_t first,
