@@ -43,8 +43,9 @@ constexpr Tuning kTunings[] = {
      "its 512-bit loads are two 256-bit ones, and W5 read in 256-bit "
      "vectors ran 3-5% faster at one thread; interleaving a one-query "
      "decode's keys and values (two streams) took W5 from 0.86-0.89 to "
-     "0.93-0.94 of a plain read at one thread, and bf16 decode 1.07-1.10x "
-     "faster (paired runs)",
+     "0.93-0.94 of a plain read at one thread, bf16 decode 1.07-1.10x "
+     "faster (paired runs), int8 decode 1.07x (calls alternated in one "
+     "process)",
      96, 2048, 4, 0, 32, 1},
     {"small_l2",
      "CPUs whose CPU 0 has an L2 under 1 MiB (sysfs): half the query rows "

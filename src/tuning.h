@@ -37,9 +37,10 @@ struct Tuning {
   // one chain per output.
   size_t decode_load_bytes;
   // 1: a decode of one query over keys and values one stride apart (float
-  // or double, or both bf16 or both f16) computes the next key block's
-  // scores beside this block's weighted sum, a key row and a value row each
-  // step (two streams); 0: decode_stretch blocks of scores, then their
+  // or double, or both bf16, both f16 or both int8) computes the next key
+  // block's scores beside this block's weighted sum, a key row and a value
+  // row each step (int8: a group of keys every group of value rows; two
+  // streams); 0: decode_stretch blocks of scores, then their
   // values. No result changes by it: the scores and each output's chain
   // are the same operations (arch/fused-inl.h says where it applies).
   size_t decode_interleave;
