@@ -739,8 +739,8 @@ struct NarrowKeyDots {
 
   // Keys [j, j + count) of `keys`, rows one stride apart (a run:
   // keys.Run(j, count) == count), for `query`: run_rows, and (int8)
-  // run_scales where the scales lie one stride apart (paged ones: where
-  // the scales' pages abut as the rows' do), query_folds.
+  // run_scales where the scales lie one stride apart (RowList::ScalesRun),
+  // query_folds.
   static NarrowKeyDots OfRun(const detail::RowList<float>& keys, size_t j,
                              size_t count, const float* HWY_RESTRICT query,
                              float* HWY_RESTRICT scores) {
@@ -748,10 +748,8 @@ struct NarrowKeyDots {
     if (count == 0) return dots;
     dots.run_rows = keys.template narrow_row<E>(j);
     // (Gathered scales' offsets, (kWidth − 1)·stride, are int32.)
-    if (kScaled && keys.scale_stride <= (size_t{1} << 26) &&
-        keys.scale_address(j + count - 1) - keys.scale_address(j) ==
-            static_cast<ptrdiff_t>((count - 1) * keys.scale_stride)) {
-      dots.run_scales = keys.scale_address(j);
+    if (kScaled && keys.scale_stride <= (size_t{1} << 26)) {
+      dots.run_scales = keys.ScalesRun(j, count);
       dots.run_scale_stride = keys.scale_stride;
     }
     dots.query_folds = kScaled && FoldsQuery(query, keys.cols);
@@ -812,10 +810,10 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
 }
 
 // Keys whose dots a narrow weighted sum computes beside its values, one
-// key a value row (NarrowWeightedSum; bf16 and f16, the caches a decode
-// interleaves): keys [first, first + count) of `keys`, rows one stride
-// apart, of the values' element type,
-// into `scores`, prefetched below `ahead_limit` as NarrowKeyDots does.
+// key a value row (int8: a group of Lanes keys every Lanes value rows;
+// NarrowWeightedSum): keys [first, first + count) of `keys`, rows one
+// stride apart, of the values' element type, into `scores`, prefetched
+// below `ahead_limit` as NarrowKeyDots does.
 template <typename T>
 struct KeysBeside {
   const detail::RowList<T>* keys = nullptr;
@@ -839,7 +837,7 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
   // Rows one stride apart of 2-byte values: the row kPrefetchRows ahead,
   // below `ahead_limit`, prefetched beside each (bf16 decode 1.06x, f16
   // 1.10x faster, Zen 5, W5n; an int8 cache's values are prefetched
-  // beside their keys).
+  // beside their keys where a decode does not interleave).
   const bool prefetch = values.strided() && sizeof(E) == 2;
   const auto prefetch_ahead = [&](size_t r, size_t j) {
     if (!prefetch || r != 0 || at + j + kPrefetchRows >= ahead_limit) {
@@ -852,25 +850,16 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
   // body(j, row, scale) for value rows j < weights.cols in order: row j's
   // first element, and (int8) its scale; a run of rows one stride apart at
   // a time, and their scales likewise where they lie one scale_stride apart
-  // (every strided list's; a paged list's where the scales' pages abut as
-  // the rows' do), so that a row costs a pointer's step, not Offset's
-  // arithmetic (int8 decode 1.04x faster in L3, Zen 4, 8 heads × 4096
-  // keys).
+  // (RowList::ScalesRun), so that a row costs a pointer's step, not
+  // Offset's arithmetic (int8 decode 1.04x faster in L3, Zen 4, 8 heads ×
+  // 4096 keys).
   const auto each_row = [&](auto&& body) HWY_ATTR {
     for (size_t j = 0; j < weights.cols;) {
       const size_t run = values.Run(at + j, weights.cols - j);
       const E* HWY_RESTRICT row = values.template narrow_row<E>(at + j);
-      const size_t stride = values.stride;
-      const float* HWY_RESTRICT scale = nullptr;
-      size_t scale_stride = 0;
-      if constexpr (kScaled) {
-        const float* last = values.scale_address(at + j + run - 1);
-        scale = values.scale_address(at + j);
-        scale_stride = values.scale_stride;
-        if (last - scale != static_cast<ptrdiff_t>((run - 1) * scale_stride)) {
-          scale = nullptr;
-        }
-      }
+      const size_t stride = values.stride, scale_stride = values.scale_stride;
+      const float* HWY_RESTRICT scale =
+          kScaled ? values.ScalesRun(at + j, run) : nullptr;
       for (size_t i = 0; i < run; ++i, ++j, row += stride) {
         if constexpr (kScaled) {
           body(j, row,
@@ -1115,8 +1104,9 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // read 16.9 GB/s and a stream beside the other's prefetches 13.8, two
   // streams 22.9 (plain loops, Zen 4, one thread); int8 W5n time ÷ float's
   // 0.35 → 0.34 at one thread, 0.34 → 0.31 at two (medians of eight runs
-  // each, builds alternated, Zen 4; an earlier attempt that still
-  // prefetched the values beside the keys ran at 0.7-0.9x at one thread).
+  // each, builds alternated, Zen 4; an earlier attempt, the group inlined
+  // in the weighted sum's loop and the first block's values prefetched,
+  // ran at 0.7-0.9x at one thread).
   const bool interleave =
       plan.tuning.decode_interleave != 0 &&
       plan.path == detail::FusedPath::decode && rows == 1 &&
@@ -1282,22 +1272,24 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
               if (ahead < limits[0]) keys_ahead.Row(ahead);
               values_here.Row(key + j + k);
             }
-            // (int8 keys and values; NarrowDots says why.)
+            // (int8 keys and values; NarrowDots says why.) An interleaved
+            // int8 decode's first block prefetches as its blocks after it
+            // do (`interleave`: no values, keys where the tuning says).
+            const bool int8_cache = plan.keys.element == ElementType::int8 &&
+                                    plan.values.element == ElementType::int8;
             const bool int8_values = prefetch_ahead && !interleave &&
-                                     plan.values.strided() &&
-                                     plan.keys.element == ElementType::int8 &&
-                                     plan.values.element == ElementType::int8;
-            NarrowDots(
-                plan.keys, key + j, run, shared ? rows : 1, query,
-                plan.queries.stride, row_scores + j, score_stride,
-                prefetch_ahead &&
-                        (!interleave || plan.tuning.decode_key_prefetch_rows)
-                    ? widest
-                    : 0,
-                int8_values ? static_cast<const char*>(plan.values.narrow) +
-                                  plan.values.Offset(key + j)
-                            : nullptr,
-                plan.values.stride, int8_values ? plan.values.cols : 0);
+                                     plan.values.strided() && int8_cache;
+            const bool prefetch_keys =
+                prefetch_ahead && !(interleave && int8_cache &&
+                                    plan.tuning.decode_key_prefetch_rows == 0);
+            NarrowDots(plan.keys, key + j, run, shared ? rows : 1, query,
+                       plan.queries.stride, row_scores + j, score_stride,
+                       prefetch_keys ? widest : 0,
+                       int8_values
+                           ? static_cast<const char*>(plan.values.narrow) +
+                                 plan.values.Offset(key + j)
+                           : nullptr,
+                       plan.values.stride, int8_values ? plan.values.cols : 0);
             j += run;
             continue;
           }

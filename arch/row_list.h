@@ -106,6 +106,16 @@ struct RowList {
            static_cast<size_t>(pages[k / page_rows]) * scale_page_stride +
            (k % page_rows) * scale_stride;
   }
+  // Row j's scale where the scales of rows [j, j + count), count ≥ 1, lie
+  // one scale_stride apart (every strided list's; a paged list's where the
+  // scales' pages abut as the rows' do), else null.
+  const float* ScalesRun(size_t j, size_t count) const {
+    const float* first = scale_address(j);
+    return scale_address(j + count - 1) - first ==
+                   static_cast<ptrdiff_t>((count - 1) * scale_stride)
+               ? first
+               : nullptr;
+  }
   // Where row j starts, in elements from the base (data or narrow).
   size_t Offset(size_t j) const {
     if (pages == nullptr) return j * stride;

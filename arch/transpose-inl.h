@@ -3,7 +3,7 @@
 // per row and one vector store per column in place of a scalar store per
 // element (the scalar packing of a 16384 × 64 key matrix took 4% of a sliding
 // window's time, W6 on Zen 5). And the lane sums of Lanes(d) vectors as one
-// vector (TransposedLaneSumsOf: an int8 decode's dots, arch/fused-inl.h).
+// vector (TransposedLaneSums: an int8 decode's dots, arch/fused-inl.h).
 //
 // Defined (VectorTranspose<D>()) for float vectors of one, two or four 128-bit
 // blocks (x86 SSE4, AVX2, AVX3; NEON; EMU128): within each block a 4 × 4
@@ -121,8 +121,9 @@ HWY_INLINE void TransposeColumns(D d, const float* const* rows, size_t valid,
 // where there are most of them (in a plain loop of int8 keys' dots, 1.2x
 // faster than with ConcatEven/ConcatOdd at every level, Zen 4, in cache;
 // within noise alone in the decode, docs/benchmarks.md). The vectors are
-// asked for in order and combined as they come: about log2(Lanes) live at
-// once, so that they stay in registers.
+// asked for in order and combined as they come (about log2(Lanes) live at
+// once); the int8 dots compute theirs all first, so that the keys' loads
+// issue early (NarrowKeyDots::SumsOfEach).
 
 // One level: `a` and `b` the sums of kVectors / 2 vectors each (kVectors
 // from 2), in the lanes that level leaves them; the result those of all

@@ -28,7 +28,9 @@ struct Tuning {
   // Decoding float keys one stride apart: the key row this many rows ahead
   // is prefetched beside each; 0 leaves the reads to the hardware
   // prefetchers. No result changes by it. (Narrow keys, and a paged
-  // cache's, prefetch kPrefetchRows ahead: arch/fused-inl.h.)
+  // cache's, prefetch kPrefetchRows ahead; those an interleaved decode
+  // reads beside its values, and an interleaved int8 decode's first block,
+  // only where this is not 0: arch/fused-inl.h.)
   size_t decode_key_prefetch_rows;
   // Decoding float or double keys and values in place: their loads at most
   // this many bytes wide, 0 for the target's widest vectors (32 narrows

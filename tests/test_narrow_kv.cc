@@ -472,10 +472,10 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
 // What a profile sets beside its block sizes (decode stretch, key
 // prefetch, load width, interleaving: each block's dots beside the last
 // block's values, int8 keys a group at a time) changes no bit of a narrow
-// decode: one query over keys of several blocks, with every int8 scale and
-// the query folding, with a key's and a value's scale that do not (that
-// key's group taken key by key; the values summed again by key), and with
-// a query that does not.
+// decode: one query over keys of several blocks (the last ending inside a
+// group of int8 keys), with every int8 scale and the query folding, with a
+// key's and a value's scale that do not (that key's group taken key by
+// key; the values summed again by key), and with a query that does not.
 ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeTuningBits,
                           "narrow_kv.decode_tuning_bits", "[narrow_kv]") {
   struct Reset {
@@ -501,16 +501,20 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeTuningBits,
                              {attnpool::Kernel::exp, 1.0, 1e-3},
                              attnpool::Normalization::none}};
   for (const size_t d : {64, 40}) {
-    const size_t m = 2600, dv = d == 64 ? 64 : 24;
+    const size_t m = 2603, dv = d == 64 ? 64 : 24;
     TestMatrix<float> q(1, d), k(m, d), v(m, dv);
     for (auto* a : {&q, &k, &v}) a->FillRandom(rng, 1);
     for (const TypePair& types : kTypePairs) {
-      StoredRows keys(types.keys, k), values(types.values, v);
+      const StoredRows stored_keys(types.keys, k),
+          stored_values(types.values, v);
       for (const char* variant : {"folding", "scales apart", "query apart"}) {
         const std::string what = variant;
         if (what != "folding" && !HasInt8(types)) continue;
+        // (Scales below 2^-50: rows that weigh little, so that no row
+        // hides the others' bits.)
+        StoredRows keys = stored_keys, values = stored_values;
         if (what == "scales apart") {
-          if (keys.type == ElementType::int8) keys.scales[1300] = 0x1p60f;
+          if (keys.type == ElementType::int8) keys.scales[1300] = 0x1p-60f;
           if (values.type == ElementType::int8) values.scales[700] = 0x1p-60f;
         }
         TestMatrix<float> query = q;
