@@ -6,10 +6,14 @@ input.
 usage: test_cli.py path/to/attnpool
 """
 import os
+import pwd
+import shutil
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 import numpy as np
@@ -93,6 +97,78 @@ def regress_stdout(text):
             h, score, unpredictable = line.split()
             curve.append((float(h), float(score), int(unpredictable)))
     return np.array(curve).reshape(-1, 3), chosen
+
+
+def _link(target, name):
+    return lambda at: os.symlink(at(target), at(name))
+
+
+def _mode(name, mode):
+    return lambda at: os.chmod(at(name), mode)
+
+
+def _steps(*steps):
+    return lambda at: [step(at) for step in steps]
+
+
+def _is(kind, name):
+    return lambda test, at: test.assertTrue(kind(os.lstat(at(name)).st_mode), name)
+
+
+def _has_mode(name, mode):
+    return lambda test, at: test.assertEqual(os.stat(at(name)).st_mode & 0o777, mode)
+
+
+def _nothing(at):
+    pass
+
+
+def _snapshot(folder):
+    """name -> (lstat, the bytes of a regular file or None)."""
+    def content(path):
+        if not stat.S_ISREG(os.stat(path).st_mode) if os.path.exists(path) else True:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+    return {name: (os.lstat(os.path.join(folder, name)),
+                   content(os.path.join(folder, name)))
+            for name in os.listdir(folder)}
+
+
+# tools/output_files.h's cases: setup(at), the options after the inputs, and
+# either the error or what was written and checked.
+OUTPUT_CASES = [
+    dict(name="an input", setup=_nothing, args=["-o", "x.npy"],
+         error="is the file of the input --keys"),
+    dict(name="an input's hard link", setup=lambda at: os.link(at("y.npy"), at("l.npy")),
+         args=["-o", "l.npy"], error="is the file of the input --values"),
+    dict(name="an input's symbolic link", setup=_link("q.npy", "l.npy"),
+         args=["-o", "l.npy"], error="is the file of the input --queries"),
+    dict(name="one new file twice", setup=_nothing,
+         args=["-o", "new.npy", "--weights", "./new.npy"], error="is also -o's file"),
+    dict(name="one file twice, through a link", setup=_link("old.npy", "l.npy"),
+         args=["-o", "old.npy", "--weights", "l.npy"], error="is also -o's file"),
+    dict(name="read-only", setup=_mode("old.npy", 0o444), args=["-o", "old.npy"],
+         error="is read-only (mode 0444)"),
+    dict(name="a directory", setup=lambda at: os.mkdir(at("d.npy")),
+         args=["-o", "d.npy"], error="is a directory"),
+    dict(name="the second output fails", setup=_nothing,
+         args=["-o", "old.npy", "--weights", "no/such.npy"], error="cannot create"),
+    dict(name="mode 0600 kept", setup=_mode("old.npy", 0o600), args=["-o", "old.npy"],
+         written=["old.npy"], check=_has_mode("old.npy", 0o600)),
+    dict(name="mode 0640 kept", setup=_mode("old.npy", 0o640), args=["-o", "old.npy"],
+         written=["old.npy"], check=_has_mode("old.npy", 0o640)),
+    dict(name="a link's target", setup=_link("old.npy", "l.npy"), args=["-o", "l.npy"],
+         written=["old.npy"], check=_is(stat.S_ISLNK, "l.npy")),
+    dict(name="a dangling link's target", setup=_link("new.npy", "l.npy"),
+         args=["-o", "l.npy"], written=["new.npy"], check=_is(stat.S_ISLNK, "l.npy")),
+    dict(name="a FIFO, in place", setup=lambda at: os.mkfifo(at("f.npy")), fifo="f.npy",
+         args=["-o", "f.npy"], check=_is(stat.S_ISFIFO, "f.npy")),
+    # A device node like /dev/null's, made in the scratch folder (root).
+    dict(name="a device, in place", root=True,
+         setup=lambda at: os.mknod(at("null.npy"), 0o666 | stat.S_IFCHR, os.makedev(1, 3)),
+         args=["-o", "null.npy"], check=_is(stat.S_ISCHR, "null.npy")),
+]
 
 
 class CliTest(unittest.TestCase):
@@ -1210,7 +1286,94 @@ class CliTest(unittest.TestCase):
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith("out.npy")], [])
         self.expect_error(self.pool_args(None, None, None, "--weights",
                                          self.path("out.npy")),
-                          "--weights " + self.path("out.npy") + ": is also -o's path")
+                          "--weights " + self.path("out.npy") + ": is also -o's file")
+
+    def test_output_files(self):
+        # tools/output_files.h: every output refused before anything is
+        # written, or written whole; special files in place, links followed,
+        # modes kept. Each case as this user and, run as root, again as an
+        # unprivileged one (setpriv), in a scratch folder of its own.
+        users = [None]
+        if os.geteuid() == 0 and shutil.which("setpriv"):
+            users.append(pwd.getpwnam("nobody"))
+        for user in users:
+            for case in OUTPUT_CASES:
+                if case.get("root") and (os.geteuid() != 0 or user is not None):
+                    continue
+                with self.subTest(case=case["name"],
+                                  user=user.pw_name if user else "self"):
+                    self.run_output_case(case, user)
+
+    def run_output_case(self, case, user):
+        folder = tempfile.mkdtemp(dir=self.dir)
+        cli = CLI
+        if user is not None:
+            # The user reaches the folder, and a copy of the program where
+            # the build's folders are closed to it.
+            os.chmod(self.dir, 0o711)
+            if subprocess.run(["setpriv", f"--reuid={user.pw_uid}",
+                               f"--regid={user.pw_gid}", "--clear-groups", "test", "-x",
+                               CLI]).returncode != 0:
+                cli = os.path.join(self.dir, "attnpool")
+                if not os.path.exists(cli):
+                    shutil.copy(CLI, cli)
+        at = lambda name: os.path.join(folder, name)  # noqa: E731
+        x = np.linspace(0, 5, 40, dtype=np.float32)
+        np.save(at("x.npy"), x)
+        np.save(at("y.npy"), 2 * np.sin(x) + x)
+        np.save(at("q.npy"), np.linspace(0, 5, 7, dtype=np.float32))
+        with open(at("old.npy"), "wb") as f:
+            f.write(b"the old contents")
+        case["setup"](at)
+        if user is not None:
+            os.chmod(folder, 0o777)
+            for name in os.listdir(folder):
+                os.chown(at(name), user.pw_uid, user.pw_gid, follow_symlinks=False)
+        reader = None
+        if "fifo" in case:  # a reader at the other end of the FIFO
+            received = []
+
+            def read():
+                with open(at(case["fifo"]), "rb") as f:
+                    received.append(f.read())
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+        before = _snapshot(folder)
+        args = ["pool", "--queries", at("q.npy"), "--keys", at("x.npy"),
+                "--values", at("y.npy"), *[at(a) if a.endswith(".npy") or "/" in a
+                                           else a for a in case["args"]]]
+        command = [cli, *args]
+        if user is not None:
+            command = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+                       "--clear-groups", *command]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        if reader is not None:
+            reader.join(30)
+        if "error" in case:
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn(case["error"], result.stderr)
+            # Nothing written, nothing left behind.
+            after = _snapshot(folder)
+            self.assertEqual(sorted(after), sorted(before))
+            for name, (status, content) in before.items():
+                self.assertEqual(after[name][1], content, name)
+                self.assertEqual(after[name][0].st_mode, status.st_mode, name)
+                self.assertEqual(after[name][0].st_ino, status.st_ino, name)
+            return
+        self.assertEqual(result.returncode, 0, result.stderr)
+        expected = subprocess.run([CLI, *args[:-2], "-o", at("expected.npy")],
+                                  capture_output=True, text=True, timeout=60)
+        self.assertEqual(expected.returncode, 0, expected.stderr)
+        with open(at("expected.npy"), "rb") as f:
+            expected_bytes = f.read()
+        if reader is not None:
+            self.assertEqual(received, [expected_bytes])
+        for name in case.get("written", []):
+            with open(at(name), "rb") as f:
+                self.assertEqual(f.read(), expected_bytes, name)
+        case["check"](self, at)
+        leftovers = [n for n in os.listdir(folder) if ".tmp" in n or ".old" in n]
+        self.assertEqual(leftovers, [])
 
     def test_bad_environment_is_not_an_option_error(self):
         # A bad ATTNPOOL_ISA or ATTNPOOL_TUNING is named as such, exit code 1,

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <random>
 #include <string>
 #include <sys/stat.h>
@@ -231,6 +232,17 @@ double MaxDeviationFromDirect(const Data& data, const Fit& fit, Kernel kernel) {
 
 // ---------------------------------------------------------------- output
 
+// The demo's files, written all or none at the end (output_files.h): the
+// arrays (a deque: their addresses stay put) and the summary.
+struct Outputs {
+  std::deque<attnpool_tools::NpyArray> arrays;
+  std::vector<attnpool_tools::OutputFile> files;
+};
+Outputs& PendingOutputs() {
+  static Outputs outputs;
+  return outputs;
+}
+
 void SaveArray(const std::string& dir, const std::string& name,
                const std::vector<size_t>& shape,
                const std::vector<float>& values) {
@@ -241,7 +253,11 @@ void SaveArray(const std::string& dir, const std::string& name,
   }
   std::memcpy(array.mutable_data<float>(), values.data(),
               values.size() * sizeof(float));
-  attnpool_tools::WriteNpy(dir + "/" + name + ".npy", array);
+  Outputs& outputs = PendingOutputs();
+  outputs.arrays.push_back(std::move(array));
+  const std::string path = dir + "/" + name + ".npy";
+  outputs.files.push_back(
+      attnpool_tools::NpyOutput(path, path, outputs.arrays.back()));
 }
 
 std::vector<float> Concatenate(const std::vector<Fit>& fits,
@@ -502,16 +518,18 @@ int main(int argc, char** argv) {
       json += (i ? ", " : "") + cases[i];
     json += "]}\n";
     const std::string summary_path = options.out + "/summary.json";
-    std::FILE* file = std::fopen(summary_path.c_str(), "w");
-    if (!file || std::fputs(json.c_str(), file) < 0 || std::fclose(file) != 0) {
-      std::fprintf(stderr, "attnpool-demo: cannot write %s\n",
-                   summary_path.c_str());
-      return 1;
-    }
+    std::vector<attnpool_tools::OutputFile> files = PendingOutputs().files;
+    files.push_back({summary_path, summary_path, [&json](std::FILE* file) {
+                       return std::fputs(json.c_str(), file) >= 0;
+                     }});
+    attnpool_tools::CommitOutputs(files);
   } catch (const attnpool::Error& error) {
     std::fprintf(stderr, "attnpool-demo: %s\n", error.what());
     return 1;
   } catch (const attnpool_tools::NpyError& error) {
+    std::fprintf(stderr, "attnpool-demo: %s\n", error.what());
+    return 1;
+  } catch (const attnpool_tools::OutputError& error) {
     std::fprintf(stderr, "attnpool-demo: %s\n", error.what());
     return 1;
   }

@@ -234,34 +234,6 @@ struct FileCloser {
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
-// A new file beside `path`, path + ".tmp" + a random suffix, opened for
-// writing, its name in `name`: created exclusively (never an existing file
-// or a link planted under a name it could take, as in a shared directory),
-// with the permissions a new file gets from the umask.
-File CreateTemporary(const std::string& path, std::string* name) {
-  std::random_device entropy;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    char suffix[17];
-    std::snprintf(suffix, sizeof suffix, "%08x%08x", entropy(), entropy());
-    *name = path + ".tmp" + suffix;
-    const int fd =
-        ::open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      File file(::fdopen(fd, "wb"));
-      if (!file) {
-        const std::string reason = ErrnoText();
-        ::close(fd);
-        std::remove(name->c_str());
-        throw NpyError("cannot create " + *name + ": " + reason);
-      }
-      return file;
-    }
-    if (errno != EEXIST) break;
-  }
-  const std::string reason = ErrnoText();
-  throw NpyError("cannot create " + *name + ": " + reason);
-}
-
 std::shared_ptr<unsigned char> Allocate(size_t bytes) {
   // malloc: aligned for every element type, and no constructor to run.
   void* memory = std::malloc(bytes == 0 ? 1 : bytes);
@@ -492,7 +464,7 @@ NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
   return array;
 }
 
-std::string WriteNpyTemporary(const std::string& path, const NpyArray& array) {
+bool WriteNpyTo(std::FILE* stream, const NpyArray& array) {
   std::string header =
       std::string("{'descr': '") + NpyDescr(array.type) +
       "', 'fortran_order': False, 'shape': " + ShapeText(array.shape) + ", }";
@@ -515,43 +487,18 @@ std::string WriteNpyTemporary(const std::string& path, const NpyArray& array) {
   for (size_t i = 0; i < length_size; ++i) {
     prefix += static_cast<char>((header_length >> (8 * i)) & 0xff);
   }
-
-  std::string temporary;
-  {
-    File file(CreateTemporary(path, &temporary));
-    const size_t bytes = array.count * NpyTypeSize(array.type);
-    const bool ok =
-        std::fwrite(prefix.data(), 1, prefix.size(), file.get()) ==
-            prefix.size() &&
-        std::fwrite(header.data(), 1, header.size(), file.get()) ==
-            header.size() &&
-        std::fwrite(array.storage.get(), 1, bytes, file.get()) == bytes &&
-        std::fflush(file.get()) == 0;
-    if (!ok) {
-      const std::string reason = ErrnoText();
-      file.reset();
-      std::remove(temporary.c_str());
-      throw NpyError("cannot write " + path + ": " + reason);
-    }
-    if (std::fclose(file.release()) != 0) {
-      const std::string reason = ErrnoText();
-      std::remove(temporary.c_str());
-      throw NpyError("cannot write " + path + ": " + reason);
-    }
-  }
-  return temporary;
+  const size_t bytes = array.count * NpyTypeSize(array.type);
+  return std::fwrite(prefix.data(), 1, prefix.size(), stream) ==
+             prefix.size() &&
+         std::fwrite(header.data(), 1, header.size(), stream) ==
+             header.size() &&
+         std::fwrite(array.storage.get(), 1, bytes, stream) == bytes;
 }
 
-void RenameNpy(const std::string& temporary, const std::string& path) {
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = ErrnoText();
-    std::remove(temporary.c_str());
-    throw NpyError("cannot write " + path + ": " + reason);
-  }
-}
-
-void WriteNpy(const std::string& path, const NpyArray& array) {
-  RenameNpy(WriteNpyTemporary(path, array), path);
+OutputFile NpyOutput(const std::string& label, const std::string& path,
+                     const NpyArray& array) {
+  return {label, path,
+          [&array](std::FILE* stream) { return WriteNpyTo(stream, array); }};
 }
 
 }  // namespace attnpool_tools

@@ -14,11 +14,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "tools/output_files.h"
 
 namespace attnpool_tools {
 
@@ -96,14 +99,13 @@ NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
 // An array of `type` and `shape` with uninitialized contents.
 NpyArray MakeNpyArray(NpyType type, const std::vector<size_t>& shape);
 
-// Writes `array` to `path` (through a temporary file renamed into place, so
-// a failed write leaves no partial file). Throws NpyError.
-void WriteNpy(const std::string& path, const NpyArray& array);
-// WriteNpy in its two steps, for several files that are written all or
-// none: the array written to a temporary file beside `path` (removed if
-// that fails), whose name it returns; then that file renamed to `path`
-// (removed if that fails). Throw NpyError.
-std::string WriteNpyTemporary(const std::string& path, const NpyArray& array);
-void RenameNpy(const std::string& temporary, const std::string& path);
+// Writes `array` as a .npy file to `stream`; false on failure (errno says
+// why). Files are written through output_files.h (NpyOutput).
+bool WriteNpyTo(std::FILE* stream, const NpyArray& array);
+
+// `array` as an output file of `label` at `path`, for CommitOutputs; the
+// array must outlive the commit.
+OutputFile NpyOutput(const std::string& label, const std::string& path,
+                     const NpyArray& array);
 
 }  // namespace attnpool_tools

@@ -17,12 +17,16 @@ Needs python3-numpy and python3-matplotlib (Debian).
 import json
 import os
 import sys
+import tempfile
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+UMASK = os.umask(0)
+os.umask(UMASK)
 
 TITLES = {"gaussian": "Gaussian", "boxcar": "Boxcar", "constant": "Constant",
           "triangular": "Triangular"}
@@ -43,12 +47,33 @@ def figure(panels, height):
                         layout="constrained")
 
 
+# Figures drawn into temporary files, renamed into place together at the end
+# (commit), so that a failure leaves the figures of before.
+PENDING = []
+
+
 def save(fig, directory, name):
     for extension in ("png", "svg"):
-        fig.savefig(os.path.join(directory, f"{name}.{extension}"), dpi=90,
-                    bbox_inches="tight")
+        path = os.path.join(directory, f"{name}.{extension}")
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
+        with os.fdopen(handle, "wb") as f:
+            fig.savefig(f, format=extension, dpi=90, bbox_inches="tight")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, 0o666 & ~UMASK)
+        PENDING.append((temporary, path))
     plt.close(fig)
     return name
+
+
+def commit():
+    for temporary, path in PENDING:
+        os.replace(temporary, path)
+
+
+def discard():
+    for temporary, _ in PENDING:
+        os.unlink(temporary)
 
 
 def plot_kernels(directory, kernels):
@@ -161,10 +186,15 @@ def main(directory):
                 fig.suptitle(f"Attention weights: {group}{suffix}", fontsize=10)
                 written.append(save(fig, directory, f"{name}_weights_{group}"))
         written.append(save(plot_loo(directory, prefix, case), directory, f"{name}_loo"))
+    commit()
     print(f"figures: {len(written)} x (PNG, SVG) in {directory}: " + ", ".join(written))
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    try:
+        main(sys.argv[1])
+    except BaseException:
+        discard()
+        raise

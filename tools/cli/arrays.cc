@@ -7,7 +7,9 @@ namespace attnpool_cli {
 
 NpyArray Load(const std::string& option, const std::string& path) {
   try {
-    return attnpool_tools::ReadNpy(path);
+    NpyArray array = attnpool_tools::ReadNpy(path);
+    attnpool_tools::RememberInput(path, option + " " + path);
+    return array;
   } catch (const NpyError& error) {
     throw CliError{option + " " + path + ": " + error.what()};
   }
@@ -35,8 +37,9 @@ InputMatrix LoadMatrixPart(const std::string& option, const std::string& path,
                            size_t part, size_t parts,
                            attnpool_tools::NpyRowRange* range) {
   try {
-    return MatrixOf(option, path,
-                    attnpool_tools::MapNpyRows(path, part, parts, range));
+    NpyArray array = attnpool_tools::MapNpyRows(path, part, parts, range);
+    attnpool_tools::RememberInput(path, option + " " + path);
+    return MatrixOf(option, path, std::move(array));
   } catch (const NpyError& error) {
     throw CliError{option + " " + path + ": " + error.what()};
   }
@@ -153,34 +156,6 @@ NpyArray MakeResult(const std::string& option, NpyType type,
     return attnpool_tools::MakeNpyArray(type, shape);
   } catch (const NpyError& error) {
     throw CliError{option + ": the result: " + error.what()};
-  }
-}
-
-void Save(const std::vector<OutputFile>& files) {
-  std::vector<std::string> temporaries;
-  size_t k = 0;
-  // A failure of file k removes the temporaries from `first` on, those
-  // neither renamed nor removed by the failing step itself.
-  const auto fail = [&](const NpyError& error, size_t first) {
-    for (size_t j = first; j < temporaries.size(); ++j) {
-      std::remove(temporaries[j].c_str());
-    }
-    throw CliError{files[k].option + " " + files[k].path + ": " + error.what()};
-  };
-  try {
-    for (; k < files.size(); ++k) {
-      temporaries.push_back(
-          attnpool_tools::WriteNpyTemporary(files[k].path, *files[k].array));
-    }
-  } catch (const NpyError& error) {
-    fail(error, 0);
-  }
-  for (k = 0; k < files.size(); ++k) {
-    try {
-      attnpool_tools::RenameNpy(temporaries[k], files[k].path);
-    } catch (const NpyError& error) {
-      fail(error, k + 1);
-    }
   }
 }
 

@@ -172,15 +172,6 @@ std::vector<size_t> LengthEntries(
 NpyArray MakeResult(const std::string& option, NpyType type,
                     const std::vector<size_t>& shape);
 
-// An output: its option, its path and the array to write there.
-struct OutputFile {
-  std::string option, path;
-  const NpyArray* array;
-};
-// Writes every file or none (WriteNpyTemporary, RenameNpy's two steps: all
-// written, then all renamed); an error names the file's option and path.
-void Save(const std::vector<OutputFile>& files);
-
 // ---------------------------------------------------------------- views
 
 template <typename T>

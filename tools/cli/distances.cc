@@ -21,6 +21,7 @@ int RunDistances(attnpool::Distance distance, const InputMatrix& queries_in,
   const size_t rows = queries_in.rows, key_count = keys_in.rows;
   Results results{out_path,
                   MakeResult("-o", queries_in.array.type, {rows, key_count})};
+  CheckResults(results);
   const auto queries = View<T>(queries_in);
   const auto distances = [&](const auto& keys) {
     return ComputeInChunks(

@@ -487,6 +487,7 @@ class LayerRun {
       Results results{
           arguments_.Required("-o"),
           MakeResult("-o", type, OutputShape(queries, extents.out_cols))};
+      CheckResults(results);
       LayerCall<T> call{
           query_elements_ ? attnpool::TensorView<const T>() : queries.View<T>(),
           key_elements_ ? attnpool::TensorView<const T>()

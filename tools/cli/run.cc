@@ -1,5 +1,7 @@
 #include "tools/cli/run.h"
 
+#include "tools/cli/ranks.h"
+
 #include <omp.h>
 #include <unistd.h>
 
@@ -124,17 +126,43 @@ CliError LibraryError(const attnpool::Error& error, const Command* command,
 Results PoolResults(const std::string& out_path,
                     const std::optional<std::string>& weights_path, size_t rows,
                     const InputMatrix& values, size_t key_count, NpyType type) {
-  if (weights_path && *weights_path == out_path) {
-    throw CliError{"--weights " + *weights_path + ": is also -o's path"};
+  Results results{
+      out_path,
+      MakeResult("-o", type,
+                 values.one_dimensional
+                     ? std::vector<size_t>{rows}
+                     : std::vector<size_t>{rows, values.cols}),
+      weights_path,
+      MakeResult("--weights", type,
+                 std::vector<size_t>{weights_path ? rows : 0, key_count})};
+  CheckResults(results);
+  return results;
+}
+
+namespace {
+
+std::vector<attnpool_tools::OutputFile> OutputsOf(const Results& results) {
+  std::vector<attnpool_tools::OutputFile> files{
+      attnpool_tools::NpyOutput("-o", results.out_path, results.out)};
+  if (results.weights_path) {
+    files.push_back(attnpool_tools::NpyOutput(
+        "--weights", *results.weights_path, results.weights));
   }
-  return {out_path,
-          MakeResult("-o", type,
-                     values.one_dimensional
-                         ? std::vector<size_t>{rows}
-                         : std::vector<size_t>{rows, values.cols}),
-          weights_path,
-          MakeResult("--weights", type,
-                     std::vector<size_t>{weights_path ? rows : 0, key_count})};
+  return files;
+}
+
+}  // namespace
+
+void CheckResults(const Results& results) {
+  // Rank 0 writes them (under mpirun every rank learns of its refusal).
+  OnEveryRank([&] {
+    if (CurrentRanks().rank != 0) return;
+    try {
+      attnpool_tools::CheckOutputs(OutputsOf(results));
+    } catch (const attnpool_tools::OutputError& error) {
+      throw CliError{error.what()};
+    }
+  });
 }
 
 namespace {
@@ -168,11 +196,11 @@ void PrintTiming(const char* command, const std::string& shape,
 int Finish(const Run& run, const Results& results, Clock::duration compute_time,
            const std::string& shape) {
   const auto write_start = Clock::now();
-  std::vector<OutputFile> files{{"-o", results.out_path, &results.out}};
-  if (results.weights_path) {
-    files.push_back({"--weights", *results.weights_path, &results.weights});
+  try {
+    attnpool_tools::CommitOutputs(OutputsOf(results));
+  } catch (const attnpool_tools::OutputError& error) {
+    throw CliError{error.what()};
   }
-  Save(files);
   if (run.settings.time) {
     PrintTiming(run.command.name, shape, NpyTypeName(results.out.type),
                 run.read_time, compute_time, Clock::now() - write_start,

@@ -159,6 +159,11 @@ Results PoolResults(const std::string& out_path,
                     const std::optional<std::string>& weights_path, size_t rows,
                     const InputMatrix& values, size_t key_count, NpyType type);
 
+// Refuses (CliError) outputs that cannot be written (output_files.h: a
+// directory, a read-only file, an input, two names of one file), before
+// anything is computed; Finish writes them all or none.
+void CheckResults(const Results& results);
+
 // Rows [begin, begin + count) of the weights of `results`, or a null view
 // when they are not asked for.
 template <typename T>
