@@ -1,12 +1,13 @@
-// Whether the build runs under AddressSanitizer (GCC defines
-// __SANITIZE_ADDRESS__, clang answers __has_feature): its allocator poisons
-// freed memory and aborts where malloc would return null.
+// Whether the library runs under AddressSanitizer (ATTNPOOL_SANITIZE, whose
+// build defines ATTNPOOL_ADDRESS_SANITIZER in every TU: the tests' own code
+// is not instrumented, yet must know): its allocator poisons freed memory
+// and aborts where malloc would return null.
 #pragma once
 
 namespace attnpool {
 namespace detail {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ATTNPOOL_ADDRESS_SANITIZER) || defined(__SANITIZE_ADDRESS__)
 constexpr bool kAddressSanitizer = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)

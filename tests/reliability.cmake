@@ -5,11 +5,6 @@
 # The table and its workspace, shared by the Catch2 suite and the fuzzers.
 add_library(attnpool_test_api OBJECT api_table.cc)
 target_link_libraries(attnpool_test_api PUBLIC attnpool::attnpool)
-# The checks need no coverage feedback: the fuzzer follows the library's
-# edges (and the decoder's), not the verification's.
-if(ATTNPOOL_BUILD_FUZZERS)
-  target_compile_options(attnpool_test_api PRIVATE -fno-sanitize=fuzzer-no-link)
-endif()
 target_include_directories(attnpool_test_api PUBLIC ${PROJECT_SOURCE_DIR})
 
 target_sources(attnpool_tests PRIVATE
@@ -61,26 +56,39 @@ if(NOT CMAKE_CROSSCOMPILING)
 endif()
 
 # The fuzz target's corpus (seeds and past failures), replayed by a plain
-# driver in every build, the cross build under qemu included.
-add_executable(attnpool_fuzz_replay fuzz/fuzz_api.cc fuzz/fuzz_decode.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
+# driver in every build, the cross build under qemu included; in the
+# sanitized build by the libFuzzer target itself (-runs=0), the driver then
+# built only when asked for (tools/fuzz-campaign.sh reproduces with it).
+if(ATTNPOOL_BUILD_FUZZERS)
+  set(replay_build EXCLUDE_FROM_ALL)
+endif()
+add_executable(attnpool_fuzz_replay ${replay_build}
+  fuzz/fuzz_api.cc fuzz/fuzz_decode.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
   fuzz/replay_main.cc
   $<TARGET_OBJECTS:attnpool_test_api>)
 target_link_libraries(attnpool_fuzz_replay PRIVATE attnpool::attnpool)
 target_include_directories(attnpool_fuzz_replay PRIVATE ${PROJECT_SOURCE_DIR})
-add_test(NAME fuzz.corpus
-  COMMAND attnpool_fuzz_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
-# And 300 random inputs of a fixed seed (tools/test-arm.sh runs others under
-# qemu, at vector lengths its suites do not).
-add_test(NAME fuzz.random COMMAND attnpool_fuzz_replay --random 3 300)
+if(NOT ATTNPOOL_BUILD_FUZZERS)
+  add_test(NAME fuzz.corpus
+    COMMAND attnpool_fuzz_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
+  # And 300 random inputs of a fixed seed (tools/test-arm.sh runs others
+  # under qemu, at vector lengths its suites do not).
+  add_test(NAME fuzz.random COMMAND attnpool_fuzz_replay --random 3 300)
+endif()
 
 # libFuzzer (clang): tools/test-sanitize.sh runs it per function (a fixed
-# seed and number of inputs), tools/fuzz-campaign.sh for long campaigns.
+# seed and number of inputs), tools/fuzz-campaign.sh for long campaigns. It
+# and its harness are instrumented like the library: coverage guides it
+# through the decoder too.
 if(ATTNPOOL_BUILD_FUZZERS)
   add_executable(attnpool_fuzz fuzz/fuzz_api.cc fuzz/fuzz_decode.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
     $<TARGET_OBJECTS:attnpool_test_api>)
   target_link_libraries(attnpool_fuzz PRIVATE attnpool::attnpool)
   target_include_directories(attnpool_fuzz PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_options(attnpool_fuzz PRIVATE ${ATTNPOOL_SANITIZE_OPTIONS})
   target_link_options(attnpool_fuzz PRIVATE -fsanitize=fuzzer)
+  add_test(NAME fuzz.corpus COMMAND attnpool_fuzz -runs=0
+    ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
 endif()
 
 # An ASan-instrumented library cannot be linked by the outside consumer

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian (bookworm) packages attnpool needs; quick and silent
 # when they are already there.
-#   tools/install-deps.sh build   compiler, Highway, OpenMP, Google Benchmark,
+#   tools/install-deps.sh build   compiler (and ccache: a rebuild, or the
+#                                 Python package's build of the same
+#                                 library, reuses what was compiled),
+#                                 Highway, OpenMP, Google Benchmark,
 #                                 the benchmark baselines (FAISS, OpenBLAS,
 #                                 oneDNN),
 #                                 and NumPy + matplotlib (the demo's plots,
@@ -16,7 +19,7 @@
 #                                 and Open MPI (attnpool::mpi and its tests)
 set -euo pipefail
 profile=${1:-build}
-packages=(cmake ninja-build g++ pkg-config python3 libhwy-dev libbenchmark-dev
+packages=(cmake ninja-build g++ ccache pkg-config python3 libhwy-dev libbenchmark-dev
           libfaiss-dev libopenblas-dev libdnnl-dev python3-numpy
           python3-matplotlib python3-statsmodels)
 if [[ $profile == test ]]; then

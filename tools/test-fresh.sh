@@ -4,15 +4,24 @@
 # clean `git clone` of this checkout's HEAD in it, and the command run there
 # under chroot. Passes when the command succeeds, prints the demo's summary
 # and the benchmark table, and writes every figure the demo promises.
+# With --and-tests, the README's second command then runs in the same
+# system, as a new user would run it after the first (every test, from the
+# state the first command left: its build directory goes on).
 #
 # The bootstrapped base system is cached as a tarball under
 # /var/cache/attnpool (ATTNPOOL_FRESH_CACHE), so a second run costs the
 # command's own minutes, not a bootstrap's. Needs root (chroot, mounts) and
 # the package archive of /etc/apt; installs debootstrap when missing.
-# usage: tools/test-fresh.sh [scratch-dir]   (default /var/tmp/attnpool-fresh)
+# usage: tools/test-fresh.sh [--and-tests] [scratch-dir]
+#        (default scratch-dir /var/tmp/attnpool-fresh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source_dir=$(pwd)
+and_tests=0
+if [[ ${1:-} == --and-tests ]]; then
+  and_tests=1
+  shift
+fi
 scratch=${1:-/var/tmp/attnpool-fresh}
 cache=${ATTNPOOL_FRESH_CACHE:-/var/cache/attnpool}/bookworm-minbase.tar.gz
 root=$scratch/root
@@ -28,8 +37,11 @@ fi
 # "## Two commands", without its comment.
 command=$(awk '/^## Two commands/ {section = 1} section && /^```sh/ {getline;
   sub(/[ \t]*#.*/, ""); print; exit}' README.md)
-if [[ -z $command ]]; then
-  echo "test-fresh: no command found under '## Two commands' in README.md" >&2
+# The second: the line after it.
+second_command=$(awk '/^## Two commands/ {section = 1} section && /^```sh/ {getline;
+  getline; sub(/[ \t]*#.*/, ""); print; exit}' README.md)
+if [[ -z $command || -z $second_command ]]; then
+  echo "test-fresh: no two commands found under '## Two commands' in README.md" >&2
   exit 2
 fi
 
@@ -41,7 +53,8 @@ mirror=$(sed -n 's|^URIs: *\(http[^ ]*/debian\)/*$|\1|p' \
 [[ -n $mirror ]] || mirror=http://deb.debian.org/debian
 
 unmount_all() {
-  for point in "$root/dev/pts" "$root/dev" "$root/proc"; do
+  for point in "$root/dev/shm" "$root/dev/pts" "$root/dev" "$root/sys" \
+    "$root/proc"; do
     if mountpoint -q "$point" 2>/dev/null; then
       umount "$point" || umount -l "$point"
     fi
@@ -76,15 +89,21 @@ git clone --quiet --no-hardlinks "$source_dir" "$root/work/attnpool"
 echo "   checkout: $(git -C "$root/work/attnpool" log -1 --format='%h %s' | cut -c1-72)"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mount -t proc proc "$root/proc"
+mount --bind /sys "$root/sys"
 mount --bind /dev "$root/dev"
 mount --bind /dev/pts "$root/dev/pts"
+# (Open MPI's shared-memory transport, in the tests)
+if mountpoint -q /dev/shm; then mount --bind /dev/shm "$root/dev/shm"; fi
+in_fresh_system() {  # command: run in the fresh system, its output on ours
+  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    /bin/bash -c "cd /work/attnpool && $1"
+}
 
 echo "== in the fresh system: $command"
 start=$SECONDS
 status=0
-chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  /bin/bash -c "cd /work/attnpool && $command" >"$log" 2>&1 || status=$?
+in_fresh_system "$command" >"$log" 2>&1 || status=$?
 echo "   exit status $status after $((SECONDS - start)) s"
 if [[ $status -ne 0 ]]; then
   tail -n 40 "$log"
@@ -136,3 +155,12 @@ if [[ $failures -ne 0 ]]; then
 fi
 grep -E '^(active target|seed case|large case|target |figures)' "$log" | sed 's/^/   /'
 echo "== fresh system: '$command' passed ($found figure files checked)"
+if ((and_tests)); then
+  echo "== in the same system: $second_command"
+  start=$SECONDS
+  in_fresh_system "$second_command" || {
+    echo "== fresh system: '$second_command' failed after $((SECONDS - start)) s"
+    exit 1
+  }
+  echo "== fresh system: '$second_command' passed in $((SECONDS - start)) s"
+fi

@@ -16,6 +16,8 @@ fi
 # its comparison runs where it is installed (bench/bench_python.py).
 "$venv/bin/python" -m pip install -q numpy pytest scikit-learn statsmodels matplotlib
 # The build directory of pyproject.toml (build/python/...) is kept between
-# runs: only what changed is rebuilt.
-"$venv/bin/python" -m pip install -q .
+# runs: only what changed is rebuilt. The compilers CMake finds by default
+# (not Python's g++): through ccache (tools/test.sh), the library's objects
+# are then the x86 build's.
+CC=${CC:-cc} CXX=${CXX:-c++} "$venv/bin/python" -m pip install -q .
 "$venv/bin/python" -m pytest -q tests/python

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# ASan + UBSan (clang 14) build of the library, the whole test suite and the
-# libFuzzer target, in one build directory; runs the suite, replays the
-# corpus (tests/fuzz/corpus), then fuzzes each function of the API table
-# (tests/api_table.h), the attention layers (tests/fuzz/fuzz_layers.cc) and
-# cross-validation (tests/fuzz/fuzz_regression.cc), two at a time, with a
-# fixed seed and a fixed number of inputs (ATTNPOOL_FUZZ_RUNS, default
-# 25000: about 40 s for a pooling function on the slower machines; the
-# layers, whose inputs make some thirty calls each, a twentieth of it;
-# cross-validation, whose oracle weighs every pair of every bandwidth,
-# a fortieth), so that a result depends only on the code: two
-# runs of one commit fuzz the same inputs (on a Zen 4, 25000 take about 3
-# minutes of fuzzing, 40000 about 5, when CI ran the test command in about
-# 32 minutes, over its 30). For that the feedback is edges only (no hit
+# ASan + UBSan (clang 14) build of the library with the whole test suite
+# and the libFuzzer target, in one build directory (tools/fuzz-common.sh:
+# the AVX2 target, and AVX3 where the CPU has it); runs the suite, which
+# replays the corpus (tests/fuzz/corpus), then fuzzes each function of the
+# API table (tests/api_table.h), the attention layers
+# (tests/fuzz/fuzz_layers.cc) and cross-validation
+# (tests/fuzz/fuzz_regression.cc), two at a time, with a fixed seed and a
+# fixed number of inputs (ATTNPOOL_FUZZ_RUNS, default 15000: 4-35 s for a
+# pooling function on a Zen 3; the layers, whose inputs make some thirty
+# calls each, a twentieth of it; cross-validation, whose oracle weighs every
+# pair of every bandwidth, a fortieth), so that a result depends only on the
+# code: two runs of one commit fuzz the same inputs. For that the feedback is
+# edges only (no hit
 # counts, compare traces or entropic bookkeeping) and the library runs on
 # one thread (OMP_THREAD_LIMIT=1): OpenMP threads race on the coverage
 # counters.
@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}
-runs=${ATTNPOOL_FUZZ_RUNS:-25000}
+runs=${ATTNPOOL_FUZZ_RUNS:-15000}
 source tools/fuzz-common.sh
 configure_sanitized "$build"
 cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 ||

@@ -26,8 +26,14 @@ stage() {  # name, command...
   return $status
 }
 
+# Every build through ccache (installed with the build profile): the x86
+# build goes on from the main job's (tools/demo.sh, the same commands) and
+# the Python package's compiles the library with the x86 build's commands.
+export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+
 x86_build() {
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     -DATTNPOOL_BUILD_TESTS=ON -DATTNPOOL_BUILD_SHARED_C=ON >/dev/null
   cmake --build build -j"$(nproc)" >build/build.log 2>&1 ||
     { tail -n 60 build/build.log; return 1; }
