@@ -8,10 +8,14 @@ function(run)
   endif()
 endfunction()
 
+# The consumer is configured with the generator that built attnpool: a
+# machine may have Ninja and no make.
+set(generator -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/cmake
+run(${CMAKE_COMMAND} ${generator} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/cmake
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake)
 run(${WORK_DIR}/cmake/consumer)
@@ -22,7 +26,7 @@ endif()
 
 # The core without MPI (as on a machine that has none): configured and
 # built, attnpool::mpi left out.
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/no-mpi
+run(${CMAKE_COMMAND} ${generator} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/no-mpi
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/no-mpi)
@@ -32,7 +36,7 @@ endif()
 
 # A C-only project is told to enable C++.
 execute_process(
-  COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/c_only
+  COMMAND ${CMAKE_COMMAND} ${generator} -S ${SOURCE_DIR}/tests/consumer/c_only
           -B ${WORK_DIR}/c-only -DCMAKE_PREFIX_PATH=${prefix}
   RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
 if(result EQUAL 0 OR NOT output MATCHES "enable C\\+\\+")
