@@ -87,7 +87,19 @@ fi
 
 git clone --quiet --no-hardlinks "$source_dir" "$root/work/attnpool"
 echo "   checkout: $(git -C "$root/work/attnpool" log -1 --format='%h %s' | cut -c1-72)"
+# This machine's network as the fresh system's: its name servers, and the
+# certificate authorities and pip settings it trusts (an egress proxy's
+# among them), so that pip reaches PyPI from there as it does from here.
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+if [[ -d /usr/local/share/ca-certificates ]]; then
+  mkdir -p "$root/usr/local/share"
+  cp -r /usr/local/share/ca-certificates "$root/usr/local/share/"
+fi
+if [[ -s /etc/ssl/certs/ca-certificates.crt ]]; then
+  mkdir -p "$root/etc/ssl/certs"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+fi
+if [[ -f /etc/pip.conf ]]; then cp /etc/pip.conf "$root/etc/pip.conf"; fi
 mount -t proc proc "$root/proc"
 mount --bind /sys "$root/sys"
 mount --bind /dev "$root/dev"
