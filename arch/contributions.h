@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "arch/stages.h"
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 
 namespace attnpool {
 namespace detail {

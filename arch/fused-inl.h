@@ -53,7 +53,7 @@
 #include "arch/normalize-inl.h"
 #include "arch/prefetch_lines-inl.h"
 #include "arch/prefix_io-inl.h"
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 #include "arch/weighted_sum-inl.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
@@ -1060,7 +1060,7 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   const size_t key_block =
       std::max(width, plan.tuning.key_block_bytes / sizeof(T) / width * width);
   // Keys [starts[r], limits[r]) of [key_begin, key_end) pass the structural
-  // masks (arch/visible_limit.h). Each row takes them in blocks of key_block
+  // masks (core/visible_run.h). Each row takes them in blocks of key_block
   // from its first, starts[r]: a grid of its own that no other row moves,
   // so a row's blocks, and its rounding, are the same in any block of rows
   // and in any grouping of queries into calls. Step s holds block s of

@@ -29,7 +29,7 @@
 #include "arch/math-inl.h"
 #include "arch/normalize-inl.h"
 #include "arch/prefix_io-inl.h"
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -23,7 +23,7 @@
 #include "arch/math-inl.h"
 #include "arch/prefix_io-inl.h"
 #include "arch/stages.h"
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -230,7 +230,7 @@ HWY_INLINE V AddBias(D d, V score, V bias) {
                         hn::Add(score, bias));
 }
 
-// A mask's score adjustments (normalize.h: soft-capping, then ALiBi), in
+// A mask's score adjustments (mask.h: soft-capping, then ALiBi), in
 // registers: of a vector of scores whose first key lies `distance` = j − p
 // (KeyDistance) after the query's position. Accuracy: soft-capping adds
 // tanh's error and one rounding of s/cap (relative, 2 u); ALiBi one rounding
@@ -240,10 +240,10 @@ class ScoreAdjuster {
  public:
   explicit ScoreAdjuster(const Mask<T>& mask)
       : softcap_(mask.softcap.has_value()),
-        alibi_(mask.alibi_slope != T(0)),
+        alibi_(mask.alibi_slope.value_or(T(0)) != T(0)),
         cap_(mask.softcap.value_or(T(1))),
         inverse_cap_(T(1) / cap_),
-        slope_(mask.alibi_slope) {}
+        slope_(mask.alibi_slope.value_or(T(0))) {}
 
   bool any() const { return softcap_ || alibi_; }
 

@@ -12,7 +12,7 @@
 #include "arch/additive.h"
 #include "arch/contributions.h"
 #include "arch/stages.h"
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 #include "arch/weighted_sum.h"
 #include "src/aligned_buffer.h"
 #include "src/attention_checks.h"

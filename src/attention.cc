@@ -20,8 +20,8 @@
 #include "src/attention_checks.h"
 #include "src/dispatch.h"
 #include "src/fused_batch.h"
-#include "src/validate.h"
-#include "arch/visible_limit.h"
+#include "core/validate.h"
+#include "core/visible_run.h"
 
 namespace attnpool {
 namespace {
@@ -48,26 +48,6 @@ MatrixView<U> RowRange(MatrixView<U> view, size_t begin, size_t end) {
   return {view.data + begin * view.stride, end - begin, view.cols, view.stride};
 }
 
-// Whether queries at positions causal_offset + [0, rows) over m keys see
-// the same keys under `mask`'s causal limit and window: none binds there.
-template <typename T>
-bool PositionsAlike(const Mask<T>& mask, size_t m, size_t rows) {
-  const std::ptrdiff_t offset = mask.causal_offset;
-  const std::ptrdiff_t last = std::ptrdiff_t(m) - 1;
-  // (Offsets this far from 0 are never grouped: no overflow below.)
-  const std::ptrdiff_t far = std::numeric_limits<std::ptrdiff_t>::max() / 4;
-  if (offset > far || offset < -far) return false;
-  // Every position sees key 0 (left side) and key m − 1 (causal, right).
-  const std::ptrdiff_t highest = offset + std::ptrdiff_t(rows) - 1;
-  const auto reaches = [](const std::optional<size_t>& side,
-                          std::ptrdiff_t need) {
-    return !side || need <= 0 || *side >= size_t(need);
-  };
-  return (!mask.causal || offset >= last) &&
-         reaches(mask.window_left, highest) &&
-         reaches(mask.window_right, last - offset);
-}
-
 // A decode's query heads that share a key head, up to kDecodeRows of them,
 // are one call whose rows lie a head apart: the keys and values are read
 // once for them, not once per head. A row's result does not depend on the
@@ -89,7 +69,7 @@ size_t HeadsInCall(const AttentionMask<T>& mask, const Mask<T>& call, size_t n,
       n == 1 && !bf16_queries && queries.head_stride >= queries.cols &&
       mask.alibi_slopes == nullptr && mask.sinks == nullptr &&
       call.bias.data == nullptr && call.visible.data == nullptr &&
-      PositionsAlike(call, m, detail::kDecodeRows);
+      detail::PositionsSeeAll(call, 0, detail::kDecodeRows - 1, m);
   return alike ? std::min(detail::kDecodeRows, (h / group + 1) * group - h) : 1;
 }
 
@@ -401,7 +381,7 @@ void ScaledDotProductAttentionPaged(TensorView<const T> queries,
       {"query_offsets", detail::BiasRange(query_offsets, count + 1)}};
   for (const auto& [name, range] : inputs)
     CheckNoOverlap("out", o, name, range);
-  detail::CheckMaskOverlap("out", o, ranges);
+  detail::CheckApartFromMask("out", o, ranges);
   detail::CheckExecution(execution);
   CheckDefaultScale(scale, queries.cols);
   const auto calls =
@@ -517,7 +497,7 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
     detail::CheckNoOverlap("out", o, name, range);
   }
   const auto ranges = detail::CheckAttentionMask(mask, batch, heads, n, m);
-  detail::CheckMaskOverlap("out", o, ranges);
+  detail::CheckApartFromMask("out", o, ranges);
   detail::CheckExecution(execution);
 
   // Projections, row-major (batch·rows) × (heads·columns): head h of entry

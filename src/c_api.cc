@@ -37,6 +37,33 @@ const char* attnpool_last_error_argument(void) {
   return last_error_argument.c_str();
 }
 const char* attnpool_version(void) { return ATTNPOOL_VERSION; }
+int attnpool_abi_version(void) { return 2; }
+
+attnpool_mask attnpool_mask_init(void) {
+  attnpool_mask mask{};
+  mask.struct_size = sizeof(mask);
+  return mask;
+}
+
+attnpool_attention_mask attnpool_attention_mask_init(void) {
+  attnpool_attention_mask mask{};
+  mask.struct_size = sizeof(mask);
+  return mask;
+}
+
+const char* attnpool_mask_layout(int heads) {
+  static const std::string layouts[2] = {
+#define ATTNPOOL_LAYOUT_LINE(name, heads_name, kind, needs, check, help) \
+  #name " " #kind "\n"
+      ATTNPOOL_MASK_FIELDS(ATTNPOOL_LAYOUT_LINE),
+#undef ATTNPOOL_LAYOUT_LINE
+#define ATTNPOOL_LAYOUT_LINE(name, heads_name, kind, needs, check, help) \
+  #heads_name " " #kind "\n"
+      ATTNPOOL_MASK_FIELDS(ATTNPOOL_LAYOUT_LINE)
+#undef ATTNPOOL_LAYOUT_LINE
+  };
+  return layouts[heads != 0 ? 1 : 0].c_str();
+}
 
 attnpool_kernel_spec attnpool_kernel_spec_init(void) {
   attnpool_kernel_spec spec;

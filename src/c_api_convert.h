@@ -7,6 +7,7 @@
 #include <attnpool/attnpool_c.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <optional>
@@ -130,35 +131,6 @@ inline std::optional<double> ScaleOf(const double* scale) {
   return scale != nullptr ? std::optional<double>(*scale) : std::nullopt;
 }
 
-// The window's sides into a Mask's or an AttentionMask's.
-template <class Result>
-void SetWindow(const attnpool_window& window, Result& result) {
-  if (window.has_left) result.window_left = window.left;
-  if (window.has_right) result.window_right = window.right;
-}
-
-template <typename T>
-attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
-  attnpool::Mask<T> result;
-  if (mask == nullptr) return result;
-  result.valid_lengths = mask->valid_lengths;
-  result.causal = mask->causal != 0;
-  result.causal_offset = mask->causal_offset;
-  SetWindow(mask->window, result);
-  if (mask->softcap != 0) result.softcap = T(mask->softcap);
-  result.alibi_slope = T(mask->alibi_slope);
-  if (mask->has_sink) result.sink = T(mask->sink);
-  if (mask->bias.data != nullptr || mask->bias.rows != 0) {
-    result.bias = View<T>(mask->bias);
-  }
-  if (mask->visible.data != nullptr || mask->visible.rows != 0) {
-    const auto& visible = mask->visible;
-    result.visible = {static_cast<const uint8_t*>(visible.data), visible.rows,
-                      visible.cols,
-                      visible.stride == 0 ? visible.cols : visible.stride};
-  }
-  return result;
-}
 
 // A tensor stride: `given`, or the dense value count · inner when 0.
 inline size_t StrideOf(const std::string& name, size_t given, size_t count,
@@ -220,37 +192,125 @@ LayerTensors<T> LayerTensorsOf(const attnpool_const_tensor* queries,
           Tensor<T>(values, "values"), Tensor<T>(out, "out")};
 }
 
+
+// A C mask struct as the library may read it: `struct_size` bytes of it
+// (which must hold the size field), the fields past them absent, and no
+// field set past those this library knows.
+template <class CStruct>
+CStruct SizedStruct(const CStruct* given, const char* name) {
+  CStruct copy{};
+  const size_t size = given->struct_size;
+  const std::string argument = std::string(name) + ".struct_size";
+  if (size < sizeof(size_t)) {
+    throw attnpool::Error(argument, "is " + std::to_string(size) +
+                                        ": initialize the struct with its "
+                                        "_init function");
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(given);
+  for (size_t k = sizeof(CStruct); k < size; ++k) {
+    if (bytes[k] != 0) {
+      throw attnpool::Error(argument,
+                            "is " + std::to_string(size) + ", and fields past "
+                            "the " + std::to_string(sizeof(CStruct)) +
+                            " bytes this library knows are set");
+    }
+  }
+  std::memcpy(&copy, given, std::min(size, sizeof(CStruct)));
+  copy.struct_size = sizeof(CStruct);
+  return copy;
+}
+
+// A C count or number: its has_ flag and value.
+template <typename U>
+struct COptional {
+  int given;
+  U value;
+};
+
+// The member of a C mask of each kind (attnpool_c.h), as its value.
+#define ATTNPOOL_C_VALUE_lengths(c, name) c.name
+#define ATTNPOOL_C_VALUE_flag(c, name) c.name
+#define ATTNPOOL_C_VALUE_position(c, name) c.name
+#define ATTNPOOL_C_VALUE_count(c, name) COptional<size_t>{c.has_##name, c.name}
+#define ATTNPOOL_C_VALUE_matrix(c, name) c.name
+#define ATTNPOOL_C_VALUE_booleans(c, name) c.name
+#define ATTNPOOL_C_VALUE_number(c, name) COptional<double>{c.has_##name, c.name}
+#define ATTNPOOL_C_VALUE_head_number(c, name) ATTNPOOL_C_VALUE_number(c, name)
+#define ATTNPOOL_C_HEADS_VALUE_head_number(c, name) c.name
+
+// A C value into the member of a Mask or AttentionMask, by its type.
+inline void FromC(const char*, const size_t* value, const size_t*& member) {
+  member = value;
+}
+inline void FromC(const char*, int value, bool& member) {
+  member = value != 0;
+}
+inline void FromC(const char*, ptrdiff_t value, std::ptrdiff_t& member) {
+  member = value;
+}
+template <typename U, typename V>
+void FromC(const char*, const COptional<U>& value, std::optional<V>& member) {
+  if (value.given != 0) member = static_cast<V>(value.value);
+}
+template <typename U>
+void FromC(const char*, const attnpool_const_matrix& value,
+           attnpool::MatrixView<const U>& member) {
+  if (value.data != nullptr || value.rows != 0) member = View<U>(value);
+}
 // A mask tensor: none when its data is null and its shape empty; null data
 // with a shape is an error here (the C++ API reads null data as none).
 template <typename U>
-attnpool::TensorView<const U> MaskTensor(const std::string& name,
-                                         const attnpool_const_tensor& tensor) {
-  if (tensor.data == nullptr) {
-    if (tensor.batch != 0 && tensor.heads != 0 && tensor.rows != 0 &&
-        tensor.cols != 0) {
-      throw attnpool::Error(name + ".data",
+void FromC(const char* name, const attnpool_const_tensor& value,
+           attnpool::TensorView<const U>& member) {
+  if (value.data == nullptr) {
+    if (value.batch != 0 && value.heads != 0 && value.rows != 0 &&
+        value.cols != 0) {
+      throw attnpool::Error(std::string(name) + ".data",
                             "is null but the tensor is not empty");
     }
-    return {};
+    return;
   }
-  return TensorOf<const U>(name, tensor);
+  member = TensorOf<const U>(name, value);
 }
+template <typename T>
+void FromC(const char*, const void* value, const T*& member) {
+  member = static_cast<const T*>(value);
+}
+
+// The Mask of a C mask (none: every key visible).
+template <typename T>
+attnpool::Mask<T> MaskOf(const attnpool_mask* mask) {
+  attnpool::Mask<T> result;
+  if (mask == nullptr) return result;
+  const attnpool_mask c = SizedStruct(mask, "mask");
+#define ATTNPOOL_FROM_C(name, heads_name, kind, needs, check, help) \
+  FromC("mask." #name, ATTNPOOL_C_VALUE_##kind(c, name), result.name);
+  ATTNPOOL_MASK_FIELDS(ATTNPOOL_FROM_C)
+#undef ATTNPOOL_FROM_C
+  return result;
+}
+
+// The per-kind values of the layers' mask: a value per head is a pointer.
+#define ATTNPOOL_C_HEADS_VALUE_lengths ATTNPOOL_C_VALUE_lengths
+#define ATTNPOOL_C_HEADS_VALUE_flag ATTNPOOL_C_VALUE_flag
+#define ATTNPOOL_C_HEADS_VALUE_position ATTNPOOL_C_VALUE_position
+#define ATTNPOOL_C_HEADS_VALUE_count ATTNPOOL_C_VALUE_count
+#define ATTNPOOL_C_HEADS_VALUE_matrix ATTNPOOL_C_VALUE_matrix
+#define ATTNPOOL_C_HEADS_VALUE_booleans ATTNPOOL_C_VALUE_booleans
+#define ATTNPOOL_C_HEADS_VALUE_number ATTNPOOL_C_VALUE_number
 
 template <typename T>
 attnpool::AttentionMask<T> AttentionMaskOf(
     const attnpool_attention_mask* mask) {
   attnpool::AttentionMask<T> result;
   if (mask == nullptr) return result;
-  result.valid_lengths = mask->valid_lengths;
-  result.lengths_per_query = mask->lengths_per_query != 0;
-  result.causal = mask->causal != 0;
-  result.causal_offset = mask->causal_offset;
-  SetWindow(mask->window, result);
-  result.bias = MaskTensor<T>("mask.bias", mask->bias);
-  result.visible = MaskTensor<uint8_t>("mask.visible", mask->visible);
-  if (mask->softcap != 0) result.softcap = T(mask->softcap);
-  result.alibi_slopes = static_cast<const T*>(mask->alibi_slopes);
-  result.sinks = static_cast<const T*>(mask->sinks);
+  const attnpool_attention_mask c = SizedStruct(mask, "mask");
+  result.lengths_per_query = c.lengths_per_query != 0;
+#define ATTNPOOL_FROM_C(name, heads_name, kind, needs, check, help) \
+  FromC("mask." #heads_name, ATTNPOOL_C_HEADS_VALUE_##kind(c, heads_name), \
+        result.heads_name);
+  ATTNPOOL_MASK_FIELDS(ATTNPOOL_FROM_C)
+#undef ATTNPOOL_FROM_C
   return result;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "src/c_api_convert.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 using namespace attnpool_c_api;  // NOLINT: this file is its implementation
 

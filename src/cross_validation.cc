@@ -19,7 +19,7 @@
 #include "src/dispatch.h"
 #include "src/regression_checks.h"
 #include "src/threads.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace {

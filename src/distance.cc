@@ -12,7 +12,7 @@
 #include "src/enum_names.h"
 #include "src/packed_keys.h"
 #include "src/threads.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace {

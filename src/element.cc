@@ -9,7 +9,7 @@
 #include "arch/convert.h"
 #include "src/dispatch.h"
 #include "src/enum_names.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace {

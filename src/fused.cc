@@ -21,7 +21,7 @@
 #include "arch/convert.h"
 #include "arch/fused.h"
 #include "arch/target_probe.h"
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/fused_batch.h"
@@ -30,7 +30,7 @@
 #include "src/threads.h"
 #include "src/tuning.h"
 #include "src/enum_names.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace {
@@ -213,12 +213,6 @@ std::vector<size_t> NonFiniteKeyCounts(const detail::RowList<T>& keys) {
   return counts;
 }
 
-// Columns [first, cols) of `view`.
-template <typename U>
-MatrixView<U> ColumnsFrom(MatrixView<U> view, size_t first) {
-  return {view.data + first, view.rows, view.cols - first, view.stride};
-}
-
 // The path of one fused call (arch/fused.h): chosen here and nowhere else,
 // from the shape, the spec and (sorted_window) whether 1-D keys ascend.
 template <typename T>
@@ -289,13 +283,8 @@ class FusedJob {
     if (key_first != 0) {
       keys = keys.Slice(key_first, key_count);
       values = values.Slice(key_first, key_count);
-      auto& shifted = plan_.normalize.mask;
-      if (shifted.bias.data != nullptr) {
-        shifted.bias = ColumnsFrom(shifted.bias, key_first);
-      }
-      if (shifted.visible.data != nullptr) {
-        shifted.visible = ColumnsFrom(shifted.visible, key_first);
-      }
+      plan_.normalize.mask =
+          detail::MaskColumnsFrom(plan_.normalize.mask, key_first);
       key_offset += key_first;
       key_count -= key_first;
     }
@@ -491,17 +480,10 @@ void WriteNormalizer(detail::FusedRowMode mode,
 template <typename T, typename Rows>
 void CheckApartFromCall(const std::string& name, detail::ByteRange range,
                         ConstMatrixView<T> queries, const Rows& keys,
-                        const Rows& values, const Mask<T>& mask,
+                        const Rows& values,
+                        const detail::MaskArrays& mask_arrays,
                         MatrixView<T> out) {
-  if (mask.valid_lengths != nullptr) {
-    const auto lengths = reinterpret_cast<uintptr_t>(mask.valid_lengths);
-    detail::CheckNoOverlap(name, range, "mask.valid_lengths",
-                           {lengths, lengths + queries.rows * sizeof(size_t)});
-  }
-  detail::CheckNoOverlap(name, range, "mask.bias",
-                         detail::CheckView("mask.bias", mask.bias));
-  detail::CheckNoOverlap(name, range, "mask.visible",
-                         detail::CheckView("mask.visible", mask.visible));
+  detail::CheckApartFromMask(name, range, mask_arrays);
   detail::CheckNoOverlap(name, range, "out", detail::CheckView("out", out));
   detail::CheckNoOverlap(name, range, "queries",
                          detail::CheckView("queries", queries));
@@ -540,7 +522,7 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
     CheckApartFromCall(
         "normalizer",
         detail::CheckViewBytes("normalizer", normalizer, rows, 1, 1, sizeof(T)),
-        queries, keys, values, mask, out);
+        queries, keys, values, plans.mask_arrays, out);
   }
   detail::RecordRunTarget(0);
   last_path = -1;
@@ -696,7 +678,7 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   // (The accumulator is CheckPool's `out`.)
   for (size_t k = 1; k < arrays.size(); ++k) {
     CheckApartFromCall(arrays[k].name, arrays[k].bytes, queries, keys, values,
-                       mask, partial.accumulator);
+                       plans.mask_arrays, partial.accumulator);
   }
   if (key_offset > std::numeric_limits<size_t>::max() - keys.rows) {
     throw Error("key_offset", "is " + std::to_string(key_offset) + ": with " +

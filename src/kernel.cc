@@ -11,7 +11,7 @@
 #include "src/enum_names.h"
 #include "src/kernel_plan.h"
 #include "src/threads.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace {

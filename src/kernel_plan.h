@@ -9,7 +9,8 @@
 #include <cstddef>
 
 #include "arch/stages.h"
-#include "src/validate.h"
+#include "core/mask.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace detail {
@@ -24,12 +25,14 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
 // rows×cols matrix `target_name` occupying `target` (errors name
 // "normalization", "empty_rows", "mask.…"). `logits`: the values are logits
 // of exponential weights. Valid lengths may not exceed `valid_length_limit`.
+// `arrays`, if given, receives the arrays the mask reads (core/mask.h).
 template <typename T>
 NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
                                    EmptyRows empty_rows, const Mask<T>& mask,
                                    size_t rows, size_t cols,
                                    const char* target_name, ByteRange target,
-                                   size_t valid_length_limit);
+                                   size_t valid_length_limit,
+                                   MaskArrays* arrays = nullptr);
 
 }  // namespace detail
 }  // namespace attnpool

@@ -9,7 +9,7 @@
 
 #include "arch/contributions.h"
 #include "arch/stages.h"
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/pool_plan.h"

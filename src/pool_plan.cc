@@ -8,7 +8,7 @@
 
 #include "src/enum_names.h"
 #include "src/kernel_plan.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace detail {
@@ -55,21 +55,12 @@ PoolPlans<T> CheckPoolShapes(const PoolSpec& spec, ConstMatrixView<T> queries,
       MakeNormalizePlan(spec.normalization, logits, spec.empty_rows, mask, rows,
                         key_count, weights ? "weights" : out_name.c_str(),
                         weights ? weight_bytes : out_bytes,
-                        shard ? static_cast<size_t>(-1) : key_count);
+                        shard ? static_cast<size_t>(-1) : key_count,
+                        &plans.mask_arrays);
   // With weights, the plan above checked the mask against them; `out` must
   // not overlap it either.
-  if (weights != nullptr && mask.bias.data != nullptr) {
-    CheckNoOverlap(out_name, out_bytes, "mask.bias",
-                   CheckView("mask.bias", mask.bias));
-  }
-  if (weights != nullptr && mask.visible.data != nullptr) {
-    CheckNoOverlap(out_name, out_bytes, "mask.visible",
-                   CheckView("mask.visible", mask.visible));
-  }
-  if (weights != nullptr && mask.valid_lengths != nullptr) {
-    const auto begin = reinterpret_cast<uintptr_t>(mask.valid_lengths);
-    CheckNoOverlap(out_name, out_bytes, "mask.valid_lengths",
-                   {begin, begin + rows * sizeof(size_t)});
+  if (weights != nullptr) {
+    CheckApartFromMask(out_name, out_bytes, plans.mask_arrays);
   }
   return plans;
 }

@@ -7,7 +7,8 @@
 
 #include "arch/stages.h"
 #include "src/enum_names.h"
-#include "src/validate.h"
+#include "core/mask.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace detail {
@@ -16,6 +17,7 @@ template <typename T>
 struct PoolPlans {
   KernelPlan<T> kernel;        // write_logits set for exponential kernels
   NormalizePlan<T> normalize;  // logits likewise
+  MaskArrays mask_arrays;      // what the mask reads (core/mask.h)
 };
 
 // Keys or values as CheckPool sees them: a well-formed view's shape, its

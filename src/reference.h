@@ -61,15 +61,15 @@ bool hidden(const Mask<T>& mask, size_t i, size_t j) {
 }
 
 // The score `value` of visible key j of query i as a normalization sees it:
-// soft-capped, plus ALiBi's slope·(j − p), plus the bias (normalize.h).
+// soft-capped, plus ALiBi's slope·(j − p), plus the bias (mask.h).
 template <typename T>
 double adjusted_score(const Mask<T>& mask, size_t i, size_t j, double value) {
   if (mask.softcap) {
     const double cap = *mask.softcap;
     value = cap * std::tanh(value / cap);
   }
-  value += double(mask.alibi_slope) *
-           double(static_cast<__int128>(j) - i - mask.causal_offset);
+  __int128 distance = static_cast<__int128>(j) - i - mask.causal_offset;
+  value += double(mask.alibi_slope.value_or(T(0))) * double(distance);
   return mask.bias.data ? value + double(mask.bias(i, j)) : value;
 }
 

@@ -12,7 +12,7 @@
 
 #include "src/dispatch.h"
 #include "src/regression_checks.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 

@@ -18,7 +18,7 @@
 
 #include "arch/regression.h"
 #include "src/enum_names.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace detail {

@@ -9,7 +9,7 @@
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/threads.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace {

@@ -212,7 +212,7 @@ std::string CompareNormalized(Normalization normalization, bool logits,
               double(*mask.softcap) * std::tanh(capped / double(*mask.softcap));
         }
         const double alibi =
-            double(mask.alibi_slope) *
+            double(mask.alibi_slope.value_or(0)) *
             double(static_cast<__int128>(j) - i - mask.causal_offset);
         seen[j] = attnpool::reference::adjusted_score(mask, i, j, seen[j]);
         seen_error[j] =
@@ -783,7 +783,7 @@ ExpectedOutput ExpectAdditive(const attnpool::AdditiveWeights<T>& weights,
       const double logit =
           attnpool::reference::adjusted_score(mask, i, j, scores[i * m + j]);
       const double alibi =
-          double(mask.alibi_slope) *
+          double(mask.alibi_slope.value_or(0)) *
           double(static_cast<__int128>(j) - i - mask.causal_offset);
       const double bias = mask.bias.data ? double(mask.bias(i, j)) : 0;
       const double adjustment_error =

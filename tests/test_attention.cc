@@ -17,6 +17,7 @@
 #include "src/reference.h"
 #include "tests/accuracy.h"
 #include "tests/each_target.h"
+#include "tests/mask_oracle.h"
 #include "tests/require_rejected.h"
 #include "tests/test_data.h"
 
@@ -155,33 +156,10 @@ void RequireHead(const Tensor<T>& got, size_t b, size_t h,
   }
 }
 
-// The Mask of head (b, h) from an AttentionMask, restated per query: query
-// i's valid length is entry b·n + i (per query) or b (per batch entry); a
-// bias or visibility tensor of one batch entry or head serves them all.
 template <typename T>
 Mask<T> HeadMask(const AttentionMask<T>& mask, size_t b, size_t h, size_t n,
                  std::vector<size_t>& lengths) {
-  Mask<T> head;
-  head.causal = mask.causal;
-  head.causal_offset = mask.causal_offset;
-  head.window_left = mask.window_left;
-  head.window_right = mask.window_right;
-  if (mask.valid_lengths) {
-    lengths.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      lengths[i] = mask.valid_lengths[mask.lengths_per_query ? b * n + i : b];
-    }
-    head.valid_lengths = lengths.data();
-  }
-  const auto head_of = [&](const auto& tensor) {
-    return tensor.matrix(tensor.batch == 1 ? 0 : b, tensor.heads == 1 ? 0 : h);
-  };
-  if (mask.bias.data) head.bias = head_of(mask.bias);
-  if (mask.visible.data) head.visible = head_of(mask.visible);
-  head.softcap = mask.softcap;
-  if (mask.alibi_slopes) head.alibi_slope = mask.alibi_slopes[h];
-  if (mask.sinks) head.sink = mask.sinks[h];
-  return head;
+  return OracleHeadMask(mask, b, h, n, &lengths);
 }
 
 // Masks to sweep for (B, H, n, m): none; per-batch lengths with causal and

@@ -4,6 +4,7 @@
 #include <attnpool/attnpool_c.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +128,7 @@ static void test_stages(void) {
       CHECK_NEAR(distances[i * M + j], exp(-sqdist(i, j) / (2 * h * h)), 1e-5);
 
   /* Sum normalization over the first i keys of query i: query 0 sees none. */
-  memset(&mask, 0, sizeof(mask));
+  mask = attnpool_mask_init();
   for (int i = 0; i < N; ++i) valid[i] = (size_t)i;
   mask.valid_lengths = valid;
   CHECK(attnpool_normalize(ATTNPOOL_FLOAT32, ATTNPOOL_NORMALIZE_SUM, &d, &mask,
@@ -199,7 +200,7 @@ static void test_pool_float64(void) {
   const attnpool_matrix o = {out, N, DV, 4}; /* padded rows */
   attnpool_pool_spec spec = attnpool_pool_spec_init();
   attnpool_mask mask;
-  memset(&mask, 0, sizeof(mask));
+  mask = attnpool_mask_init();
   for (int i = 0; i < N * 4; ++i) out[i] = -777;
   for (int i = 0; i < N * M; ++i)
     visible[i] = (unsigned char)((i % 3) != 0 && i / M != 2);
@@ -234,6 +235,55 @@ static void test_pool_float64(void) {
                             NULL) == ATTNPOOL_OK);
       }
     }
+}
+
+/* Masks grow by their struct_size: 0 is refused; a caller's struct larger
+ * than the library's must hold zeros past what the library knows; a smaller
+ * one (an older caller) has the fields past it absent. */
+static void test_mask_struct_size(void) {
+  float q[2] = {0, 1}, k[3] = {0, 1, 2}, v[3] = {1, 2, 3}, out[2] = {-7, -7};
+  size_t lengths[2] = {1, 1};
+  const attnpool_const_matrix qm = {q, 2, 1, 0}, km = {k, 3, 1, 0},
+                              vm = {v, 3, 1, 0};
+  const attnpool_matrix om = {out, 2, 1, 0};
+  attnpool_pool_spec spec = attnpool_pool_spec_init();
+  struct {
+    attnpool_mask mask;
+    unsigned char after[16];
+  } larger;
+  attnpool_mask mask = attnpool_mask_init();
+  attnpool_attention_mask heads = attnpool_attention_mask_init();
+  CHECK(mask.struct_size == sizeof(attnpool_mask));
+  CHECK(heads.struct_size == sizeof(attnpool_attention_mask));
+  CHECK(attnpool_abi_version() == 2);
+  CHECK(strstr(attnpool_mask_layout(0), "valid_lengths lengths\n") ==
+        attnpool_mask_layout(0));
+  CHECK(strstr(attnpool_mask_layout(1), "alibi_slopes head_number\n") != NULL);
+  mask.struct_size = 0;
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om, &mask,
+                      NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "mask.struct_size") == 0);
+  CHECK(out[0] == -7 && out[1] == -7);
+  memset(&larger, 0, sizeof(larger));
+  larger.mask = attnpool_mask_init();
+  larger.mask.struct_size = sizeof(larger);
+  larger.mask.valid_lengths = lengths;
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om,
+                      &larger.mask, NULL) == ATTNPOOL_OK);
+  CHECK(out[0] == 1 && out[1] == 1); /* each query sees key 0 alone */
+  out[0] = out[1] = -7;
+  larger.after[3] = 1;
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om,
+                      &larger.mask, NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "mask.struct_size") == 0);
+  CHECK(out[0] == -7 && out[1] == -7);
+  /* A struct that ends before valid_lengths: it is absent. */
+  mask = attnpool_mask_init();
+  mask.valid_lengths = lengths;
+  mask.struct_size = offsetof(attnpool_mask, valid_lengths);
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om, &mask,
+                      NULL) == ATTNPOOL_OK);
+  CHECK(out[0] != 1 && out[1] != 1);
 }
 
 /* Each failure: the status, the argument, and the output untouched. */
@@ -378,7 +428,7 @@ static void test_sdpa(void) {
   const double scale = 0.7;
   const attnpool_execution two_threads = {2};
   attnpool_attention_mask mask;
-  memset(&mask, 0, sizeof(mask));
+  mask = attnpool_attention_mask_init();
   mask.valid_lengths = lengths;
   mask.causal = 1;
   mask.causal_offset = 2;
@@ -444,7 +494,7 @@ static void test_additive(void) {
   attnpool_additive_weights weights;
   attnpool_attention_mask mask;
   memset(&weights, 0, sizeof(weights));
-  memset(&mask, 0, sizeof(mask));
+  mask = attnpool_attention_mask_init();
   weights.w_q.data = w_hidden_q;
   weights.w_q.rows = HIDDEN;
   weights.w_q.cols = D;
@@ -599,7 +649,7 @@ static void test_shards(void) {
   }
   for (int variant = 0; variant < 3; ++variant) {
     attnpool_pool_spec spec = attnpool_pool_spec_init();
-    memset(&mask, 0, sizeof(mask));
+    mask = attnpool_mask_init();
     if (variant == 0) {
       spec.distance = ATTNPOOL_DOT;
       spec.kernel.kernel = ATTNPOOL_KERNEL_EXP;
@@ -651,7 +701,7 @@ static void test_layer_errors(void) {
   attnpool_partial_state state;
   for (int i = 0; i < B * HQ * N * DV; ++i) out[i] = -777;
   for (int i = 0; i < N; ++i) state_max[i] = state_sum[i] = -777;
-  memset(&mask, 0, sizeof(mask));
+  mask = attnpool_attention_mask_init();
   memset(&additive, 0, sizeof(additive));
   memset(&multi_head, 0, sizeof(multi_head));
 
@@ -1099,7 +1149,7 @@ static void test_hidden_padding(void) {
   memcpy(padded_v, v, sizeof(v));
   for (int e = FILLED * PD; e < PM * PD; ++e) padded_k[e] = specials[e % 3];
   for (int e = FILLED * PV; e < PM * PV; ++e) padded_v[e] = specials[e % 3];
-  memset(&mask, 0, sizeof(mask));
+  mask = attnpool_mask_init();
   mask.valid_lengths = lengths;
   spec.distance = ATTNPOOL_DOT;
   spec.kernel.kernel = ATTNPOOL_KERNEL_EXP;
@@ -1427,6 +1477,7 @@ int main(void) {
   fill_layers();
   fill_regression();
   test_names();
+  test_mask_struct_size();
   test_errors();
   test_layer_errors();
   test_regression_errors();

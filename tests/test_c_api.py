@@ -43,19 +43,6 @@ class PoolSpec(ctypes.Structure):
                 ("normalization", ctypes.c_int), ("empty_rows", ctypes.c_int)]
 
 
-class Window(ctypes.Structure):
-    _fields_ = [("has_left", ctypes.c_int), ("left", ctypes.c_size_t),
-                ("has_right", ctypes.c_int), ("right", ctypes.c_size_t)]
-
-
-class Mask(ctypes.Structure):
-    _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
-                ("causal", ctypes.c_int), ("causal_offset", ctypes.c_ssize_t),
-                ("bias", ConstMatrix), ("visible", ConstMatrix), ("window", Window),
-                ("softcap", ctypes.c_double), ("alibi_slope", ctypes.c_double),
-                ("has_sink", ctypes.c_int), ("sink", ctypes.c_double)]
-
-
 class Execution(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int)]
 
@@ -74,13 +61,42 @@ class Tensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p)] + TENSOR_FIELDS
 
 
-class AttentionMask(ctypes.Structure):
-    _fields_ = [("valid_lengths", ctypes.POINTER(ctypes.c_size_t)),
-                ("lengths_per_query", ctypes.c_int), ("causal", ctypes.c_int),
-                ("causal_offset", ctypes.c_ssize_t), ("bias", ConstTensor),
-                ("visible", ConstTensor), ("window", Window),
-                ("softcap", ctypes.c_double), ("alibi_slopes", ctypes.c_void_p),
-                ("sinks", ctypes.c_void_p)]
+def mask_struct(library, heads):
+    """The C mask struct (attnpool_mask, or with `heads` the layers'
+    attnpool_attention_mask) built from the library's own list of fields
+    (attnpool_mask_layout): name=value sets a field, and the has_ flag of a
+    count or number; struct_size is set."""
+    members = [("struct_size", ctypes.c_size_t)]
+    if heads:
+        members.append(("lengths_per_query", ctypes.c_int))
+    for line in library.attnpool_mask_layout(int(heads)).decode().splitlines():
+        name, kind = line.split()
+        given = [("has_" + name, ctypes.c_int)]
+        members += {
+            "lengths": [(name, ctypes.POINTER(ctypes.c_size_t))],
+            "flag": [(name, ctypes.c_int)],
+            "position": [(name, ctypes.c_ssize_t)],
+            "count": given + [(name, ctypes.c_size_t)],
+            "matrix": [(name, ConstTensor if heads else ConstMatrix)],
+            "booleans": [(name, ConstTensor if heads else ConstMatrix)],
+            "number": given + [(name, ctypes.c_double)],
+            "head_number": ([(name, ctypes.c_void_p)] if heads
+                            else given + [(name, ctypes.c_double)]),
+        }[kind]
+
+    class MaskStruct(ctypes.Structure):
+        _fields_ = members
+
+        def __init__(self, **fields):
+            super().__init__(struct_size=ctypes.sizeof(self))
+            for name, value in fields.items():
+                if hasattr(self, "has_" + name):
+                    setattr(self, "has_" + name, 1)
+                setattr(self, name, value)
+    return MaskStruct
+
+
+Mask = AttentionMask = None  # built by load()
 
 
 class PagedCache(ctypes.Structure):
@@ -107,7 +123,11 @@ class CrossValidationOptions(ctypes.Structure):
 
 
 def load(path):
+    global Mask, AttentionMask
     library = ctypes.CDLL(path)
+    library.attnpool_mask_layout.argtypes = [ctypes.c_int]
+    library.attnpool_mask_layout.restype = ctypes.c_char_p
+    Mask, AttentionMask = mask_struct(library, False), mask_struct(library, True)
     P = ctypes.POINTER
     signatures = {
         "attnpool_last_error": ([], ctypes.c_char_p),
@@ -418,9 +438,10 @@ class CApiTest(unittest.TestCase):
         keys = np.arange(11)[None, :]
         for left, right in ((2, 1), (None, 0), (4, None)):
             with self.subTest(left=left, right=right):
-                window = Window(has_left=left is not None, left=left or 0,
-                                has_right=right is not None, right=right or 0)
-                mask = Mask(causal_offset=3, window=window)
+                window = {name: side for name, side in
+                          (("window_left", left), ("window_right", right))
+                          if side is not None}
+                mask = Mask(causal_offset=3, **window)
                 values = a.copy()
                 status = lib.attnpool_normalize(FLOAT64, NORMALIZATIONS["softmax"],
                                                 view(values, True), ctypes.byref(mask), 0, None)
@@ -583,8 +604,7 @@ class CApiTest(unittest.TestCase):
                 bias = self.rand(1, heads, n, m, dtype=dtype)  # broadcast over batch
                 lengths = (ctypes.c_size_t * batch)(m, 6)
                 mask = AttentionMask(valid_lengths=lengths, causal=1, causal_offset=2,
-                                     bias=tensor(bias),
-                                     window=Window(has_left=1, left=4))
+                                     bias=tensor(bias), window_left=4)
                 status, out = self.sdpa(q, k, v, mask=mask, scale=0.3)
                 self.assertEqual(status, OK, last_error())
                 group = heads // kv_heads

@@ -524,7 +524,8 @@ class CliTest(unittest.TestCase):
                 np.testing.assert_allclose(np.load(self.path("out.npy")), expected,
                                            rtol=1e-12, atol=1e-12)
         for bad, message, code in (
-                (["--softcap", "0"], "--softcap 0: must be finite and > 0", 2),
+                (["--softcap", "0"], "mask.softcap: is 0 but must be finite, > 0 and "
+                 "have a finite reciprocal (from --softcap)", 1),
                 (["--kernel", "boxcar", "--sink", "1"], "mask.sink: joins a softmax", 1)):
             result = self.run_cli("pool", "--queries", self.path("q.npy"), "--keys",
                                   self.path("x.npy"), "--values", self.path("y.npy"),
@@ -902,7 +903,6 @@ class CliTest(unittest.TestCase):
             (sdpa + ["--valid-lengths", self.save("l3.npy", np.array([1, 2, 3]))],
              "expected (2,): one entry per batch entry, or (2, 5): one per query", 1),
             (sdpa + ["--scale", "inf"], "scale: inf is not a finite float (from --scale)", 1),
-            (sdpa + ["--causal-offset", "1"], "--causal-offset needs --causal", 2),
             (sdpa + ["--bandwidth", "1"], "unknown option '--bandwidth' for 'attnpool sdpa'",
              2),
             (additive, "missing --w-v", 2),
@@ -1235,7 +1235,7 @@ class CliTest(unittest.TestCase):
             (["--visible", self.save("m2.npy", np.ones((n, m), np.float32))],
              "use bool or uint8"),
             (["--bias", self.save("b1.npy", np.ones((n, 3), np.float32)),
-              "--normalize", "softmax"], "expected shape (50, 40)"),
+              "--normalize", "softmax"], "expected (50, 40)"),
             (["--bias", self.save("b2.npy", np.ones((n, m), np.float32)),
               "--kernel", "boxcar"], "mask.bias"),
         ]
@@ -1262,8 +1262,6 @@ class CliTest(unittest.TestCase):
              "--threads 0: must be between 1 and 4096", 2),
             (self.pool_args(None, None, None, "--empty-rows", "maybe"),
              "--empty-rows maybe: use nan or zero", 2),
-            (self.pool_args(None, None, None, "--causal-offset", "2"),
-             "--causal-offset needs --causal", 2),
             (self.pool_args(None, None, None, "--bandwidth"), "--bandwidth needs a value", 2),
             (["pool", "--queries", "q.npy", "-o", self.path("out.npy")], "missing --keys", 2),
             (["pool", "stray"], "unexpected argument 'stray'", 2),

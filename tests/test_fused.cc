@@ -71,7 +71,7 @@ void CheckFused(const PoolSpec& spec, const Mask<T>& mask,
     }
   }
   // ALiBi's offsets, the cap and the sink bound the adjusted logits.
-  largest_logit += std::fabs(double(mask.alibi_slope)) *
+  largest_logit += std::fabs(double(mask.alibi_slope.value_or(T(0)))) *
                    double(m + n + std::labs(mask.causal_offset));
   if (mask.softcap)
     largest_logit = std::max(largest_logit, double(*mask.softcap));

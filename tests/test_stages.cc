@@ -181,7 +181,7 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
   if (mask_case.visible) mask.visible = {visible.data(), rows, cols};
   if (mask_case.bias) mask.bias = bias.view();
   if (mask_case.softcap) mask.softcap = T(*mask_case.softcap);
-  mask.alibi_slope = T(mask_case.alibi_slope);
+  if (mask_case.alibi_slope != 0) mask.alibi_slope = T(mask_case.alibi_slope);
   if (mask_case.sink) mask.sink = T(*mask_case.sink);
 
   std::vector<double> want(rows * cols);

@@ -6,6 +6,7 @@
 
 #include <attnpool/element.h>
 #include <attnpool/execution.h>
+#include <attnpool/mask.h>
 #include <attnpool/matrix.h>
 #include <attnpool/normalize.h>
 
@@ -15,36 +16,6 @@
 #include <vector>
 
 namespace attnpool {
-
-// A non-owning strided view of a (batch, heads, rows, cols) tensor: element
-// (b, h, r, c) at data[b·batch_stride + h·head_stride + r·row_stride + c].
-// Any strides (row_stride ≥ cols), so that heads are addressed in place:
-// PyTorch's (B, H, N, D) and (B, N, H, D) layouts are both views. Inputs may
-// repeat elements (a stride of 0 broadcasts); an output may not.
-template <typename T>
-struct TensorView {
-  T* data = nullptr;
-  size_t batch = 0, heads = 0, rows = 0, cols = 0;
-  size_t batch_stride = 0, head_stride = 0, row_stride = 0;
-
-  // The rows × cols matrix of (b, h).
-  MatrixView<T> matrix(size_t b, size_t h) const {
-    return {data + b * batch_stride + h * head_stride, rows, cols, row_stride};
-  }
-  // A mutable view converts to a read-only one.
-  operator TensorView<const T>() const {  // NOLINT(google-explicit-constructor)
-    return {data, batch,        heads,       rows,
-            cols, batch_stride, head_stride, row_stride};
-  }
-};
-
-// Dense (batch, heads, rows, cols), row-major: PyTorch's contiguous layout.
-template <typename T>
-TensorView<T> dense_tensor(T* data, size_t batch, size_t heads, size_t rows,
-                           size_t cols) {
-  return {data,        batch, heads, rows, cols, heads * rows * cols,
-          rows * cols, cols};
-}
 
 // An int8 (batch, heads, rows, cols) tensor with one scale per row: row
 // (b, h, r)'s scale is scales(b, h, r, 0), a (batch, heads, rows, 1) tensor.
@@ -107,39 +78,6 @@ struct ElementTensor {
         batch_stride(view.batch_stride),
         head_stride(view.head_stride),
         row_stride(view.row_stride) {}
-};
-
-// Which keys each query sees, for every head of a batch entry. A key is
-// visible when it passes every mask given.
-template <typename T>
-struct AttentionMask {
-  // Valid key lengths: one per batch entry (valid_lengths[b]), or with
-  // lengths_per_query one per query (valid_lengths[b·n + i]). Each ≤ m.
-  const size_t* valid_lengths = nullptr;
-  bool lengths_per_query = false;
-  // Query i sits at key position p = i + causal_offset. Causal: key j
-  // visible to query i iff j ≤ p.
-  bool causal = false;
-  std::ptrdiff_t causal_offset = 0;
-  // Sliding window: key j visible to query i iff p − window_left ≤ j ≤
-  // p + window_right (a side left empty is unbounded); key blocks outside
-  // every window are skipped (Mask in normalize.h).
-  std::optional<size_t> window_left = std::nullopt, window_right = std::nullopt;
-  // Added to the scores: a (batch, heads, n, m) tensor whose batch and heads
-  // may each be 1 (broadcast over that dimension, as numpy does). data
-  // nullptr: none.
-  TensorView<const T> bias;
-  // Boolean mask, nonzero = visible; the same shapes and broadcasting.
-  TensorView<const uint8_t> visible;
-  // Score adjustments (normalize.h's Mask, in this order): logit
-  // soft-capping of scale·q·k (Gemma 2: 50 for attention), then ALiBi with
-  // query head h's slope alibi_slopes[h] (Hq entries, nullptr: none;
-  // alibi_slopes<T>() gives the standard ones), then the bias.
-  std::optional<T> softcap = std::nullopt;
-  const T* alibi_slopes = nullptr;
-  // Attention sinks: query head h's sink logit sinks[h] (Hq entries, not
-  // NaN; nullptr: none) joins its softmax's denominator without a value.
-  const T* sinks = nullptr;
 };
 
 // The standard ALiBi slopes of `heads` heads (Press et al.): 2^(−8(h+1)/H)

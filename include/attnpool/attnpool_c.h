@@ -17,10 +17,14 @@
  * float matrix of a call is the call's attnpool_dtype. The layers take
  * (batch, heads, rows, cols) tensor views the same way (attnpool_tensor).
  *
- * Structs are plain: zero-initialized they hold no mask and default
- * execution; initialize specs with attnpool_pool_spec_init() /
+ * Structs are plain: zero-initialized they hold default execution;
+ * initialize specs with attnpool_pool_spec_init() /
  * attnpool_kernel_spec_init() so that fields added later get their
- * defaults. Enum values equal those of the C++ enums.
+ * defaults, and masks with attnpool_mask_init() /
+ * attnpool_attention_mask_init() (their struct_size lets them grow). Enum
+ * values equal those of the C++ enums. attnpool_abi_version() is this
+ * binary interface's number: it changes when a struct changes other than by
+ * growing through its struct_size, or a function's signature changes.
  *
  * Thread safety: as the C++ API. attnpool_force_target(),
  * attnpool_force_bf16_dot_instruction(), attnpool_force_tuning() and
@@ -31,6 +35,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <attnpool/mask_fields.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +76,8 @@ const char* attnpool_last_error_argument(void);
 
 /* "0.1.0". */
 const char* attnpool_version(void);
+/* The C binary interface's number (2: masks with struct_size). */
+int attnpool_abi_version(void);
 
 /* ---------------------------------------------------------------- types */
 
@@ -142,39 +150,38 @@ typedef struct attnpool_pool_spec {
   attnpool_empty_rows empty_rows;
 } attnpool_pool_spec;
 
-/* A sliding window (Mistral, Gemma) about query i's key position
- * p = i + causal_offset: key j is visible iff p - left <= j <= p + right;
- * a side whose has_ flag is 0 is unbounded (all-zero: no window). */
-typedef struct attnpool_window {
-  int has_left;
-  size_t left;
-  int has_right;
-  size_t right;
-} attnpool_window;
+/* The members of a mask by the kind of its field (attnpool/mask_fields.h,
+ * whose list generates both mask structs): a count or number is given when
+ * its has_ flag is nonzero. */
+#define ATTNPOOL_C_MEMBER_lengths(name) const size_t* name;
+#define ATTNPOOL_C_MEMBER_flag(name) int name;
+#define ATTNPOOL_C_MEMBER_position(name) ptrdiff_t name;
+#define ATTNPOOL_C_MEMBER_count(name) \
+  int has_##name;                       \
+  size_t name;
+#define ATTNPOOL_C_MEMBER_matrix(name) attnpool_const_matrix name;
+#define ATTNPOOL_C_MEMBER_booleans(name) attnpool_const_matrix name;
+#define ATTNPOOL_C_MEMBER_number(name) \
+  int has_##name;                        \
+  double name;
+#define ATTNPOOL_C_MEMBER_head_number(name) ATTNPOOL_C_MEMBER_number(name)
+#define ATTNPOOL_C_MASK_MEMBER(name, heads_name, kind, needs, check, help) \
+  ATTNPOOL_C_MEMBER_##kind(name)
 
-/* Which keys each query sees; all-zero shows every key to every query.
- * Query i is row i of the call, key j column j. */
+/* Which keys each query sees, and the adjustments of its scores (mask.h
+ * states the fields): query i is row i of the call, key j column j; bias
+ * (n x m of the call's dtype) and visible (n x m of uint8) are none when
+ * their data is NULL and their shape empty. Initialize it with
+ * attnpool_mask_init(): it sets struct_size, by which the struct grows
+ * (a library reads the fields its caller's struct_size holds, and refuses
+ * nonzero bytes past the fields it knows). */
 typedef struct attnpool_mask {
-  const size_t* valid_lengths; /* n entries, or NULL: query i sees j < L[i] */
-  int causal;                  /* nonzero: query i sees j <= i + offset */
-  ptrdiff_t causal_offset;
-  /* n x m of the call's dtype, added to the scores before a softmax (or to
-   * the logits of an exponential kernel); data NULL and rows 0: none. */
-  attnpool_const_matrix bias;
-  /* n x m of uint8: 0 hides key j from query i; data NULL and rows 0:
-   * none. */
-  attnpool_const_matrix visible;
-  attnpool_window window; /* all-zero: none */
-  /* Score adjustments, in this order (normalize.h): logit soft-capping,
-   * s -> softcap * tanh(s / softcap) (0: none; else finite, > 0), then ALiBi,
-   * s -> s + alibi_slope * (j - (i + causal_offset)) (0: none). */
-  double softcap;
-  double alibi_slope;
-  /* An attention sink: a logit that joins the softmax's denominator with no
-   * value (has_sink 0: none); a shard state holds it at key_offset 0. */
-  int has_sink;
-  double sink;
+  size_t struct_size;
+  ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_MASK_MEMBER)
 } attnpool_mask;
+
+/* {struct_size}, every field absent: every key visible to every query. */
+attnpool_mask attnpool_mask_init(void);
 
 /* Per-call settings; NULL means the defaults. */
 typedef struct attnpool_execution {
@@ -335,34 +342,41 @@ typedef struct attnpool_tensor {
   size_t row_stride;   /* 0: cols */
 } attnpool_tensor;
 
-/* Which keys each query of the layers sees (attention.h's AttentionMask);
- * all-zero shows every key to every query. A key is visible when it passes
- * every mask given. */
+/* The members of the layers' mask: as the matrix functions' (above), but
+ * bias and visible (B or 1, H or 1, n, m) tensors (a batch or heads of 1 is
+ * broadcast over that dimension; data NULL and an empty shape: none), and a
+ * value per query head (H entries of the call's dtype, NULL: none;
+ * attnpool_alibi_slopes_as gives the standard ALiBi slopes in it). */
+#define ATTNPOOL_C_HEADS_MEMBER_lengths(name) ATTNPOOL_C_MEMBER_lengths(name)
+#define ATTNPOOL_C_HEADS_MEMBER_flag(name) ATTNPOOL_C_MEMBER_flag(name)
+#define ATTNPOOL_C_HEADS_MEMBER_position(name) ATTNPOOL_C_MEMBER_position(name)
+#define ATTNPOOL_C_HEADS_MEMBER_count(name) ATTNPOOL_C_MEMBER_count(name)
+#define ATTNPOOL_C_HEADS_MEMBER_matrix(name) attnpool_const_tensor name;
+#define ATTNPOOL_C_HEADS_MEMBER_booleans(name) attnpool_const_tensor name;
+#define ATTNPOOL_C_HEADS_MEMBER_number(name) ATTNPOOL_C_MEMBER_number(name)
+#define ATTNPOOL_C_HEADS_MEMBER_head_number(name) const void* name;
+#define ATTNPOOL_C_HEADS_MASK_MEMBER(name, heads_name, kind, needs, check, \
+                                     help)                               \
+  ATTNPOOL_C_HEADS_MEMBER_##kind(heads_name)
+
+/* Which keys each query of the layers sees (attention.h's AttentionMask):
+ * valid_lengths has B entries (query i of batch entry b sees keys
+ * j < L[b]) or, with lengths_per_query, B * n (L[b * n + i]), each at most
+ * m. Initialize it with attnpool_attention_mask_init() (struct_size, as
+ * attnpool_mask). */
 typedef struct attnpool_attention_mask {
-  /* NULL: none. B entries (query i of batch entry b sees keys
-   * j < L[b]), or with lengths_per_query B * n entries (L[b * n + i]). Each
-   * at most m. */
-  const size_t* valid_lengths;
+  size_t struct_size;
   int lengths_per_query;
-  int causal; /* nonzero: query i sees j <= i + causal_offset */
-  ptrdiff_t causal_offset;
-  /* (B or 1, H or 1, n, m) of the call's dtype, added to the scores (a
-   * batch or heads of 1 is broadcast over that dimension); data NULL and an
-   * empty shape: none. */
-  attnpool_const_tensor bias;
-  /* The same shapes, of uint8: 0 hides key j from query i; data NULL and
-   * an empty shape: none. */
-  attnpool_const_tensor visible;
-  attnpool_window window; /* all-zero: none */
-  /* Logit soft-capping of scale * q.k (0: none), then ALiBi with query
-   * head h's slope alibi_slopes[h] (H entries of the call's dtype, NULL:
-   * none; attnpool_alibi_slopes_as gives the standard ones in it). */
-  double softcap;
-  const void* alibi_slopes;
-  /* Attention sinks: query head h's logit sinks[h] (H entries of the call's
-   * dtype, NULL: none) joins its softmax's denominator with no value. */
-  const void* sinks;
+  ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_HEADS_MASK_MEMBER)
 } attnpool_attention_mask;
+
+/* {struct_size}, every field absent. */
+attnpool_attention_mask attnpool_attention_mask_init(void);
+
+/* The fields of a mask, one a line, as "name kind" (heads: the
+ * attention mask's names), in the structs' order: for foreign-function
+ * interfaces that build the structs at run time (Python ctypes). */
+const char* attnpool_mask_layout(int heads);
 
 /* slopes (heads entries) = the standard ALiBi slopes of `heads` heads:
  * 2^(-8(h+1)/H) for a power of two H, else those of the power of two below

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <attnpool/execution.h>
+#include <attnpool/mask.h>
 #include <attnpool/matrix.h>
 #include <attnpool/table.h>
 
@@ -61,47 +62,6 @@ Normalization normalization_from_name(const char* name);  // throws Error
 // masked, gets: a row of NaN (the default: it cannot pass unnoticed) or a
 // row of zeros.
 enum class EmptyRows : int { nan = 0, zero = 1 };
-
-// Which keys each query sees. Everything is optional; an empty Mask shows
-// every key to every query. Indices are those of the whole call: query i is
-// row i of the queries (or of the matrix being normalized), key j column j.
-template <typename T>
-struct Mask {
-  // n entries: query i sees keys j < valid_lengths[i] (≤ m).
-  const size_t* valid_lengths = nullptr;
-  // Query i sits at key position p = i + causal_offset. Causal: it sees key
-  // j iff j ≤ p.
-  bool causal = false;
-  std::ptrdiff_t causal_offset = 0;
-  // Sliding window (Mistral, Gemma): query i sees key j iff
-  // p − window_left ≤ j ≤ p + window_right; a side left empty is unbounded.
-  // Like the valid lengths and the causal mask, it bounds a run of keys per
-  // query: key blocks outside every window of a block of queries are never
-  // visited, and keys before or after every query's run never read.
-  std::optional<size_t> window_left = std::nullopt, window_right = std::nullopt;
-  // n×m, added to the scores before a softmax (exp-family weights: to the
-  // logits); −inf hides the key, whatever its score (NaN too). Needs
-  // scores: softmax, argmax or an exponential kernel.
-  MatrixView<const T> bias;
-  // n×m, 0 hides the key from the query.
-  MatrixView<const uint8_t> visible;
-  // Adjustments of the scores (they need scores, as the bias does), applied
-  // in this order to the score s of a visible key j of query i:
-  //   logit soft-capping (Gemma 2): s ← softcap·tanh(s / softcap), softcap
-  //     finite and > 0 (exponential kernels: to the logit);
-  //   ALiBi (Press et al.): s ← s + alibi_slope·(j − p), computed per key,
-  //     never as a matrix (0: none; finite);
-  //   then the bias.
-  std::optional<T> softcap = std::nullopt;
-  T alibi_slope = 0;
-  // Attention sink (StreamingLLM, gpt-oss): a logit that joins a softmax's
-  // denominator but has no value: every weight is scaled down by its share,
-  // and a query that sees no key gets weight 0 everywhere (not an empty
-  // row). Not NaN; needs a softmax (softmax, or sum of an exponential
-  // kernel's weights). A shard state (pool.h) holds it when its key_offset
-  // is 0, so that merged shards count it once.
-  std::optional<T> sink = std::nullopt;
-};
 
 // In place on an n×m matrix of values a (scores or kernel weights), as the
 // formulas above say, restricted to the keys the mask shows; hidden keys get

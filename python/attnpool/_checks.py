@@ -4,9 +4,12 @@ errors that name the argument."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Optional
 
 import numpy as np
+
+from . import _core
 
 
 def integer(name: str, value, low: int, high: int) -> int:
@@ -112,59 +115,101 @@ def offsets(name: str, values):
     return _lengths(values, name)
 
 
-def _window_side(value) -> Optional[int]:
-    return None if value is None else integer("window", value, 0, 2**64 - 1)
+# The mask fields of the library's list (attnpool/mask_fields.h): (name,
+# heads_name, kind, needs, help). Every mask keyword of the package is one
+# of them: `name` for the functions on matrices, `heads_name` for the
+# attention layers.
+MASK_FIELDS = tuple(_core.mask_fields())
+
+# Kinds of the fields a layer over packed sequences or paged caches does not
+# take: per-query lengths and n×m arrays (their rows are each sequence's).
+PER_CALL_KINDS = ("lengths", "matrix", "booleans")
 
 
-def _per_head(name: str, values, heads: Optional[int]) -> list:
-    """[] for None; on matrices (heads None) one number, else `heads`."""
-    if values is None:
-        return []
-    if heads is None:
-        return [float(values)]
-    entries = np.asarray(values, dtype=np.float64)
+def _lengths_field(name, value, n, batch, heads):
+    shapes = [(n,)] if batch is None else [(batch,), (batch, n)]
+    if np.shape(value) not in shapes:
+        raise ValueError(f"{name}: shape {np.shape(value)}, "
+                         f"expected {' or '.join(map(str, shapes))}")
+    return _lengths(value, name), batch is None or np.ndim(value) == 2
+
+
+def _booleans_field(name, value, n, batch, heads):
+    value = as_input(name, value)
+    return value.view(np.uint8) if value.dtype == np.bool_ else value
+
+
+def _head_number_field(name, value, n, batch, heads):
+    if batch is None:
+        return float(value)
+    entries = np.asarray(value, dtype=np.float64)
     if entries.shape != (heads,):
         raise ValueError(f"{name}: shape {entries.shape}, expected ({heads},): "
                          "one entry per query head")
     return entries.tolist()
 
 
-def masks(n: int, valid_lengths=None, causal: bool = False,
-          causal_offset: int = 0, window=None, bias=None, visible=None,
-          batch: Optional[int] = None, softcap: Optional[float] = None,
-          alibi=None, sinks=None, heads: Optional[int] = None) -> tuple:
-    """The masks as the core takes them: (valid_lengths, lengths_per_query,
-    causal, causal_offset, window_left, window_right, bias, visible,
-    softcap, alibi slopes, sinks). On matrices (batch None) the valid
-    lengths are n, one per query, and `alibi` and `sinks` one number each;
-    on (B, heads, n, m) tensors, B (one per batch entry) or (B, n) (one per
-    query), and `heads` entries each. `window`: None or (left, right), a
-    side None for unbounded. A boolean `visible` is viewed as uint8, without
-    a copy."""
-    if window is None:
-        window = (None, None)
-    if not isinstance(window, (tuple, list)) or len(window) != 2:
-        raise ValueError(f"window: must be (left, right), not {window!r}")
-    left, right = _window_side(window[0]), _window_side(window[1])
-    per_query = batch is None or np.ndim(valid_lengths) == 2
-    if valid_lengths is not None:
-        shapes = [(n,)] if batch is None else [(batch,), (batch, n)]
-        if np.shape(valid_lengths) not in shapes:
-            raise ValueError(f"valid_lengths: shape {np.shape(valid_lengths)}, "
-                             f"expected {' or '.join(map(str, shapes))}")
-    lengths = None if valid_lengths is None else _lengths(valid_lengths)
-    if visible is not None:
-        visible = as_input("visible", visible)
-        if visible.dtype == np.bool_:
-            visible = visible.view(np.uint8)
-    return (lengths, per_query, bool(causal),
-            integer("causal_offset", causal_offset, -2**63, 2**63 - 1), left, right,
-            optional_input("bias", bias), visible,
-            None if softcap is None else float(softcap),
-            _per_head("alibi_slopes" if batch is not None else "alibi_slope", alibi,
-                      None if batch is None else heads),
-            _per_head("sinks" if batch is not None else "sink", sinks,
-                      None if batch is None else heads))
+# A field's value as the core takes it, by its kind.
+_MASK_VALUE = {
+    "lengths": _lengths_field,
+    "flag": lambda name, value, *_: bool(value),
+    "position": lambda name, value, *_: integer(name, value, -2**63, 2**63 - 1),
+    "count": lambda name, value, *_: integer(name, value, 0, 2**64 - 1),
+    "matrix": lambda name, value, *_: as_input(name, value),
+    "booleans": _booleans_field,
+    "number": lambda name, value, *_: float(value),
+    "head_number": _head_number_field,
+}
+
+
+def mask_arguments(function: str, mask: dict, n: int,
+                   batch: Optional[int] = None, heads: Optional[int] = None,
+                   per_sequence: bool = False) -> dict:
+    """The mask keywords of a call (`mask`, a field's value None for
+    absent) as the core takes them: on matrices (batch None) by the fields'
+    names, valid lengths n (one per query) and a number per head_number
+    field; on (B, heads, n, m) tensors by their heads names, valid lengths B
+    (one per batch entry) or (B, n) (one per query) and `heads` entries per
+    head_number field. `per_sequence`: the layers over packed sequences and
+    paged caches, which take no lengths nor n×m arrays. An unknown keyword
+    is a TypeError naming `function`."""
+    layers = batch is not None
+    known = {}
+    for name, heads_name, kind, _, _ in MASK_FIELDS:
+        if not (per_sequence and kind in PER_CALL_KINDS):
+            known[heads_name if layers else name] = kind
+    converted = {}
+    for name, value in mask.items():
+        if name not in known:
+            raise TypeError(f"{function}() got an unexpected keyword argument "
+                            f"{name!r}")
+        if value is not None:
+            converted[name] = _MASK_VALUE[known[name]](name, value, n, batch, heads)
+    return converted
+
+
+def takes_mask(layers: bool = False, per_sequence: bool = False):
+    """Gives a function taking the mask keywords (``**mask``) their
+    signature and documentation, from the library's list: one keyword-only
+    parameter per field (default None: absent), and a line of help each."""
+    def decorate(function):
+        signature = inspect.signature(function)
+        parameters = [p for p in signature.parameters.values()
+                      if p.kind != inspect.Parameter.VAR_KEYWORD]
+        lines = []
+        for name, heads_name, kind, _, help in MASK_FIELDS:
+            if per_sequence and kind in PER_CALL_KINDS:
+                continue
+            keyword = heads_name if layers else name
+            parameters.append(inspect.Parameter(
+                keyword, inspect.Parameter.KEYWORD_ONLY, default=None))
+            lines.append(f"    ``{keyword}``: {help}.")
+        function.__signature__ = signature.replace(parameters=parameters)
+        function.__doc__ = ((function.__doc__ or "").rstrip() +
+                            "\n\n    Mask keywords (attnpool/mask_fields.h):\n\n" +
+                            "\n".join(lines) + "\n")
+        return function
+    return decorate
 
 
 def shape_of(name: str, array, ndim: int) -> tuple:

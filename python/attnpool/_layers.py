@@ -8,8 +8,8 @@ import numpy as np
 
 from . import _core
 from ._elements import element, float32_queries, is_narrow
-from ._checks import (as_input, float_dtype, masks, offsets, optional_input,
-                      output, shape_of, threads_of)
+from ._checks import (as_input, float_dtype, mask_arguments, offsets,
+                      optional_input, output, shape_of, takes_mask, threads_of)
 
 
 def _tensors(queries, keys, values):
@@ -17,31 +17,25 @@ def _tensors(queries, keys, values):
     return queries, keys, values, float_dtype("queries", queries)
 
 
-def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
-                                 causal: bool = False, causal_offset: int = 0,
-                                 window=None, bias=None, visible=None,
-                                 softcap: Optional[float] = None,
-                                 alibi_slopes=None, sinks=None,
+@takes_mask(layers=True)
+def scaled_dot_product_attention(queries, keys, values, *,
                                  scale: Optional[float] = None,
                                  empty_rows: str = "nan",
                                  out: Optional[np.ndarray] = None,
-                                 threads: Optional[int] = None) -> np.ndarray:
+                                 threads: Optional[int] = None,
+                                 **mask) -> np.ndarray:
     """softmax(scale · Q Kᵀ + bias, masked) · V per (batch, head).
 
     queries (B, Hq, n, d), keys (B, Hkv, m, d), values (B, Hkv, m, dv) →
     (B, Hq, n, dv); Hkv divides Hq (grouped-query attention: query head h
-    reads key/value head h // (Hq / Hkv)). ``scale`` None: 1/√d.
-    ``valid_lengths``: B entries (one per batch entry) or (B, n) (one per
-    query). Query i sits at key position p = i + ``causal_offset``:
-    ``causal``: key j visible iff j ≤ p; ``window=(left, right)``: a
-    sliding window, p − left ≤ j ≤ p + right (a side None unbounded; key
-    blocks outside every window are skipped). ``bias`` and ``visible``: (B
-    or 1, Hq or 1, n, m), broadcast like NumPy. ``softcap``: Gemma 2's
-    logit soft-capping, a logit a becomes softcap·tanh(a / softcap);
-    ``alibi_slopes`` (Hq,): ALiBi, head h adds slope[h]·(j − p) (the
-    standard slopes: :func:`alibi_slopes`); ``sinks`` (Hq,): attention
-    sinks, head h's logit joins its softmax's denominator with no value.
-    PyTorch CPU tensors are read without a copy.
+    reads key/value head h // (Hq / Hkv)). ``scale`` None: 1/√d. The mask
+    keywords below: ``valid_lengths`` B entries (one per batch entry) or
+    (B, n) (one per query); query i sits at key position p = i +
+    ``causal_offset``; ``bias`` and ``visible`` (B or 1, Hq or 1, n, m),
+    broadcast like NumPy; ``alibi_slopes`` and ``sinks`` (Hq,), one per
+    query head (the standard slopes: :func:`alibi_slopes`). Key blocks
+    outside every query's window are skipped. PyTorch CPU tensors are read
+    without a copy.
 
     Keys and values may be stored in reduced precision, as KV caches are
     (each its own, and the queries too): uint16 bfloat16 bit patterns,
@@ -49,47 +43,41 @@ def scaled_dot_product_attention(queries, keys, values, *, valid_lengths=None,
     the result is float32. Decoding reads them in place; bfloat16 queries
     and keys take the CPU's bf16 dot-product instruction where it has one.
     """
-    mask_arguments = (valid_lengths, causal, causal_offset, window, bias,
-                      visible, softcap, alibi_slopes, sinks)
     if is_narrow(queries) or is_narrow(keys) or is_narrow(values):
         queries = element("queries", queries)
         keys, values = element("keys", keys), element("values", values)
         return _sdpa(_core.scaled_dot_product_attention_elements, queries,
-                     (*keys, *values), np.float32, mask_arguments, scale,
+                     (*keys, *values), np.float32, mask, scale,
                      empty_rows, out, threads)
     queries, keys, values, dtype = _tensors(queries, keys, values)
     return _sdpa(_core.scaled_dot_product_attention, queries, (keys, values),
-                 dtype, mask_arguments, scale, empty_rows, out, threads)
+                 dtype, mask, scale, empty_rows, out, threads)
 
 
-def _sdpa(function, queries, keys_values: tuple, dtype, mask_arguments: tuple,
+def _sdpa(function, queries, keys_values: tuple, dtype, mask: dict,
           scale, empty_rows: str, out, threads) -> np.ndarray:
     """One SDPA call of the core: keys_values as `function` takes them, the
     values' array at index len // 2 (after the keys' arguments)."""
-    (valid_lengths, causal, causal_offset, window, bias, visible, softcap,
-     alibi_slopes, sinks) = mask_arguments
     query_arguments = queries if isinstance(queries, tuple) else (queries,)
     b, h, n, _ = shape_of("queries", query_arguments[0], 4)
     dv = shape_of("values", keys_values[len(keys_values) // 2], 4)[3]
     out = output("out", out, (b, h, n, dv), dtype)
     function(*query_arguments, *keys_values, out,
-             masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
-                   batch=b, softcap=softcap, alibi=alibi_slopes, sinks=sinks,
-                   heads=h),
+             mask_arguments("scaled_dot_product_attention", mask, n, batch=b,
+                            heads=h),
              None if scale is None else float(scale), empty_rows,
              threads_of(threads))
     return out
 
 
+@takes_mask(layers=True, per_sequence=True)
 def scaled_dot_product_attention_varlen(queries, keys, values, query_offsets,
-                                        key_offsets, *, causal: bool = False,
-                                        causal_offset: int = 0, window=None,
-                                        softcap: Optional[float] = None,
-                                        alibi_slopes=None, sinks=None,
+                                        key_offsets, *,
                                         scale: Optional[float] = None,
                                         empty_rows: str = "nan",
                                         out: Optional[np.ndarray] = None,
-                                        threads: Optional[int] = None) -> np.ndarray:
+                                        threads: Optional[int] = None,
+                                        **mask) -> np.ndarray:
     """Scaled dot-product attention of sequences of different lengths packed
     along the first axis (flash-attention's varlen; batched decode with one
     query each), all in one parallel call.
@@ -128,21 +116,20 @@ def scaled_dot_product_attention_varlen(queries, keys, values, query_offsets,
         queries.transpose(heads_first)[None], *keys_values,
         out.transpose(heads_first)[None],
         offsets("query_offsets", query_offsets), offsets("key_offsets", key_offsets),
-        masks(total, None, causal, causal_offset, window, batch=1, softcap=softcap,
-              alibi=alibi_slopes, sinks=sinks, heads=h),
+        mask_arguments("scaled_dot_product_attention_varlen", mask, total, batch=1,
+                       heads=h, per_sequence=True),
         None if scale is None else float(scale), empty_rows, threads_of(threads))
     return out
 
 
+@takes_mask(layers=True, per_sequence=True)
 def scaled_dot_product_attention_paged(queries, key_cache, value_cache, block_table,
-                                       lengths, query_offsets, *, causal: bool = False,
-                                       causal_offset: int = 0, window=None,
-                                       softcap: Optional[float] = None,
-                                       alibi_slopes=None, sinks=None,
+                                       lengths, query_offsets, *,
                                        scale: Optional[float] = None,
                                        empty_rows: str = "nan",
                                        out: Optional[np.ndarray] = None,
-                                       threads: Optional[int] = None) -> np.ndarray:
+                                       threads: Optional[int] = None,
+                                       **mask) -> np.ndarray:
     """Scaled dot-product attention over a paged KV cache (vLLM's layout),
     read in place: key_cache (blocks, block_size, Hkv, d) and value_cache
     (blocks, block_size, Hkv, dv) pools; ``block_table`` (count, max
@@ -190,8 +177,8 @@ def scaled_dot_product_attention_paged(queries, key_cache, value_cache, block_ta
         np.ascontiguousarray(table, dtype=np.int32),
         offsets("lengths", lengths), out.transpose(1, 0, 2)[None],
         offsets("query_offsets", query_offsets),
-        masks(total, None, causal, causal_offset, window, batch=1, softcap=softcap,
-              alibi=alibi_slopes, sinks=sinks, heads=h),
+        mask_arguments("scaled_dot_product_attention_paged", mask, total, batch=1,
+                       heads=h, per_sequence=True),
         None if scale is None else float(scale), empty_rows, threads_of(threads))
     return out
 
@@ -250,12 +237,12 @@ def additive_attention(queries, keys, values, w_q, w_k, w_v, *,
     return out
 
 
+@takes_mask(layers=True)
 def multi_head_attention(queries, keys, values, w_q, w_k, w_v, w_o, *,
                          heads: int, b_q=None, b_k=None, b_v=None, b_o=None,
-                         valid_lengths=None, causal: bool = False,
-                         causal_offset: int = 0, window=None, empty_rows: str = "nan",
+                         empty_rows: str = "nan",
                          out: Optional[np.ndarray] = None,
-                         threads: Optional[int] = None) -> np.ndarray:
+                         threads: Optional[int] = None, **mask) -> np.ndarray:
     """Multi-head attention: concat_h(attention(X_q W_q^h, X_k W_k^h,
     X_v W_v^h)) · W_o + b_o, each head scaled dot-product attention with
     scale 1/√dh.
@@ -279,6 +266,7 @@ def multi_head_attention(queries, keys, values, w_q, w_k, w_v, w_o, *,
         int(heads), as_input("w_q", w_q), as_input("w_k", w_k), as_input("w_v", w_v), w_o,
         optional_input("b_q", b_q), optional_input("b_k", b_k), optional_input("b_v", b_v),
         optional_input("b_o", b_o), queries[:, None], keys[:, None], values[:, None],
-        out[:, None], masks(n, valid_lengths, causal, causal_offset, window, batch=b),
+        out[:, None],
+        mask_arguments("multi_head_attention", mask, n, batch=b, heads=int(heads)),
         empty_rows, threads_of(threads))
     return out

@@ -8,8 +8,8 @@ from typing import Optional
 import numpy as np
 
 from . import _core
-from ._checks import (as_input, float_dtype, integer, masks, output, shape_of,
-                      threads_of)
+from ._checks import (as_input, float_dtype, integer, mask_arguments, output,
+                      shape_of, takes_mask, threads_of)
 from ._elements import element, float32_queries, is_narrow
 
 
@@ -29,26 +29,20 @@ def _inputs(queries, keys, values):
     return queries, keys, values, dtype, n, m, dv
 
 
+@takes_mask()
 def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
                    kernel: str = "gaussian", bandwidth: float = 1.0,
                    scale: Optional[float] = None, normalize: str = "sum",
-                   valid_lengths=None, causal: bool = False,
-                   causal_offset: int = 0, window=None, bias=None, visible=None,
-                   softcap: Optional[float] = None,
-                   alibi_slope: Optional[float] = None,
-                   sink: Optional[float] = None,
                    empty_rows: str = "nan", out: Optional[np.ndarray] = None,
                    threads: Optional[int] = None,
-                   return_weights: bool = False):
+                   return_weights: bool = False, **mask):
     """Attention pooling: out[i] = Σ_j w(q_i, k_j) · v_j.
 
     queries (n, d), keys (m, d), values (m, dv) → (n, dv). The weights are
     ``kernel`` (one of ``KERNELS``; ``bandwidth`` h, or ``scale`` for exp) of
     ``distance``, then ``normalize`` (sum: Nadaraya–Watson; softmax;
-    argmax; none) under the masks of :func:`normalize`. Scores may be
-    adjusted: ``softcap`` (a score s becomes softcap·tanh(s / softcap)),
-    ``alibi_slope`` (s + slope·(j − p)); ``sink``: a logit that joins a
-    softmax's denominator with no value. Runs the fused
+    argmax; none) under the mask keywords below (query i sits at key
+    position p = i + ``causal_offset``). Runs the fused
     kernel, which never forms the n×m weights; with ``return_weights`` the
     staged pipeline, returning ``(out, weights)``.
 
@@ -70,9 +64,7 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
         _core.attention_pool_elements(
             _spec(distance, kernel, bandwidth, scale, normalize, empty_rows),
             *queries, *keys, *values, out,
-            masks(n, valid_lengths, causal, causal_offset, window, bias,
-                  visible, softcap=softcap, alibi=alibi_slope, sinks=sink),
-            threads_of(threads))
+            mask_arguments("attention_pool", mask, n), threads_of(threads))
         return out
     queries, keys, values, dtype, n, m, dv = _inputs(queries, keys, values)
     out = output("out", out, (n, dv), dtype)
@@ -80,9 +72,7 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
     _core.attention_pool(
         _spec(distance, kernel, bandwidth, scale, normalize, empty_rows),
         queries, keys, values, out, weights,
-        masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
-              softcap=softcap, alibi=alibi_slope, sinks=sink),
-        threads_of(threads))
+        mask_arguments("attention_pool", mask, n), threads_of(threads))
     return (out, weights) if return_weights else out
 
 
@@ -114,15 +104,12 @@ class PoolState:
         return (self.accumulator, self.max, self.sum, self.best)
 
     @classmethod
+    @takes_mask()
     def partial(cls, queries, keys, values, *, key_offset: int = 0,
                 distance: str = "sqeuclidean", kernel: str = "gaussian",
                 bandwidth: float = 1.0, scale: Optional[float] = None,
-                normalize: str = "sum", valid_lengths=None,
-                causal: bool = False, causal_offset: int = 0, window=None, bias=None,
-                visible=None, softcap: Optional[float] = None,
-                alibi_slope: Optional[float] = None, sink: Optional[float] = None,
-                empty_rows: str = "nan",
-                threads: Optional[int] = None) -> "PoolState":
+                normalize: str = "sum", empty_rows: str = "nan",
+                threads: Optional[int] = None, **mask) -> "PoolState":
         """The state of keys [key_offset, key_offset + m) of the whole
         sequence: ``keys``, ``values``, ``bias`` and ``visible`` hold just
         this shard; ``valid_lengths`` and ``causal`` count keys from the
@@ -142,9 +129,7 @@ class PoolState:
         state = cls(spec, np.empty((n, dv), dtype), np.empty(n, dtype),
                     np.empty(n, dtype), np.zeros(n, np.uintp))
         core(spec, queries, *arrays, int(key_offset), state._arrays(),
-             masks(n, valid_lengths, causal, causal_offset, window, bias, visible,
-                   softcap=softcap, alibi=alibi_slope, sinks=sink),
-             threads_of(threads))
+             mask_arguments("partial", mask, n), threads_of(threads))
         return state
 
     def merge(self, later: "PoolState") -> "PoolState":

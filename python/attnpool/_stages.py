@@ -8,8 +8,8 @@ import numpy as np
 
 from . import _core
 from ._elements import element, float32_queries, is_narrow
-from ._checks import (as_input, float_dtype, masks, output, shape_of,
-                      threads_of, writable)
+from ._checks import (as_input, float_dtype, mask_arguments, output, shape_of,
+                      takes_mask, threads_of, writable)
 
 
 def pairwise_distances(queries, keys, distance: str = "sqeuclidean", *,
@@ -55,24 +55,21 @@ def apply_kernel(values: np.ndarray, kernel: str = "gaussian", *,
     return values
 
 
+@takes_mask()
 def normalize(values: np.ndarray, normalization: str = "softmax", *,
-              valid_lengths=None, causal: bool = False, causal_offset: int = 0,
-              window=None, bias=None, visible=None, empty_rows: str = "nan",
-              threads: Optional[int] = None) -> np.ndarray:
+              empty_rows: str = "nan", threads: Optional[int] = None,
+              **mask) -> np.ndarray:
     """Row normalization in place on ``values`` (n, m), returned.
 
-    ``normalization``: none, sum, softmax or argmax. Masks: ``valid_lengths``
-    (n integers: query i sees keys j < L[i]); query i sits at key position
-    p = i + ``causal_offset``: ``causal`` (j ≤ p), ``window=(left, right)``
-    (a sliding window: p − left ≤ j ≤ p + right, a side None unbounded);
-    ``bias`` (n, m) added to scores, ``visible`` (n, m) booleans. A row
-    that sees no key is NaN (``empty_rows="nan"``) or 0.
+    ``normalization``: none, sum, softmax or argmax, under the mask
+    keywords below (``valid_lengths``: n integers; ``bias`` and ``visible``:
+    (n, m)). A row that sees no key is NaN (``empty_rows="nan"``) or 0.
     """
     values = writable("values", values)
     n = shape_of("values", values, 2)[0]
     _core.normalize(normalization, values,
-                    masks(n, valid_lengths, causal, causal_offset, window, bias, visible),
-                    empty_rows, threads_of(threads))
+                    mask_arguments("normalize", mask, n), empty_rows,
+                    threads_of(threads))
     return values
 
 

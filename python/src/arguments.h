@@ -1,6 +1,6 @@
 // The arguments shared by the bindings: dtype dispatch, execution, the
-// library's enums by name, the pooling spec and the masks (passed as
-// tuples: the casters of std::optional and std::tuple are included here).
+// library's enums by name, the pooling spec and the masks (the casters of
+// std::optional, std::tuple and std::vector are included here).
 #pragma once
 
 #include <attnpool/attnpool.h>
@@ -10,6 +10,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -78,82 +79,102 @@ inline attnpool::PoolSpec PoolSpecOf(const SpecArguments& arguments) {
 }
 
 template <class Array>
-void RequireVisibleDtype(const Array& visible) {
+void RequireVisibleDtype(const char* name, const Array& visible) {
   if (visible.dtype() != nb::dtype<uint8_t>()) {
-    ThrowType("visible", "dtype " + DtypeName(visible.dtype()) +
-                             " is not supported (bool or uint8)");
+    ThrowType(name, "dtype " + DtypeName(visible.dtype()) +
+                        " is not supported (bool or uint8)");
   }
 }
 
-// The masks of a call as the package passes them: (valid_lengths,
-// lengths_per_query, causal, causal_offset, window_left, window_right,
-// bias, visible, softcap, alibi slopes, sinks); the slopes and sinks are
-// empty (none), one value (Rank 2) or one per query head (Rank 4, checked
-// by the package: the library reads that many).
-using MaskTuple =
-    std::tuple<std::optional<Lengths>, bool, bool, std::ptrdiff_t,
-               std::optional<size_t>, std::optional<size_t>,
-               std::optional<InArray>, std::optional<InArray>,
-               std::optional<double>, std::vector<double>, std::vector<double>>;
+// The masks of a call as the package passes them: a dict of the fields
+// given, keyed by their names in the list (mask_fields.h: `name` on
+// matrices, Rank 2; `heads_name` on (batch, heads, n, m) tensors, Rank 4),
+// each converted by its kind (_checks.mask_arguments): lengths an (array of
+// uintp, per_query) pair, flag a bool, position and count ints, matrix and
+// booleans arrays (uint8 for booleans), number a float, head_number a float
+// (Rank 2) or a list of one per query head (Rank 4, checked by the
+// package: the library reads that many).
+using MaskKeywords = nb::dict;
 
-// The masks of a call (Rank 2: on matrices, a Mask; Rank 4: on (batch,
-// heads, n, m) tensors, an AttentionMask), checked; the arrays outlive the
-// call (copies of inputs whose rows were not contiguous).
+// The mask of a call (Rank 2: on matrices, a Mask; Rank 4: on (batch,
+// heads, n, m) tensors, an AttentionMask), its arrays checked and kept
+// alive (copies of inputs whose rows were not contiguous).
 template <typename T, size_t Rank>
 class MaskArguments {
  public:
-  MaskArguments(const MaskTuple& masks, const char* first_name) {
-    const auto& [lengths, per_query, causal, offset, left, right, bias, visible,
-                 softcap, alibi_slopes, sinks] = masks;
-    if (lengths) lengths_ = lengths->data();
-    lengths_per_query_ = per_query;
-    causal_ = causal;
-    causal_offset_ = offset;
-    window_left_ = left;
-    window_right_ = right;
-    if (bias) bias_.emplace("bias", *bias, first_name);
-    if (visible) {
-      RequireVisibleDtype(*visible);
-      visible_.emplace("visible", *visible);
-    }
-    if (softcap) softcap_ = T(*softcap);
-    alibi_slopes_.assign(alibi_slopes.begin(), alibi_slopes.end());
-    sinks_.assign(sinks.begin(), sinks.end());
+  using MaskT = std::conditional_t<Rank == 2, attnpool::Mask<T>,
+                                   attnpool::AttentionMask<T>>;
+
+  MaskArguments() = default;
+  MaskArguments(const MaskKeywords& keywords, const char* first_name) {
+    attnpool::VisitMask(mask_, [&](auto field, auto& member) {
+      const char* key = Rank == 2 ? field.name : field.heads_name;
+      if (keywords.contains(key)) {
+        Set(key, nb::handle(keywords[key]), member, first_name);
+      }
+    });
   }
 
-  // Rank 2: the Mask; Rank 4: the AttentionMask.
-  auto mask() const {
-    std::conditional_t<Rank == 2, attnpool::Mask<T>, attnpool::AttentionMask<T>>
-        mask;
-    mask.valid_lengths = lengths_;
-    if constexpr (Rank == 4) mask.lengths_per_query = lengths_per_query_;
-    mask.causal = causal_;
-    mask.causal_offset = causal_offset_;
-    mask.window_left = window_left_;
-    mask.window_right = window_right_;
-    if (bias_) mask.bias = bias_->view();
-    if (visible_) mask.visible = visible_->view();
-    mask.softcap = softcap_;
-    if constexpr (Rank == 2) {
-      if (!alibi_slopes_.empty()) mask.alibi_slope = alibi_slopes_[0];
-      if (!sinks_.empty()) mask.sink = sinks_[0];
-    } else {
-      if (!alibi_slopes_.empty()) mask.alibi_slopes = alibi_slopes_.data();
-      if (!sinks_.empty()) mask.sinks = sinks_.data();
-    }
-    return mask;
-  }
+  const MaskT& mask() const { return mask_; }
 
  private:
-  const size_t* lengths_ = nullptr;
-  bool lengths_per_query_ = false;
-  bool causal_ = false;
-  std::ptrdiff_t causal_offset_ = 0;
-  std::optional<size_t> window_left_, window_right_;
-  std::optional<Input<T, Rank>> bias_;
-  std::optional<Input<uint8_t, Rank>> visible_;
-  std::optional<T> softcap_;
-  std::vector<T> alibi_slopes_, sinks_;
+  // One field from its converted value, by the member's type.
+  void Set(const char*, nb::handle value, const size_t*& member,
+           const char*) {
+    const auto [lengths, per_query] =
+        nb::cast<std::tuple<Lengths, bool>>(value);
+    keep_.push_back(std::make_shared<Lengths>(lengths));
+    member = lengths.data();
+    if constexpr (Rank == 4) mask_.lengths_per_query = per_query;
+  }
+  void Set(const char*, nb::handle value, bool& member, const char*) {
+    member = nb::cast<bool>(value);
+  }
+  void Set(const char*, nb::handle value, std::ptrdiff_t& member,
+           const char*) {
+    member = nb::cast<std::ptrdiff_t>(value);
+  }
+  void Set(const char*, nb::handle value, std::optional<size_t>& member,
+           const char*) {
+    member = nb::cast<size_t>(value);
+  }
+  void Set(const char*, nb::handle value, std::optional<T>& member,
+           const char*) {
+    member = T(nb::cast<double>(value));
+  }
+  void Set(const char*, nb::handle value, const T*& member, const char*) {
+    const auto values = nb::cast<std::vector<double>>(value);
+    auto held = std::make_shared<std::vector<T>>(values.begin(), values.end());
+    keep_.push_back(held);
+    member = held->data();
+  }
+  template <typename U, class View>
+  void SetArray(const char* key, nb::handle value, View& member,
+                const char* first_name) {
+    const auto array = nb::cast<InArray>(value);
+    std::shared_ptr<Input<U, Rank>> input;
+    if constexpr (std::is_same<U, uint8_t>::value) {
+      RequireVisibleDtype(key, array);
+      input = std::make_shared<Input<U, Rank>>(key, array);
+    } else {
+      input = std::make_shared<Input<U, Rank>>(key, array, first_name);
+    }
+    keep_.push_back(input);
+    member = input->view();
+  }
+  template <typename U>
+  void Set(const char* key, nb::handle value,
+           attnpool::MatrixView<const U>& member, const char* first_name) {
+    SetArray<U>(key, value, member, first_name);
+  }
+  template <typename U>
+  void Set(const char* key, nb::handle value,
+           attnpool::TensorView<const U>& member, const char* first_name) {
+    SetArray<U>(key, value, member, first_name);
+  }
+
+  MaskT mask_;
+  std::vector<std::shared_ptr<const void>> keep_;
 };
 
 // The module's parts, one per file.

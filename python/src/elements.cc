@@ -23,7 +23,7 @@ void AttentionPoolElements(const SpecArguments& spec, const InArray& queries,
                            const std::optional<InArray>& key_scales,
                            const InArray& values, const std::string& value_type,
                            const std::optional<InArray>& value_scales,
-                           const OutArray& out, const MaskTuple& mask_arguments,
+                           const OutArray& out, const MaskKeywords& mask_arguments,
                            int threads) {
   const ElementArray<2> q("queries", queries, query_type, query_scales);
   const ElementArray<2> k("keys", keys, key_type, key_scales);
@@ -46,7 +46,7 @@ void ScaledDotProductAttentionElements(
     const std::string& key_type, const std::optional<InArray>& key_scales,
     const InArray& values, const std::string& value_type,
     const std::optional<InArray>& value_scales, const OutArray& out,
-    const MaskTuple& mask_arguments, std::optional<double> scale,
+    const MaskKeywords& mask_arguments, std::optional<double> scale,
     const std::string& empty_rows, int threads) {
   const ElementArray<4> q("queries", queries, query_type, query_scales);
   const ElementArray<4> k("keys", keys, key_type, key_scales);
@@ -98,7 +98,7 @@ void ScaledDotProductAttentionVarlenElements(
     const std::optional<InArray>& key_scales, const InArray& values,
     const std::string& value_type, const std::optional<InArray>& value_scales,
     const OutArray& out, const Lengths& query_offsets,
-    const Lengths& key_offsets, const MaskTuple& mask_arguments,
+    const Lengths& key_offsets, const MaskKeywords& mask_arguments,
     std::optional<double> scale, const std::string& empty_rows, int threads) {
   const attnpool::PackedSequences sequences =
       PackedSequencesOf(query_offsets, key_offsets);
@@ -122,7 +122,7 @@ void ScaledDotProductAttentionPagedElements(
     const InArray& value_cache, const std::string& value_type,
     const std::optional<InArray>& value_scales, const BlockTable& block_table,
     const Lengths& lengths, const OutArray& out, const Lengths& query_offsets,
-    const MaskTuple& mask_arguments, std::optional<double> scale,
+    const MaskKeywords& mask_arguments, std::optional<double> scale,
     const std::string& empty_rows, int threads) {
   const size_t count = PagedCount(block_table, lengths, query_offsets);
   const ElementLayer t(queries, "key_cache", key_cache, key_type, key_scales,

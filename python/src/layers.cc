@@ -31,7 +31,7 @@ struct LayerTensors {
 
 void ScaledDotProductAttention(const InArray& queries, const InArray& keys,
                                const InArray& values, const OutArray& out,
-                               const MaskTuple& mask_arguments,
+                               const MaskKeywords& mask_arguments,
                                std::optional<double> scale,
                                const std::string& empty_rows, int threads) {
   WithDtype("queries", queries, [&](auto zero) {
@@ -52,7 +52,7 @@ void ScaledDotProductAttention(const InArray& queries, const InArray& keys,
 void ScaledDotProductAttentionVarlen(
     const InArray& queries, const InArray& keys, const InArray& values,
     const OutArray& out, const Lengths& query_offsets,
-    const Lengths& key_offsets, const MaskTuple& mask_arguments,
+    const Lengths& key_offsets, const MaskKeywords& mask_arguments,
     std::optional<double> scale, const std::string& empty_rows, int threads) {
   const attnpool::PackedSequences sequences =
       PackedSequencesOf(query_offsets, key_offsets);
@@ -75,7 +75,7 @@ void ScaledDotProductAttentionPaged(
     const InArray& queries, const InArray& key_cache,
     const InArray& value_cache, const BlockTable& block_table,
     const Lengths& lengths, const OutArray& out, const Lengths& query_offsets,
-    const MaskTuple& mask_arguments, std::optional<double> scale,
+    const MaskKeywords& mask_arguments, std::optional<double> scale,
     const std::string& empty_rows, int threads) {
   const size_t count = PagedCount(block_table, lengths, query_offsets);
   WithDtype("queries", queries, [&](auto zero) {
@@ -141,7 +141,7 @@ void MultiHeadAttention(size_t heads, const InArray& w_q, const InArray& w_k,
                         const std::optional<InArray>& b_o,
                         const InArray& queries, const InArray& keys,
                         const InArray& values, const OutArray& out,
-                        const MaskTuple& mask_arguments,
+                        const MaskKeywords& mask_arguments,
                         const std::string& empty_rows, int threads) {
   WithDtype("queries", queries, [&](auto zero) {
     using T = decltype(zero);

@@ -10,10 +10,13 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "python/src/arguments.h"
 
@@ -26,6 +29,23 @@ std::vector<std::string> NamesOf(const Entry (&table)[Count]) {
   std::vector<std::string> names;
   for (const Entry& entry : table) names.push_back(entry.name);
   return names;
+}
+
+// The mask fields (mask_fields.h), each (name, heads_name, kind, needs,
+// help): the package's mask keywords are generated from them.
+std::vector<std::tuple<std::string, std::string, std::string, std::string,
+                       std::string>>
+MaskFields() {
+  static const char* const needs[] = {"any", "scores", "softmax"};
+  std::vector<std::tuple<std::string, std::string, std::string, std::string,
+                         std::string>>
+      fields;
+#define ATTNPOOL_PYTHON_FIELD(name, heads_name, kind, needs_, check, help) \
+  fields.emplace_back(#name, #heads_name, #kind,                           \
+                      needs[int(attnpool::MaskNeeds::needs_)], help);
+  ATTNPOOL_MASK_FIELDS(ATTNPOOL_PYTHON_FIELD)
+#undef ATTNPOOL_PYTHON_FIELD
+  return fields;
 }
 
 }  // namespace
@@ -67,4 +87,5 @@ NB_MODULE(_core, m) {
   m.def("distance_names", [] { return NamesOf(attnpool::kDistances); });
   m.def("normalization_names",
         [] { return NamesOf(attnpool::kNormalizations); });
+  m.def("mask_fields", &MaskFields);
 }

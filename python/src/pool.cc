@@ -14,7 +14,7 @@ namespace {
 template <typename T>
 struct PoolInputs {
   PoolInputs(const InArray& queries, const InArray& keys, const InArray& values,
-             const MaskTuple& mask_arguments)
+             const MaskKeywords& mask_arguments)
       : q("queries", queries, "queries"),
         k("keys", keys, "queries"),
         v("values", values, "queries"),
@@ -27,7 +27,7 @@ struct PoolInputs {
 void AttentionPool(const SpecArguments& spec, const InArray& queries,
                    const InArray& keys, const InArray& values,
                    const OutArray& out, const std::optional<OutArray>& weights,
-                   const MaskTuple& masks, int threads) {
+                   const MaskKeywords& masks, int threads) {
   WithDtype("queries", queries, [&](auto zero) {
     using T = decltype(zero);
     const PoolInputs<T> in(queries, keys, values, masks);
@@ -128,7 +128,7 @@ class Partial {
 
 void PoolPartial(const SpecArguments& spec, const InArray& queries,
                  const InArray& keys, const InArray& values, size_t key_offset,
-                 const StateArrays& state, const MaskTuple& masks,
+                 const StateArrays& state, const MaskKeywords& masks,
                  int threads) {
   WithDtype("queries", queries, [&](auto zero) {
     using T = decltype(zero);
@@ -151,7 +151,7 @@ void PoolPartialElements(const SpecArguments& spec, const InArray& queries,
                          const InArray& values, const std::string& value_type,
                          const std::optional<InArray>& value_scales,
                          size_t key_offset, const StateArrays& state,
-                         const MaskTuple& mask_arguments, int threads) {
+                         const MaskKeywords& mask_arguments, int threads) {
   RequireFloat32("queries", queries);
   const Input<float, 2> q("queries", queries);
   const ElementArray<2> k("keys", keys, key_type, key_scales);

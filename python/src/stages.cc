@@ -45,7 +45,7 @@ void ApplyKernel(const std::string& kernel, double bandwidth,
 }
 
 void Normalize(const std::string& normalization, const OutArray& values,
-               const MaskTuple& mask_arguments, const std::string& empty_rows,
+               const MaskKeywords& mask_arguments, const std::string& empty_rows,
                int threads) {
   WithDtype("values", values, [&](auto zero) {
     using T = decltype(zero);

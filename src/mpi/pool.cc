@@ -12,13 +12,13 @@
 #include <utility>
 #include <vector>
 
-#include "arch/visible_limit.h"
+#include "core/visible_run.h"
 #include "src/mpi/agreement.h"
 #include "src/mpi/pool_reduce.h"
 #include "src/mpi/ring.h"
 #include "src/mpi/spec_agreement.h"
 #include "src/mpi/state_wire.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace mpi {
@@ -98,16 +98,18 @@ void Ring(MPI_Comm caller, const PoolSpec& spec, ConstMatrixView<T> queries,
   const detail::ShardLayout layout = detail::GatherShardLayout(comm, keys.rows);
   OwnedState<T> low, high, part;  // (allocated collectively)
   Collectively(comm, [&] {
-    if (detail::Given(mask.bias)) {
-      throw Error("mask.bias",
-                  "is not taken by ring_attention_pool (it would be n×m per "
-                  "shard); use attention_pool");
-    }
-    if (detail::Given(mask.visible)) {
-      throw Error("mask.visible",
-                  "is not taken by ring_attention_pool (it would be n×m per "
-                  "shard); use attention_pool");
-    }
+    // (The ring passes keys, not an n×m matrix per shard.)
+    VisitMask(mask, [](auto field, const auto& member) {
+      using Kind = typename decltype(field)::Kind;
+      if constexpr (std::is_same<Kind, mask_kind::matrix>::value ||
+                    std::is_same<Kind, mask_kind::booleans>::value) {
+        if (attnpool::detail::Given(member)) {
+          throw Error(field.argument,
+                      "is not taken by ring_attention_pool (it would be n×m "
+                      "per shard); use attention_pool");
+        }
+      }
+    });
     CheckOut(out, queries.rows, columns);
     if (mask.valid_lengths != nullptr) {
       const size_t total = layout.offset.back();  // (size + 1 entries)

@@ -12,7 +12,7 @@
 #include "src/mpi/spec_agreement.h"
 #include "src/mpi/state_wire.h"
 #include "src/regression_checks.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace mpi {

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "src/mpi/agreement.h"
-#include "src/validate.h"
+#include "core/validate.h"
 
 namespace attnpool {
 namespace mpi {

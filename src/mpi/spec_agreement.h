@@ -10,6 +10,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/mask.h"
 #include "src/mpi/agreement.h"
 
 namespace attnpool {
@@ -29,13 +30,6 @@ void AddOptional(SameEverywhere& same, const char* argument,
   }
 }
 
-// A matrix is given when it has data or a shape: an empty shard's n×0
-// bias may have null data.
-template <typename U>
-bool Given(const MatrixView<U>& view) {
-  return view.data != nullptr || view.rows != 0 || view.cols != 0;
-}
-
 inline void AddSpec(SameEverywhere& same, const PoolSpec& spec) {
   same.add("spec.distance", static_cast<int64_t>(spec.distance))
       .add("spec.kernel.kernel", static_cast<int64_t>(spec.kernel.kernel))
@@ -46,19 +40,25 @@ inline void AddSpec(SameEverywhere& same, const PoolSpec& spec) {
 }
 
 // `rows`: the rank's queries (a rank without any has no valid lengths to
-// give).
+// give). Every field of the list (mask_fields.h): arrays by whether they
+// are given, values by their bits.
 template <typename T>
 void AddMask(SameEverywhere& same, const Mask<T>& mask, size_t rows) {
-  same.add_where(rows != 0, "mask.valid_lengths", mask.valid_lengths != nullptr)
-      .add("mask.causal", mask.causal)
-      .add("mask.causal_offset", mask.causal_offset)
-      .add("mask.bias", Given(mask.bias))
-      .add("mask.visible", Given(mask.visible))
-      .add_number("mask.alibi_slope", mask.alibi_slope);
-  AddOptional(same, "mask.window_left", mask.window_left);
-  AddOptional(same, "mask.window_right", mask.window_right);
-  AddOptional(same, "mask.softcap", mask.softcap);
-  AddOptional(same, "mask.sink", mask.sink);
+  VisitMask(mask, [&](auto field, const auto& member) {
+    using Kind = typename decltype(field)::Kind;
+    const char* name = field.argument;  // (a literal: kept by `same`)
+    if constexpr (std::is_same<Kind, mask_kind::lengths>::value) {
+      same.add_where(rows != 0, name, member != nullptr);
+    } else if constexpr (std::is_same<Kind, mask_kind::matrix>::value ||
+                         std::is_same<Kind, mask_kind::booleans>::value) {
+      same.add(name, attnpool::detail::Given(member));
+    } else if constexpr (std::is_same<Kind, mask_kind::flag>::value ||
+                         std::is_same<Kind, mask_kind::position>::value) {
+      same.add(name, static_cast<int64_t>(member));
+    } else {
+      AddOptional(same, name, member);
+    }
+  });
 }
 
 }  // namespace detail

@@ -173,7 +173,7 @@ std::string DecodedCall<T>::Describe(const Api<T>& api) const {
        << (args.mask.window_left ? int(*args.mask.window_left) : -1) << "/"
        << (args.mask.window_right ? int(*args.mask.window_right) : -1)
        << " softcap=" << (args.mask.softcap ? double(*args.mask.softcap) : 0.0)
-       << " alibi=" << double(args.mask.alibi_slope)
+       << " alibi=" << double(args.mask.alibi_slope.value_or(0))
        << " sink=" << (args.mask.sink ? double(*args.mask.sink) : -HUGE_VAL)
        << " visible=" << (args.mask.visible.data != nullptr)
        << " specials=" << bool(flags & 2)

@@ -82,6 +82,7 @@
 
 #include "tests/api_oracles.h"
 #include "tests/api_table.h"
+#include "tests/mask_oracle.h"
 
 namespace attnpool_test {
 namespace {
@@ -191,19 +192,10 @@ TensorView<U> PoolView(U* data, size_t blocks, size_t block_size, size_t heads,
 }
 
 // attention_pool's mask of query head h under a layer's mask `layer`
-// (without its valid lengths, bias and visibility).
+// (without its valid lengths; the bias and visibility of batch entry 0).
 template <typename T>
 attnpool::Mask<T> HeadMask(const AttentionMask<T>& layer, size_t h) {
-  attnpool::Mask<T> head_mask;
-  head_mask.causal = layer.causal;
-  head_mask.causal_offset = layer.causal_offset;
-  head_mask.window_left = layer.window_left;
-  head_mask.window_right = layer.window_right;
-  head_mask.softcap = layer.softcap;
-  if (layer.alibi_slopes != nullptr)
-    head_mask.alibi_slope = layer.alibi_slopes[h];
-  if (layer.sinks != nullptr) head_mask.sink = layer.sinks[h];
-  return head_mask;
+  return OracleHeadMask(layer, 0, h, 0, nullptr);
 }
 
 template <typename T>
@@ -572,16 +564,11 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
   // per query) and its slices of the bias and visibility.
   const auto dense_head_mask = [&](size_t b, size_t h,
                                    const std::vector<size_t>& entry_lengths) {
-    attnpool::Mask<T> head_mask = HeadMask(dense_mask, h);
+    attnpool::Mask<T> head_mask =
+        OracleHeadMask(dense_mask, b, h, most_n, nullptr);
     head_mask.valid_lengths = dense_mask.lengths_per_query
                                   ? dense_lengths.data() + b * most_n
                                   : entry_lengths.data();
-    const auto slice = [&](const auto& tensor) {
-      return tensor.matrix(tensor.batch == 1 ? 0 : b,
-                           tensor.heads == 1 ? 0 : h);
-    };
-    if (!bias.empty()) head_mask.bias = slice(dense_mask.bias);
-    if (!visible.empty()) head_mask.visible = slice(dense_mask.visible);
     return head_mask;
   };
   // The additive reference per (batch entry, head): the same on every

@@ -169,7 +169,7 @@ struct Problem {
     if (c.valid_lengths) mask.valid_lengths = lengths.data();
     if (c.sink) mask.sink = T(*c.sink);
     mask.window_left = c.window;
-    mask.alibi_slope = T(c.alibi);
+    if (c.alibi != 0) mask.alibi_slope = T(c.alibi);
     return mask;
   }
   ConstMatrixView<T> Queries() const { return {queries.data(), n, d}; }

@@ -48,14 +48,14 @@ def test_sdpa_sliding_window(target, dtype):
     # Mistral-style: each of the last n tokens sees the 64 keys up to itself.
     offset = m - n
     got = attnpool.scaled_dot_product_attention(q, k, v, causal=True, causal_offset=offset,
-                                                window=(63, None))
+                                                window_left=63)
     position = np.arange(n)[:, None] + offset
     shown = (np.arange(m)[None, :] <= position) & (np.arange(m)[None, :] >= position - 63)
     want = numpy_sdpa(q, k, v, 1 / np.sqrt(d), np.broadcast_to(shown, (b, n, m)),
                       np.zeros((1, 1, n, m)))
     close(got, want, dtype, scale=10)
-    with pytest.raises(ValueError, match="window"):
-        attnpool.scaled_dot_product_attention(q, k, v, window=(-1, None))
+    with pytest.raises(ValueError, match="window_left"):
+        attnpool.scaled_dot_product_attention(q, k, v, window_left=-1)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -112,7 +112,7 @@ def test_sdpa_varlen(target, dtype):
     v = rng.standard_normal((key_offsets[-1], 2, 5)).astype(dtype)
     sinks = np.array([0.0, 1.0, -1.0, 0.5])
     got = attnpool.scaled_dot_product_attention_varlen(
-        q, k, v, query_offsets, key_offsets, causal=True, window=(6, None), sinks=sinks)
+        q, k, v, query_offsets, key_offsets, causal=True, window_left=6, sinks=sinks)
     assert got.shape == (query_offsets[-1], 4, 5)
     for b, (n, m) in enumerate(lengths):
         qs = slice(query_offsets[b], query_offsets[b + 1])
@@ -120,7 +120,7 @@ def test_sdpa_varlen(target, dtype):
         alone = attnpool.scaled_dot_product_attention(
             q[qs].transpose(1, 0, 2)[None], k[ks].transpose(1, 0, 2)[None],
             v[ks].transpose(1, 0, 2)[None], causal=True, causal_offset=m - n,
-            window=(6, None), sinks=sinks)
+            window_left=6, sinks=sinks)
         np.testing.assert_array_equal(got[qs], alone[0].transpose(1, 0, 2))
     with pytest.raises(ValueError, match="key_offsets"):
         attnpool.scaled_dot_product_attention_varlen(q, k, v, query_offsets, key_offsets[:-1])

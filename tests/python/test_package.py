@@ -79,7 +79,7 @@ def test_normalize_softmax_with_masks(target, dtype):
     assert np.array_equal(np.isnan(got), np.isnan(want))
     close(np.nan_to_num(got), np.nan_to_num(want), dtype)
     banded = attnpool.normalize(scores.astype(dtype), "softmax", causal_offset=2,
-                                window=(3, 1))
+                                window_left=3, window_right=1)
     position = np.arange(n)[:, None] + 2
     band = (np.arange(m)[None, :] >= position - 3) & (np.arange(m)[None, :] <= position + 1)
     close(banded, numpy_softmax(scores.astype(dtype), band), dtype)
@@ -294,7 +294,7 @@ def test_out_is_written_in_place():
                                      causal=True, causal_offset=1.5),
      TypeError, "causal_offset"),
     (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
-                                     window=(np.inf, 0)), TypeError, "window"),
+                                     window_left=np.inf), TypeError, "window_left"),
     (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
                                      threads=2**40), ValueError, "threads"),
     (lambda: attnpool.PoolState.partial(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),

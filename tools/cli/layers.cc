@@ -6,12 +6,12 @@
 #include <optional>
 #include <string>
 #include <type_traits>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "tools/cli/arrays.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/mask_options.h"
 #include "tools/cli/options.h"
 #include "tools/cli/run.h"
 
@@ -33,24 +33,10 @@ std::vector<OptionInfo> LayerRunOptions() {
 // The masks of the attention layers and --empty-rows, after the layer's
 // own options.
 std::vector<OptionInfo> LayerMaskOptions() {
-  std::vector<OptionInfo> options = MaskOptions(
-      {"integers, each <= m: one per batch entry, shape (B,), or one per "
-       "query, shape (B, n); with 2-D inputs one per query, shape (n,)",
-       "added to the scores: shape (n, m), or (B or 1, H or 1, n, m) (a 1 is "
-       "broadcast), the dtype of the inputs",
-       "bool or uint8, shaped as --bias: 0 hides key j from query i"});
+  std::vector<OptionInfo> options = MaskOptions(MaskShape::layers);
   options.push_back({"--alibi", nullptr,
-                     "ALiBi with the standard slopes of the H query heads"});
-  options.push_back({"--alibi-slopes",
-                     "A.npy",
-                     "ALiBi: head h adds A[h] * (j - i - causal offset) to "
-                     "each score; shape (H,)",
-                     {"mask.alibi_slopes"}});
-  options.push_back({"--sinks",
-                     "S.npy",
-                     "attention sinks: head h's logit S[h] joins its "
-                     "softmax's denominator, with no value; shape (H,)",
-                     {"mask.sinks"}});
+                     "ALiBi with the standard slopes of the H query heads "
+                     "(attnpool.alibi_slopes)"});
   options.push_back(EmptyRowsOption(
       "output of a query that sees no key: NaN (default) or 0"));
   return options;
@@ -166,155 +152,26 @@ void RequireSameRank(const InputTensor& reference, const InputTensor& other) {
   }
 }
 
-// The masks of a layer call over `batch` entries, `heads` query heads, n
-// queries and m keys, as arrays read from their files.
-struct LayerMask {
-  // Per-head values in either element type.
-  struct HeadValues {
-    std::vector<float> floats;
-    std::vector<double> doubles;
-    void Assign(const std::vector<double>& values) {
-      doubles = values;
-      floats.assign(values.begin(), values.end());
-    }
-    template <typename T>
-    const T* data() const {
-      if (doubles.empty()) return nullptr;
-      if constexpr (std::is_same_v<T, float>) {
-        return floats.data();
-      } else {
-        return doubles.data();
-      }
-    }
-  };
-  std::vector<size_t> lengths;
-  bool has_lengths = false, lengths_per_query = false;
-  KeyPositions positions;
-  std::optional<double> softcap;
-  HeadValues alibi_slopes, sinks;
-  std::optional<NpyArray> bias, visible;
-  size_t bias_batch = 1, bias_heads = 1, visible_batch = 1, visible_heads = 1;
-  size_t n = 0, m = 0;
-
-  template <typename T>
-  attnpool::AttentionMask<T> Get() const {
-    attnpool::AttentionMask<T> mask;
-    if (has_lengths) mask.valid_lengths = lengths.data();
-    mask.lengths_per_query = lengths_per_query;
-    positions.Apply(mask);
-    if (softcap) mask.softcap = T(*softcap);
-    mask.alibi_slopes = alibi_slopes.data<T>();
-    mask.sinks = sinks.data<T>();
-    if (bias) {
-      mask.bias =
-          attnpool::dense_tensor(bias->data<T>(), bias_batch, bias_heads, n, m);
-    }
-    if (visible) {
-      mask.visible = attnpool::dense_tensor(visible->data<uint8_t>(),
-                                            visible_batch, visible_heads, n, m);
-    }
-    return mask;
-  }
-};
-
-// The (batch, heads) of a --bias or --visible array of shape (n, m) or
-// (B or 1, H or 1, n, m).
-void MaskExtents(const std::string& label, const std::vector<size_t>& shape,
-                 size_t batch, size_t heads, size_t n, size_t m,
-                 size_t* mask_batch, size_t* mask_heads) {
-  const bool matrix = shape.size() == 2 && shape[0] == n && shape[1] == m;
-  const bool tensor =
-      shape.size() == 4 && (shape[0] == 1 || shape[0] == batch) &&
-      (shape[1] == 1 || shape[1] == heads) && shape[2] == n && shape[3] == m;
-  if (!matrix && !tensor) {
-    const std::string nm = std::to_string(n) + ", " + std::to_string(m);
-    throw CliError{label + ": shape " + ShapeText(shape) + ", expected (" + nm +
-                   ") or (1 or " + std::to_string(batch) + ", 1 or " +
-                   std::to_string(heads) + ", " + nm +
-                   "): (batch, heads,) queries x keys"};
-  }
-  *mask_batch = tensor ? shape[0] : 1;
-  *mask_heads = tensor ? shape[1] : 1;
-}
-
-// The `heads` entries of a per-head array (shape (H,), float).
-std::vector<double> HeadEntries(const std::string& option,
-                                const std::string& path, size_t heads) {
-  const std::string label = option + " " + path;
-  const NpyArray array = Load(option, path);
-  RequireFloat(label, array);
-  RequireArrayShape(label, array, {heads}, "one entry per query head");
-  std::vector<double> entries(heads);
-  for (size_t h = 0; h < heads; ++h) {
-    entries[h] = array.type == attnpool_tools::NpyType::float32
-                     ? double(array.data<float>()[h])
-                     : array.data<double>()[h];
-  }
-  return entries;
-}
-
-// Reads the mask options of `heads` query heads; 2-D inputs are one
-// sequence.
-LayerMask LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
-                        const InputTensor& keys, size_t heads, NpyType type) {
-  LayerMask mask;
-  const size_t batch = queries.batch, n = queries.rows, m = keys.rows;
-  const bool flat = queries.rank() == 2;
-  mask.n = n;
-  mask.m = m;
-  mask.positions = ParseKeyPositions(arguments);
-  mask.softcap = ParseSoftcap(arguments);
+// The masks of a layer call (mask_options.h) over `heads` query heads; 2-D
+// inputs are one sequence. --alibi: the standard slopes.
+MaskInputs LoadLayerMask(const Arguments& arguments, const InputTensor& queries,
+                         const InputTensor& keys, size_t heads, NpyType type) {
+  MaskCall call;
+  call.shape = MaskShape::layers;
+  call.n = queries.rows;
+  call.m = keys.rows;
+  call.batch = queries.batch;
+  call.heads = heads;
+  call.flat = queries.rank() == 2;
+  call.score_type = type;
+  call.reference = queries.Label();
+  call.narrow = type != queries.array.type;  // narrow inputs: float32
+  MaskInputs mask(arguments, call);
   if (arguments.Has("--alibi")) {
     if (arguments.Has("--alibi-slopes")) {
       UsageError("--alibi and --alibi-slopes: give one");
     }
-    mask.alibi_slopes.Assign(attnpool::alibi_slopes(heads));
-  }
-  if (const auto path = arguments.Get("--alibi-slopes")) {
-    mask.alibi_slopes.Assign(HeadEntries("--alibi-slopes", *path, heads));
-  }
-  if (const auto path = arguments.Get("--sinks")) {
-    mask.sinks.Assign(HeadEntries("--sinks", *path, heads));
-  }
-  if (const auto path = arguments.Get("--valid-lengths")) {
-    const std::string label = "--valid-lengths " + *path;
-    const NpyArray array = Load("--valid-lengths", *path);
-    const auto& shape = array.shape;
-    if (flat ? shape.size() == 1 && shape[0] == n
-             : shape.size() == 2 && shape[0] == batch && shape[1] == n) {
-      mask.lengths_per_query = true;
-    } else if (flat || shape.size() != 1 || shape[0] != batch) {
-      throw CliError{label + ": shape " + ShapeText(shape) + ", expected " +
-                     (flat ? "(" + std::to_string(n) + ",): one entry per query"
-                           : "(" + std::to_string(batch) +
-                                 ",): one entry per batch "
-                                 "entry, or (" +
-                                 std::to_string(batch) + ", " +
-                                 std::to_string(n) + "): one per query")};
-    }
-    mask.lengths = LengthEntries(label, array, m);
-    mask.has_lengths = true;
-  }
-  if (const auto path = arguments.Get("--bias")) {
-    const std::string label = "--bias " + *path;
-    mask.bias = Load("--bias", *path);
-    RequireFloat(label, *mask.bias);
-    if (type != queries.array.type) {  // narrow inputs: float32
-      if (mask.bias->type != type) {
-        throw CliError{label + " must be " + NpyTypeName(type) +
-                       " beside reduced-precision inputs"};
-      }
-    } else {
-      RequireTypeOf(queries, label, mask.bias->type);
-    }
-    MaskExtents(label, mask.bias->shape, batch, heads, n, m, &mask.bias_batch,
-                &mask.bias_heads);
-  }
-  if (const auto path = arguments.Get("--visible")) {
-    const std::string label = "--visible " + *path;
-    mask.visible = LoadVisible(*path);
-    MaskExtents(label, mask.visible->shape, batch, heads, n, m,
-                &mask.visible_batch, &mask.visible_heads);
+    mask.SetAlibiSlopes(attnpool::alibi_slopes(heads));
   }
   return mask;
 }
@@ -480,8 +337,8 @@ class LayerRun {
     const InputTensor& queries = inputs_.queries;
     // Narrow inputs compute in float.
     const NpyType type = key_elements_ ? NpyType::float32 : queries.array.type;
-    const LayerMask mask = LoadLayerMask(arguments_, queries, inputs_.keys,
-                                         extents.mask_heads, type);
+    const MaskInputs mask = LoadLayerMask(arguments_, queries, inputs_.keys,
+                                          extents.mask_heads, type);
     return reading_.Compute(type, [&](auto zero, const Run& run) {
       using T = decltype(zero);
       Results results{
@@ -497,7 +354,7 @@ class LayerRun {
           LayoutView(results.out.mutable_data<T>(), queries.layout,
                      queries.batch, queries.heads, queries.rows,
                      extents.out_cols),
-          mask.Get<T>(),
+          mask.AttentionMask<T>(),
           empty_rows_,
           run.settings.execution,
           {},

@@ -81,26 +81,6 @@ OptionInfo EmptyRowsOption(const char* help) {
   return {"--empty-rows", "nan|zero", help};
 }
 
-std::vector<OptionInfo> MaskOptions(const MaskHelp& help) {
-  return {
-      {"--valid-lengths", "L.npy", help.valid_lengths, {"mask.valid_lengths"}},
-      {"--causal", nullptr, "query i sees keys j <= i + causal offset"},
-      {"--causal-offset", "K",
-       "query i sits at key i + K, for --causal and the window (default 0)"},
-      {"--window-left", "W",
-       "sliding window: query i sees keys j >= i + causal offset - W"},
-      {"--window-right", "W",
-       "sliding window: query i sees keys j <= i + causal offset + W"},
-      {"--softcap",
-       "C",
-       "logit soft-capping (Gemma 2): each score s becomes C * tanh(s / C), "
-       "C > 0",
-       {"mask.softcap"}},
-      {"--bias", "B.npy", help.bias, {"mask.bias"}},
-      {"--visible", "M.npy", help.visible, {"mask.visible"}},
-  };
-}
-
 Command MakeCommand(const char* name, const char* summary,
                     const std::vector<std::vector<OptionInfo>>& option_lists,
                     int (*run)(const Arguments& arguments)) {
@@ -270,44 +250,6 @@ attnpool::EmptyRows ParseEmptyRows(const Arguments& arguments) {
   if (empty_rows == "nan") return attnpool::EmptyRows::nan;
   if (empty_rows == "zero") return attnpool::EmptyRows::zero;
   UsageError("--empty-rows " + empty_rows + ": use nan or zero");
-}
-
-std::optional<double> ParseSoftcap(const Arguments& arguments) {
-  const std::optional<double> softcap = NumberOption(arguments, "--softcap");
-  if (softcap && !(*softcap > 0 && std::isfinite(*softcap))) {
-    UsageError("--softcap " + *arguments.Get("--softcap") +
-               ": must be finite and > 0");
-  }
-  return softcap;
-}
-
-KeyPositions ParseKeyPositions(const Arguments& arguments) {
-  KeyPositions positions;
-  positions.causal = arguments.Has("--causal");
-  const auto side = [&](const char* option) -> std::optional<size_t> {
-    const auto text = arguments.Get(option);
-    if (!text) return std::nullopt;
-    const long long value = ParseInteger(option, *text);
-    if (value < 0)
-      UsageError(std::string(option) + " " + *text + ": must be >= 0");
-    return static_cast<size_t>(value);
-  };
-  positions.window_left = side("--window-left");
-  positions.window_right = side("--window-right");
-  if (const auto offset = arguments.Get("--causal-offset")) {
-    const bool alibi = arguments.Has("--alibi") ||
-                       arguments.Has("--alibi-slope") ||
-                       arguments.Has("--alibi-slopes");
-    if (!positions.causal && !positions.window_left &&
-        !positions.window_right && !alibi) {
-      UsageError(
-          "--causal-offset needs --causal, a window (--window-left, "
-          "--window-right) or ALiBi");
-    }
-    positions.offset =
-        static_cast<std::ptrdiff_t>(ParseInteger("--causal-offset", *offset));
-  }
-  return positions;
 }
 
 }  // namespace attnpool_cli

@@ -105,19 +105,6 @@ extern const std::vector<OptionInfo> kReducedPrecisionOptions;
 // --empty-rows (ParseEmptyRows), `help` saying when a row is empty.
 OptionInfo EmptyRowsOption(const char* help);
 
-// The help of the mask options whose shapes differ between the commands on
-// matrices (pool) and the attention layers.
-struct MaskHelp {
-  const char* valid_lengths;
-  const char* bias;
-  const char* visible;
-};
-
-// The mask options, in this order: --valid-lengths, --causal,
-// --causal-offset, --window-left and --window-right (ParseKeyPositions),
-// --softcap, --bias, --visible.
-std::vector<OptionInfo> MaskOptions(const MaskHelp& help);
-
 // `text` in lines of at most `width` characters, each after `indent`
 // spaces but the first.
 std::string Wrap(const std::string& text, size_t indent, size_t width);
@@ -191,26 +178,5 @@ std::optional<double> NumberOption(const Arguments& arguments,
 
 // --empty-rows: nan (the default) or zero.
 attnpool::EmptyRows ParseEmptyRows(const Arguments& arguments);
-
-// --causal, --causal-offset, --window-left and --window-right: where each
-// query sits among the keys, and which of them it sees.
-struct KeyPositions {
-  bool causal = false;
-  std::ptrdiff_t offset = 0;
-  std::optional<size_t> window_left, window_right;
-
-  // Into a Mask or an AttentionMask.
-  template <class Mask>
-  void Apply(Mask& mask) const {
-    mask.causal = causal;
-    mask.causal_offset = offset;
-    mask.window_left = window_left;
-    mask.window_right = window_right;
-  }
-};
-KeyPositions ParseKeyPositions(const Arguments& arguments);
-
-// --softcap: the cap of logit soft-capping, if given (finite, > 0).
-std::optional<double> ParseSoftcap(const Arguments& arguments);
 
 }  // namespace attnpool_cli

@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "arch/visible_limit.h"
 #include "tools/cli/arrays.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/mask_options.h"
 #include "tools/cli/options.h"
 #include "tools/cli/ranks.h"
 #include "tools/cli/run.h"
@@ -33,13 +33,8 @@ struct PoolInputs {
   // Set when queries, keys or values are narrow (the others then float32 or
   // narrow); stored_queries only when the queries are.
   std::optional<StoredElements> stored_queries, stored_keys, stored_values;
-  std::optional<InputMatrix> bias;
-  std::optional<NpyArray> visible;
-  std::vector<size_t> valid_lengths;
-  bool has_valid_lengths = false;
+  MaskInputs mask;
   attnpool::PoolSpec spec;
-  KeyPositions positions;
-  std::optional<double> softcap, alibi_slope, sink;
   // Under mpirun (ranks.h): this rank's part of the keys and values, the
   // number of keys in all, and how the ranks' states merge.
   size_t key_total = 0;
@@ -64,14 +59,6 @@ void PoolBlock(const attnpool::PoolSpec& spec,
   attnpool::attention_pool(spec, queries, keys, values, out, mask, execution);
 }
 
-std::vector<size_t> LoadValidLengths(const std::string& path, size_t rows,
-                                     size_t key_count) {
-  const std::string label = "--valid-lengths " + path;
-  const NpyArray array = Load("--valid-lengths", path);
-  RequireArrayShape(label, array, {rows}, "one entry per query");
-  return LengthEntries(label, array, key_count);
-}
-
 // The type of the computation and the result: float32 where any input is
 // narrow, else the inputs' own.
 NpyType ComputeType(const PoolInputs& inputs) {
@@ -88,17 +75,7 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
                             " m=" + std::to_string(inputs.key_total) +
                             " d=" + std::to_string(inputs.queries.cols) +
                             " dv=" + std::to_string(inputs.values.cols);
-  attnpool::Mask<T> mask;
-  if (inputs.has_valid_lengths)
-    mask.valid_lengths = inputs.valid_lengths.data();
-  inputs.positions.Apply(mask);
-  if (inputs.softcap) mask.softcap = T(*inputs.softcap);
-  mask.alibi_slope = T(inputs.alibi_slope.value_or(0));
-  if (inputs.sink) mask.sink = T(*inputs.sink);
-  if (inputs.bias) mask.bias = View<T>(*inputs.bias);
-  if (inputs.visible) {
-    mask.visible = {inputs.visible->data<uint8_t>(), rows, key_count};
-  }
+  const attnpool::Mask<T> mask = inputs.mask.Mask<T>();
   // Narrow queries (float calls only; not under mpirun) go to the library
   // as stored, which widens them once per block of rows.
   const auto queries = inputs.stored_queries ? attnpool::ConstMatrixView<T>{}
@@ -126,7 +103,7 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
         run, rows, key_count, [&](size_t begin, size_t count) {
           const auto out = MatrixRows<T>(results.out, begin, count);
           const auto block_mask =
-              attnpool::detail::MaskRows(mask, begin, count);
+              attnpool::mask_rows(mask, begin, count);
           if constexpr (std::is_same<T, float>::value) {
             if (inputs.stored_queries) {
               return attnpool::attention_pool(
@@ -172,12 +149,12 @@ InputMatrix LoadKeyRows(const std::string& option, const std::string& path,
 
 // What mpirun cannot split by rows of the keys.
 void RequireSplittable(const Arguments& arguments) {
-  for (const char* option : {"--weights", "--bias", "--visible"}) {
-    if (arguments.Get(option)) {
-      throw CliError{std::string(option) +
-                     ": not under mpirun (an n x m array; each rank holds "
-                     "only its keys)"};
-    }
+  std::string option = arguments.Get("--weights") ? "--weights" : "";
+  if (option.empty()) option = MaskInputs::ArrayOption(arguments);
+  if (!option.empty()) {
+    throw CliError{option +
+                   ": not under mpirun (an n x m array; each rank holds "
+                   "only its keys)"};
   }
 }
 
@@ -198,10 +175,6 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
   spec.normalization = NameOption(arguments, "--normalize", "sum",
                                   &attnpool::normalization_from_name);
   spec.empty_rows = ParseEmptyRows(arguments);
-  inputs.positions = ParseKeyPositions(arguments);
-  inputs.softcap = ParseSoftcap(arguments);
-  inputs.alibi_slope = NumberOption(arguments, "--alibi-slope");
-  inputs.sink = NumberOption(arguments, "--sink");
   if (const auto reduction = arguments.Get("--reduction")) {
     if (*reduction != "tree" && *reduction != "rank_order") {
       UsageError("--reduction: '" + *reduction +
@@ -267,27 +240,13 @@ void PreparePool(const Arguments& arguments, PoolInputs& inputs,
                   "(one per key: the rows of " + inputs.keys.Label() + ")");
   }
   RequireRowPerKey(inputs.keys, inputs.values);
-  if (const auto path = arguments.Get("--valid-lengths")) {
-    inputs.valid_lengths = LoadValidLengths(*path, rows, key_count);
-    inputs.has_valid_lengths = true;
-  }
-  if (const auto path = arguments.Get("--bias")) {
-    inputs.bias = LoadMatrix("--bias", *path);
-    if (inputs.stored_keys) {
-      if (inputs.bias->array.type != NpyType::float32) {
-        throw CliError{inputs.bias->Label() +
-                       " must be float32 beside reduced-precision inputs"};
-      }
-    } else {
-      RequireSameType(inputs.queries, *inputs.bias);
-    }
-    RequireShape(*inputs.bias, {rows, key_count}, "queries x keys");
-  }
-  if (const auto path = arguments.Get("--visible")) {
-    inputs.visible = LoadVisible(*path);
-    RequireArrayShape("--visible " + *path, *inputs.visible, {rows, key_count},
-                      "queries x keys");
-  }
+  MaskCall call;
+  call.n = rows;
+  call.m = key_count;
+  call.score_type = ComputeType(inputs);
+  call.reference = inputs.queries.Label();
+  call.narrow = inputs.stored_keys.has_value();
+  inputs.mask = MaskInputs(arguments, call);
 }
 
 int Pool(const Arguments& arguments) {
@@ -341,23 +300,12 @@ Command PoolCommand() {
                "output of a query with no weight left (empty boxcar window, "
                "all keys masked): NaN (default) or 0"),
        },
-       MaskOptions({"integers, n entries: query i sees keys j < L[i]",
-                    "n x m, added to the scores before a softmax",
-                    "n x m, bool or uint8: 0 hides key j from query i"}),
+       MaskOptions(MaskShape::matrices),
        {{"--reduction", "NAME",
          "under mpirun (each rank maps its part of the keys and values, "
          "rank 0 writes OUT): how the ranks' states merge: tree (default, "
          "log P steps) or rank_order (in rank order on rank 0: the same "
-         "bits from run to run)"},
-        {"--alibi-slope",
-         "S",
-         "ALiBi: S * (j - i - causal offset) added to each score",
-         {"mask.alibi_slope"}},
-        {"--sink",
-         "S",
-         "attention sink: a logit S in the softmax's denominator, with no "
-         "value",
-         {"mask.sink"}}},
+         "bits from run to run)"}},
        kReducedPrecisionOptions,
        kRunOptions},
       Pool);

@@ -1,10 +1,12 @@
-// The structural masks (valid length, causal, sliding window) as one run of
-// keys per query: keys [VisibleStart, VisibleLimit) of the query pass them.
+// The structural masks (valid length, causal, sliding window) as one
+// run of keys per query: keys [VisibleStart, VisibleLimit) of the query pass
+// them. Both ends never decrease from a query to the next (callers rely on
+// it to bound blocks of rows by their first and last).
 // Target-independent: the per-ISA stages and src/ share it, with the
-// per-key position arithmetic of ALiBi.
+// per-key position arithmetic of ALiBi. (Cuts of a whole mask: core/mask.h.)
 #pragma once
 
-#include <attnpool/normalize.h>
+#include <attnpool/mask.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -50,8 +52,10 @@ size_t VisibleLimit(const Mask<T>& mask, size_t row, size_t key_count) {
 // window's left side); 0 without one, SIZE_MAX past every key.
 template <typename T>
 size_t VisibleStart(const Mask<T>& mask, size_t row) {
-  if (!mask.window_left) return 0;
-  const __int128 first = KeyPosition(mask, row) - __int128(*mask.window_left);
+  __int128 first = 0;
+  if (mask.window_left) {
+    first = KeyPosition(mask, row) - __int128(*mask.window_left);
+  }
   if (first <= 0) return 0;
   return first >= static_cast<__int128>(std::numeric_limits<size_t>::max())
              ? std::numeric_limits<size_t>::max()
@@ -102,22 +106,6 @@ Mask<T> ShiftPositions(Mask<T> mask, __int128 shift) {
   return mask;
 }
 
-// The mask of query rows [first, first + count) as a call of their own:
-// their valid lengths, bias and visibility rows, their positions.
-template <typename T>
-Mask<T> MaskRows(const Mask<T>& mask, size_t first, size_t count) {
-  Mask<T> rows = ShiftPositions(mask, first);
-  if (mask.valid_lengths != nullptr) rows.valid_lengths += first;
-  if (mask.bias.data != nullptr) {
-    rows.bias = {mask.bias.row(first), count, mask.bias.cols, mask.bias.stride};
-  }
-  if (mask.visible.data != nullptr) {
-    rows.visible = {mask.visible.row(first), count, mask.visible.cols,
-                    mask.visible.stride};
-  }
-  return rows;
-}
-
 // Key `key`'s offset from query `row`'s position, key − p (ALiBi's factor),
 // clamped to the range of int64_t (far beyond any slope·distance a float
 // logit can hold), so that keys after it add in one instruction.
@@ -132,7 +120,7 @@ int64_t KeyDistance(const Mask<T>& mask, size_t row, size_t key) {
 // the sink is not a per-key adjustment).
 template <typename T>
 bool AdjustsScores(const Mask<T>& mask) {
-  return mask.softcap.has_value() || mask.alibi_slope != T(0);
+  return mask.softcap.has_value() || mask.alibi_slope.value_or(T(0)) != T(0);
 }
 
 // Whether a sink joins the softmax (a sink of −inf weighs nothing: none).
@@ -146,6 +134,17 @@ bool HasSink(const Mask<T>& mask) {
 template <typename T>
 bool HasVisibleStart(const Mask<T>& mask) {
   return mask.window_left.has_value();
+}
+
+// Whether queries `first` to `last` (first ≤ last) over `key_count` keys
+// all see keys [0, key_count) under the structural masks other than valid
+// lengths: none of them binds there.
+template <typename T>
+bool PositionsSeeAll(Mask<T> mask, size_t first, size_t last,
+                     size_t key_count) {
+  mask.valid_lengths = nullptr;
+  return VisibleStart(mask, last) == 0 &&
+         VisibleLimit(mask, first, key_count) == key_count;
 }
 
 }  // namespace detail

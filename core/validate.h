@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace attnpool {
@@ -23,6 +25,17 @@ namespace detail {
 template <typename T>
 bool ValidSoftcap(T cap) {
   return cap > T(0) && std::isfinite(cap) && std::isfinite(T(1) / cap);
+}
+
+// A number as given, for messages: the shortest text that reads back as
+// the same value (1e-300, not 0.000000).
+inline std::string ValueText(double value) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value || value != value) break;
+  }
+  return text;
 }
 
 // Bytes spanned by a view: [begin, end), empty when it has no element.
