@@ -235,6 +235,8 @@ HWY_INLINE V AddBias(D d, V score, V bias) {
 // (KeyDistance) after the query's position. Accuracy: soft-capping adds
 // tanh's error and one rounding of s/cap (relative, 2 u); ALiBi one rounding
 // of the distance (exact below 2^24 in float) and one of the multiply-add.
+// Symmetric ALiBi's −|j − p| is min(t, −t) of t = j − p, and the signed
+// one's min(t, t): one form, no branch.
 template <typename T>
 class ScoreAdjuster {
  public:
@@ -243,7 +245,8 @@ class ScoreAdjuster {
         alibi_(mask.alibi_slope.value_or(T(0)) != T(0)),
         cap_(mask.softcap.value_or(T(1))),
         inverse_cap_(T(1) / cap_),
-        slope_(mask.alibi_slope.value_or(T(0))) {}
+        slope_(mask.alibi_slope.value_or(T(0))),
+        mirror_(mask.alibi_symmetric ? T(-1) : T(1)) {}
 
   bool any() const { return softcap_ || alibi_; }
 
@@ -256,15 +259,16 @@ class ScoreAdjuster {
                       AllTanhSmall(d, x) ? TanhOfSmall(d, x) : Tanh(d, x));
     }
     if (alibi_) {
+      const V t = hn::Iota(d, static_cast<T>(distance));
       score = hn::MulAdd(hn::Set(d, slope_),
-                         hn::Iota(d, static_cast<T>(distance)), score);
+                         hn::Min(t, hn::Mul(t, hn::Set(d, mirror_))), score);
     }
     return score;
   }
 
  private:
   bool softcap_, alibi_;
-  T cap_, inverse_cap_, slope_;
+  T cap_, inverse_cap_, slope_, mirror_;
 };
 
 template <typename T>

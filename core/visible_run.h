@@ -1,4 +1,4 @@
-// The structural masks (valid length, causal, sliding window) as one
+// The structural masks (valid length, causal, sliding window, chunk) as one
 // run of keys per query: keys [VisibleStart, VisibleLimit) of the query pass
 // them. Both ends never decrease from a query to the next (callers rely on
 // it to bound blocks of rows by their first and last).
@@ -25,8 +25,19 @@ __int128 KeyPosition(const Mask<T>& mask, size_t row) {
   return static_cast<__int128>(row) + mask.causal_offset;
 }
 
+// The first key position of the chunk of query `row` (a multiple of
+// mask.chunk, rounded toward −∞): its chunk is [start, start + chunk).
+template <typename T>
+__int128 ChunkStart(const Mask<T>& mask, size_t row) {
+  const __int128 position = KeyPosition(mask, row);
+  const __int128 chunk = *mask.chunk;
+  const __int128 quotient = position / chunk;
+  return (quotient - (position % chunk < 0 ? 1 : 0)) * chunk;
+}
+
 // The end of the keys query `row` sees: keys j ≥ limit are hidden (valid
-// length, causal, the window's right side); key_count bounds it.
+// length, causal, the window's right side, the end of its chunk);
+// key_count bounds it.
 template <typename T>
 size_t VisibleLimit(const Mask<T>& mask, size_t row, size_t key_count) {
   size_t limit = key_count;
@@ -45,17 +56,20 @@ size_t VisibleLimit(const Mask<T>& mask, size_t row, size_t key_count) {
   if (mask.window_right) {
     bound_after(KeyPosition(mask, row) + __int128(*mask.window_right));
   }
+  if (mask.chunk) bound_after(ChunkStart(mask, row) + __int128(*mask.chunk) - 1);
   return limit;
 }
 
 // The start of the keys query `row` sees: keys j < start are hidden (the
-// window's left side); 0 without one, SIZE_MAX past every key.
+// window's left side, the start of its chunk); 0 without one, SIZE_MAX
+// past every key.
 template <typename T>
 size_t VisibleStart(const Mask<T>& mask, size_t row) {
   __int128 first = 0;
   if (mask.window_left) {
     first = KeyPosition(mask, row) - __int128(*mask.window_left);
   }
+  if (mask.chunk) first = std::max(first, ChunkStart(mask, row));
   if (first <= 0) return 0;
   return first >= static_cast<__int128>(std::numeric_limits<size_t>::max())
              ? std::numeric_limits<size_t>::max()
@@ -87,7 +101,8 @@ KeyRun VisibleRun(const Mask<T>& mask, size_t row, size_t key_offset,
 // right past the bottom; either one's 0 there hides every such key, as the
 // exact position would). ALiBi's distances then differ by that rest, the
 // same for every key of a row: far below a float logit's resolution at
-// such positions.
+// such positions. A chunk is taken at the stopped position: both hide
+// every key where the chunk, the rows and the keys stay below 2^62.
 template <typename T>
 Mask<T> ShiftPositions(Mask<T> mask, __int128 shift) {
   const __int128 offset = mask.causal_offset + shift;
@@ -133,7 +148,7 @@ bool HasSink(const Mask<T>& mask) {
 // Whether the structural masks bound a query's keys from below.
 template <typename T>
 bool HasVisibleStart(const Mask<T>& mask) {
-  return mask.window_left.has_value();
+  return mask.window_left.has_value() || mask.chunk.has_value();
 }
 
 // Whether queries `first` to `last` (first ≤ last) over `key_count` keys

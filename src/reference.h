@@ -44,14 +44,21 @@ std::vector<double> pairwise_distances(Distance metric,
 double kernel(const KernelSpec& spec, Distance input, double value,
               size_t depth, bool logit = false);
 
+// Floor division, rounding toward −∞.
+inline __int128 floor_divide(__int128 a, __int128 b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+}
+
 // Whether the mask hides key j from query i: past its valid length, after
-// its causal limit, outside its sliding window, `visible` 0, or a bias of
-// −inf. Positions in exact 128-bit arithmetic.
+// its causal limit, outside its sliding window or its chunk, `visible` 0,
+// or a bias of −inf. Positions in exact 128-bit arithmetic.
 template <typename T>
 bool hidden(const Mask<T>& mask, size_t i, size_t j) {
   const __int128 position = static_cast<__int128>(i) + mask.causal_offset;
   const __int128 key = j;
   return (mask.valid_lengths && j >= mask.valid_lengths[i]) ||
+         (mask.chunk && floor_divide(key, __int128(*mask.chunk)) !=
+                            floor_divide(position, __int128(*mask.chunk))) ||
          (mask.causal && key > position) ||
          (mask.window_left && key < position - __int128(*mask.window_left)) ||
          (mask.window_right && key > position + __int128(*mask.window_right)) ||
@@ -61,7 +68,8 @@ bool hidden(const Mask<T>& mask, size_t i, size_t j) {
 }
 
 // The score `value` of visible key j of query i as a normalization sees it:
-// soft-capped, plus ALiBi's slope·(j − p), plus the bias (mask.h).
+// soft-capped, plus ALiBi's slope·(j − p) (symmetric: −slope·|j − p|), plus
+// the bias (mask.h).
 template <typename T>
 double adjusted_score(const Mask<T>& mask, size_t i, size_t j, double value) {
   if (mask.softcap) {
@@ -69,6 +77,7 @@ double adjusted_score(const Mask<T>& mask, size_t i, size_t j, double value) {
     value = cap * std::tanh(value / cap);
   }
   __int128 distance = static_cast<__int128>(j) - i - mask.causal_offset;
+  if (mask.alibi_symmetric && distance > 0) distance = -distance;
   value += double(mask.alibi_slope.value_or(T(0))) * double(distance);
   return mask.bias.data ? value + double(mask.bias(i, j)) : value;
 }

@@ -226,6 +226,15 @@ struct MaskStorage {
     sinks_window.sinks = sinks.data();
     sinks_window.window_right = 1;
     cases.push_back({"sliding window + sinks", sinks_window});
+    AttentionMask<T> chunked = lengths;  // Llama 4's local layers
+    chunked.chunk = 5;
+    cases.push_back({"batch lengths + causal + chunks", chunked});
+    AttentionMask<T> encoder;  // symmetric ALiBi over both sides
+    encoder.alibi_slopes = slopes.data();
+    encoder.alibi_symmetric = true;
+    encoder.window_left = 6;
+    encoder.window_right = 6;
+    cases.push_back({"window band + symmetric ALiBi", encoder});
     return cases;
   }
 };

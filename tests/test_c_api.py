@@ -432,14 +432,16 @@ class CApiTest(unittest.TestCase):
                     expected[np.arange(5), masked.argmax(axis=1)] = 1
                 np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-300)
 
-    def test_normalize_with_sliding_window(self):
+    def test_normalize_with_sliding_window_and_chunks(self):
         a = self.rand(6, 11, dtype=np.float64)
         position = np.arange(6)[:, None] + 3  # causal_offset 3
         keys = np.arange(11)[None, :]
-        for left, right in ((2, 1), (None, 0), (4, None)):
-            with self.subTest(left=left, right=right):
+        for left, right, chunk in ((2, 1, None), (None, 0, None), (4, None, None),
+                                   (None, None, 4), (2, None, 3)):
+            with self.subTest(left=left, right=right, chunk=chunk):
                 window = {name: side for name, side in
-                          (("window_left", left), ("window_right", right))
+                          (("window_left", left), ("window_right", right),
+                           ("chunk", chunk))
                           if side is not None}
                 mask = Mask(causal_offset=3, **window)
                 values = a.copy()
@@ -451,6 +453,8 @@ class CApiTest(unittest.TestCase):
                     visible &= keys >= position - left
                 if right is not None:
                     visible &= keys <= position + right
+                if chunk is not None:
+                    visible &= keys // chunk == position // chunk
                 expected = softmax(np.where(visible, a, -np.inf))
                 np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-300)
 

@@ -523,7 +523,23 @@ class CliTest(unittest.TestCase):
                              "-o", self.path("out.npy"), *extra)
                 np.testing.assert_allclose(np.load(self.path("out.npy")), expected,
                                            rtol=1e-12, atol=1e-12)
+        # Chunks of 4 keys, causal, with symmetric ALiBi (a no-op beside
+        # causal's j ≤ p but for its sign: −slope·|j − p|).
+        position = np.arange(n)[:, None] + 2
+        key = np.arange(m)[None, :]
+        logits = np.where((key <= position) & (key // 4 == position // 4),
+                          scores - 0.5 * np.abs(key - position), -np.inf)
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        expected = p / p.sum(1, keepdims=True) @ y
+        self.run_cli("pool", "--queries", self.path("q.npy"), "--keys", self.path("x.npy"),
+                     "--values", self.path("y.npy"), "--distance", "dot", "--kernel", "exp",
+                     "--scale", "1", "--normalize", "softmax", "--causal",
+                     "--causal-offset", "2", "--chunk", "4", "--alibi-slope", "0.5",
+                     "--alibi-symmetric", "-o", self.path("out.npy"))
+        np.testing.assert_allclose(np.load(self.path("out.npy")), expected,
+                                   rtol=1e-12, atol=1e-12)
         for bad, message, code in (
+                (["--chunk", "0"], "mask.chunk: is 0 but must be positive", 1),
                 (["--softcap", "0"], "mask.softcap: is 0 but must be finite, > 0 and "
                  "have a finite reciprocal (from --softcap)", 1),
                 (["--kernel", "boxcar", "--sink", "1"], "mask.sink: joins a softmax", 1)):

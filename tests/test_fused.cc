@@ -169,6 +169,15 @@ void FusedSweep() {
       window.window_left = rng() % (s.m / 4 + 2);
       window.window_right = rng() % 3;
       CheckFused<T>(spec, window, queries, keys, values);
+      // Chunked attention (Llama 4's, causal): chunks both smaller and
+      // larger than a key block, the positions starting mid-chunk.
+      for (size_t chunk : {size_t{5}, size_t{70}}) {
+        Mask<T> chunked;
+        chunked.causal = true;
+        chunked.chunk = chunk;
+        chunked.causal_offset = static_cast<std::ptrdiff_t>(s.m / 3);
+        CheckFused<T>(spec, chunked, queries, keys, values);
+      }
       TestMatrix<T> bias(s.n, s.m);
       std::vector<uint8_t> visible(s.n * s.m);
       std::uniform_real_distribution<double> bias_value(-3, 3);
@@ -195,6 +204,8 @@ void FusedSweep() {
         adjusted.softcap.reset();
         adjusted.window_left.reset();
         adjusted.alibi_slope = T(0.03125);
+        CheckFused<T>(spec, adjusted, queries, keys, values);
+        adjusted.alibi_symmetric = true;  // an encoder's: both sides
         CheckFused<T>(spec, adjusted, queries, keys, values);
       }
       if (TakesSink(spec)) {
@@ -244,6 +255,10 @@ void RowsGrouping() {
   masks[4].causal = true;
   masks[4].causal_offset = 800;
   masks[4].window_left = 600;
+  masks.emplace_back();  // chunks of 256 keys, positions mid-chunk
+  masks[5].causal = true;
+  masks[5].causal_offset = 100;
+  masks[5].chunk = 256;
   const PoolSpec specs[] = {
       {Distance::dot, {Kernel::exp}, Normalization::softmax},
       {Distance::sqeuclidean, {Kernel::gaussian, 2.0}, Normalization::sum}};

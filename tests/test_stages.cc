@@ -151,6 +151,8 @@ struct MaskCase {
   std::optional<double> softcap = {};
   double alibi_slope = 0;
   std::optional<double> sink = {};
+  std::optional<size_t> chunk = {};
+  bool alibi_symmetric = false;
 };
 
 template <typename T>
@@ -183,6 +185,8 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
   if (mask_case.softcap) mask.softcap = T(*mask_case.softcap);
   if (mask_case.alibi_slope != 0) mask.alibi_slope = T(mask_case.alibi_slope);
   if (mask_case.sink) mask.sink = T(*mask_case.sink);
+  mask.chunk = mask_case.chunk;
+  mask.alibi_symmetric = mask_case.alibi_symmetric;
 
   std::vector<double> want(rows * cols);
   for (size_t i = 0; i < rows; ++i) {
@@ -209,7 +213,9 @@ void CheckNormalize(Normalization normalization, const MaskCase& mask_case,
            << mask_case.visible << " bias " << mask_case.bias << " softcap "
            << mask_case.softcap.value_or(0) << " alibi "
            << mask_case.alibi_slope << " sink "
-           << mask_case.sink.value_or(-INFINITY));
+           << mask_case.sink.value_or(-INFINITY) << " chunk "
+           << mask_case.chunk.value_or(0) << " symmetric "
+           << mask_case.alibi_symmetric);
       REQUIRE(SameNaN(got, expected));
       if (std::isnan(expected)) continue;
       // + |bias| ≤ 3, ALiBi's offsets and the cap's rounding.
@@ -264,7 +270,15 @@ void NormalizeSweep() {
                             {false, false, false, false, 0, {}, {}, 4.0},
                             {false, true, false, false, 3, {}, {}, {}, 0.25},
                             {true, false, false, false, 0, {}, {}, {}, 0, 1.5},
-                            {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0}};
+                            {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0},
+                            // Chunks: causal, about negative positions, and
+                            // symmetric ALiBi with lengths, then everything.
+                            {false, true, false, false, 5, {}, {}, {}, 0, {}, 4},
+                            {false, false, false, false, -3, {}, {}, {}, 0, {}, 3},
+                            {true, false, false, false, 2, {}, {}, {}, 0.25, {},
+                             {}, true},
+                            {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0, 4,
+                             true}};
   for (int n = 0; n < attnpool::kNormalizationCount; ++n) {
     const auto normalization = static_cast<Normalization>(n);
     const bool scores = normalization == Normalization::softmax ||

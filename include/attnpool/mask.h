@@ -11,15 +11,19 @@
 //   causal         j ≤ p;
 //   window_left, window_right  p − window_left ≤ j ≤ p + window_right, a
 //                  side left empty unbounded (Mistral, Gemma);
+//   chunk          ⌊j / chunk⌋ = ⌊p / chunk⌋: the sequence cut into chunks
+//                  of `chunk` keys, each query sees its own (Llama 4's
+//                  chunked local attention, with causal);
 //   visible        visible(i, j) ≠ 0;
 //   bias           bias(i, j) ≠ −inf.
-// The first four bound a run of keys per query: key blocks outside every
+// The first five bound a run of keys per query: key blocks outside every
 // query's run are never visited, and keys before or after every run never
 // read. Then, in this order, a visible key's score s (the logit, for
 // exponential kernels) is adjusted:
 //   softcap        s ← softcap·tanh(s / softcap) (Gemma 2);
 //   alibi_slope    s ← s + alibi_slope·(j − p), per key, never as a matrix
-//                  (Press et al.);
+//                  (Press et al.); with alibi_symmetric s − alibi_slope·|j −
+//                  p|, for encoders that see both sides;
 //   bias           s ← s + bias(i, j);
 // and an attention sink (StreamingLLM, gpt-oss) is a logit that joins a
 // softmax's denominator with no value: every weight shrinks by its share, and

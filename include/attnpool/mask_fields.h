@@ -54,6 +54,10 @@
   X(alibi_slope, alibi_slopes, head_number, scores, finite,                    \
     "ALiBi: a score s becomes s + slope * (j - p)")                            \
   X(sink, sinks, head_number, softmax, not_nan,                                \
-    "attention sink: a logit in the softmax's denominator with no value")
+    "attention sink: a logit in the softmax's denominator with no value")      \
+  X(chunk, chunk, count, any, positive,                                        \
+    "chunked attention: query i sees keys j with j / chunk == p / chunk")      \
+  X(alibi_symmetric, alibi_symmetric, flag, any, any,                          \
+    "ALiBi of the distance either way: s becomes s - slope * |j - p|")
 
 #endif /* ATTNPOOL_MASK_FIELDS_H_ */

@@ -32,8 +32,10 @@
 //   [8] distance  [9] kernel  [10] bandwidth  [11] scale  [12] normalization
 //   [13] causal offset (int8 % 8): query i's key position i + offset
 //   [14] mask extras (masked functions; each made valid or dropped): 1
-//       window left, 2 window right, 4 soft-cap, 8 ALiBi, 16 sink
-//   [15] window sides: left b % 8, right b / 8 % 8
+//       window left, 2 window right, 4 soft-cap, 8 ALiBi, 16 sink, 32
+//       chunk, 64 ALiBi symmetric
+//   [15] window sides: left b % 8, right b / 8 % 8; chunk {1, 3, 8,
+//       64}[b / 64]
 //   [16] adjustments: cap {0.25, 1, 3, 50}[b % 4], ALiBi slope {0.5,
 //       −0.25, 1/32, 3}[b / 4 % 4], sink {−1, 0, 2.5, +inf}[b / 16 % 4]
 //   [17] element types of keys (b % 4) and values (b / 4 % 4), ElementType

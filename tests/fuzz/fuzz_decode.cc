@@ -104,17 +104,20 @@ DecodedCall<T> DecodeCall(const Api<T>& api, Bytes& bytes, uint8_t flags) {
       }
     }
     if (flags & 8) args.mask.causal = true;
-    if (flags & 8 || extras & 3 || (extras & 8 && scores)) {
+    if (flags & 8 || extras & 35 || (extras & 8 && scores)) {
       args.mask.causal_offset = causal_offset;
     }
     if (extras & 1) args.mask.window_left = sides % 8;
     if (extras & 2) args.mask.window_right = sides / 8 % 8;
+    static const size_t kChunks[4] = {1, 3, 8, 64};
+    if (extras & 32) args.mask.chunk = kChunks[sides / 64];
     static const double kCaps[4] = {0.25, 1, 3, 50};
     static const double kSlopes[4] = {0.5, -0.25, 1.0 / 32, 3};
     static const double kSinks[4] = {-1, 0, 2.5, HUGE_VAL};
     if (extras & 4 && scores) args.mask.softcap = T(kCaps[adjustments % 4]);
     if (extras & 8 && scores) {
       args.mask.alibi_slope = T(kSlopes[adjustments / 4 % 4]);
+      args.mask.alibi_symmetric = extras & 64;
     }
     const bool softmax =
         args.normalization == Normalization::softmax ||
@@ -173,7 +176,9 @@ std::string DecodedCall<T>::Describe(const Api<T>& api) const {
        << (args.mask.window_left ? int(*args.mask.window_left) : -1) << "/"
        << (args.mask.window_right ? int(*args.mask.window_right) : -1)
        << " softcap=" << (args.mask.softcap ? double(*args.mask.softcap) : 0.0)
+       << " chunk=" << args.mask.chunk.value_or(0)
        << " alibi=" << double(args.mask.alibi_slope.value_or(0))
+       << (args.mask.alibi_symmetric ? " symmetric" : "")
        << " sink=" << (args.mask.sink ? double(*args.mask.sink) : -HUGE_VAL)
        << " visible=" << (args.mask.visible.data != nullptr)
        << " specials=" << bool(flags & 2)

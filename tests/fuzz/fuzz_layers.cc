@@ -40,9 +40,11 @@
 //       for b = 223
 //   [7] threads b % 4 and the tuning (fuzz_common.h Tuning)
 //   [8] causal offset (int8 % 8)   [9] window sides kSides[b % 8] left,
-//       kSides[b / 8 % 8] right
+//       kSides[b / 8 % 8] right; chunks of {3, 8, 64}[b / 64 − 1] keys
+//       for b ≥ 64
 //   [10] adjustments: cap kCaps[b % 4], the standard ALiBi slopes times
-//       kSlopeFactors[b / 4 % 4], head h's sink kSinks[(b / 16 + h) % 4]
+//       kSlopeFactors[b / 4 % 4] (symmetric with bit 64), head h's sink
+//       kSinks[(b / 16 + h) % 4]
 //   [11] element types of keys (b % 4) and values (b / 4 % 4), float only
 //   [12] the paged cache's block size 1 + b % 20
 //   [13] scale: the default for b % 8 = 0, else kScales[b % 8 − 1]
@@ -291,6 +293,9 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
   if (flags & 4) mask.window_left = kSides[sides % 8];
   if (flags & 8) mask.window_right = kSides[sides / 8 % 8];
   if (flags & 16) mask.softcap = T(kCaps[adjustments % 4]);
+  static const size_t kChunks[3] = {3, 8, 64};
+  if (sides >= 64) mask.chunk = kChunks[sides / 64 - 1];
+  mask.alibi_symmetric = adjustments & 64;
   std::vector<T> slopes, sinks;
   if (flags & 32) {
     for (double slope : attnpool::alibi_slopes(heads)) {
@@ -498,7 +503,9 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
          << " window=" << (mask.window_left ? int(*mask.window_left) : -1)
          << "/" << (mask.window_right ? int(*mask.window_right) : -1)
          << " softcap=" << (mask.softcap ? double(*mask.softcap) : 0.0)
+         << " chunk=" << mask.chunk.value_or(0)
          << " alibi=" << (slopes.empty() ? 0.0 : double(slopes[0]))
+         << (mask.alibi_symmetric ? " symmetric" : "")
          << " sinks=" << (sinks.empty() ? -HUGE_VAL : double(sinks[0]))
          << " scale=" << (scale ? std::to_string(*scale) : "default")
          << " empty=" << (flags & 128 ? "zero" : "nan")

@@ -59,6 +59,34 @@ def test_sdpa_sliding_window(target, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_sdpa_chunks_and_symmetric_alibi(target, dtype):
+    rng = rng_for("chunks", target, dtype)
+    b, h, n, m, d = 1, 2, 30, 100, 8
+    q = rng.standard_normal((b, h, n, d)).astype(dtype)
+    k = rng.standard_normal((b, h, m, d)).astype(dtype)
+    v = rng.standard_normal((b, h, m, 4)).astype(dtype)
+    # Llama 4's local layers: causal within chunks of 16 keys.
+    offset = m - n
+    got = attnpool.scaled_dot_product_attention(q, k, v, causal=True, causal_offset=offset,
+                                                chunk=16)
+    position = np.arange(n)[:, None] + offset
+    key = np.arange(m)[None, :]
+    shown = (key <= position) & (key // 16 == position // 16)
+    zeros = np.zeros((1, 1, n, m))
+    want = numpy_sdpa(q, k, v, 1 / np.sqrt(d), np.broadcast_to(shown, (b, n, m)), zeros)
+    close(got, want, dtype, scale=10)
+    # An encoder's symmetric ALiBi: −slope·|j − p| on both sides.
+    slopes = attnpool.alibi_slopes(h)
+    got = attnpool.scaled_dot_product_attention(q, k, v, causal_offset=offset,
+                                                alibi_slopes=slopes, alibi_symmetric=True)
+    bias = -slopes.astype(dtype).astype(np.float64)[None, :, None, None] * np.abs(key - position)
+    want = numpy_sdpa(q, k, v, 1 / np.sqrt(d), np.ones((b, n, m), bool), bias)
+    close(got, want, dtype, scale=10)
+    with pytest.raises(ValueError, match="chunk"):
+        attnpool.scaled_dot_product_attention(q, k, v, chunk=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_sdpa_softcap_alibi_sinks(target, dtype):
     rng = rng_for("adjusted", target, dtype)
     b, h, n, m, d, dv = 2, 4, 6, 50, 16, 5
