@@ -17,8 +17,17 @@
 namespace attnpool {
 namespace detail {
 
-// execution.threads if positive, else the OpenMP default (OMP_NUM_THREADS).
+// execution.threads if positive, else the OpenMP default (OMP_NUM_THREADS),
+// at most MaxThreads(): a count the machine cannot run (threads the OS
+// refuses end the process inside the OpenMP runtime, where no error can be
+// caught) is clamped; results do not depend on it.
 int ThreadCount(const Execution& execution);
+
+// kThreadsPerProcessor threads per processor available to the process
+// (omp_get_num_procs(), which follows its affinity), within OpenMP's thread
+// limit; at least 1.
+constexpr int kThreadsPerProcessor = 4;
+int MaxThreads();
 
 // Runs block(begin, end) over [0, rows) in fixed blocks of `block_rows`, on
 // `threads` OpenMP threads, at most one per block (one block, or one thread,

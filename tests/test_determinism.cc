@@ -9,6 +9,8 @@
 #include <omp.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,29 @@ void Determinism() {
         REQUIRE(RunOnce(ws, 0) == reference);
       }
     }
+  }
+}
+
+// Thread counts the machine cannot run (OpenMP would end the process when
+// the OS refuses its threads) are clamped to 4 per processor: per call and
+// through the OpenMP default, every function gives the bits of one thread.
+TEST_CASE("determinism: thread counts past the machine's are clamped",
+          "[determinism]") {
+  const int default_threads = omp_get_max_threads();
+  const int most = 4 * omp_get_num_procs();
+  REQUIRE(attnpool::thread_count({1 << 30}) == std::min(most, omp_get_thread_limit()));
+  REQUIRE(attnpool::thread_count({3}) == std::min(3, most));
+  uint64_t seed = kSeed + 310;
+  for (const Api<float>& api : Apis<float>()) {
+    INFO(api.name);
+    Workspace<float> ws(api, DeterminismShapes()[0]);
+    ws.FillRandom(++seed);
+    const auto reference = RunOnce(ws, 1);
+    REQUIRE(RunOnce(ws, std::numeric_limits<int>::max()) == reference);
+    omp_set_num_threads(100000);
+    const auto by_default = RunOnce(ws, 0);
+    omp_set_num_threads(default_threads);
+    REQUIRE(by_default == reference);
   }
 }
 

@@ -15,7 +15,6 @@
 // It writes the numbers as .npy files plus summary.json into --out, prints
 // a summary, and runs the plotting script unless --no-plot.
 #include <attnpool/attnpool.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -505,7 +504,7 @@ int main(int argc, char** argv) {
         "time: %zu pooling calls in %.1f ms (%.2f G weights/s), %.0f ms in "
         "all\n",
         target.c_str(), Join(attnpool::supported_targets()).c_str(),
-        options.threads > 0 ? options.threads : omp_get_max_threads(),
+        attnpool::thread_count({options.threads}),
         watch.calls, compute_ms, watch.weights / (compute_ms * 1e6), all_ms);
 
     std::string json = "{\"target\": \"" + target +

@@ -436,3 +436,16 @@ def test_bf16_dot_instructions():
     finally:
         attnpool.reset_target()
     assert attnpool.bf16_dot_instruction() in (supported[:1] + [""])
+
+
+def test_thread_counts_past_the_machine_are_clamped():
+    # 2**31 - 1 OpenMP threads cannot be created: without the clamp the
+    # runtime would end the interpreter. The bits are those of one thread.
+    rng = rng_for("threads")
+    q = rng.standard_normal((300, 16)).astype(np.float32)
+    k = rng.standard_normal((200, 16)).astype(np.float32)
+    one = attnpool.attention_pool(q, k, k, kernel="exp", normalize="softmax",
+                                  distance="dot", threads=1)
+    many = attnpool.attention_pool(q, k, k, kernel="exp", normalize="softmax",
+                                   distance="dot", threads=2**31 - 1)
+    np.testing.assert_array_equal(one, many)

@@ -2,7 +2,6 @@
 
 #include "tools/cli/ranks.h"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -183,9 +182,7 @@ void PrintTiming(const char* command, const std::string& shape,
       stderr, "attnpool %s: %s %s: compute %s on %s, %s; read %s, write %s\n",
       command, shape.c_str(), type, Milliseconds(compute).c_str(),
       target.empty() ? attnpool::active_target().c_str() : target.c_str(),
-      (std::to_string(settings.execution.threads > 0
-                          ? settings.execution.threads
-                          : omp_get_max_threads()) +
+      (std::to_string(attnpool::thread_count(settings.execution)) +
        " threads")
           .c_str(),
       Milliseconds(read).c_str(), Milliseconds(write).c_str());
