@@ -12,7 +12,7 @@
 #include "arch/bf16_dot.h"
 #include "arch/distance.h"
 #include "arch/stages.h"
-#include "src/tuning.h"
+#include "core/tuning.h"
 
 namespace attnpool {
 namespace detail {
@@ -121,7 +121,7 @@ struct FusedPlan {
   // The instruction that packed them and computes the scores (chosen once
   // per call: arch/bf16_dot.h).
   Bf16DotInstruction bf16_instruction = Bf16DotInstruction::none;
-  // The tuning profile's block sizes and decode prefetch (src/tuning.h),
+  // The tuning profile's block sizes and decode prefetch (core/tuning.h),
   // taken once per call.
   Tuning tuning = {};
   // Compact kernels (kernel.h: weight 0 at r ≥ support·h) under none or

@@ -12,7 +12,6 @@
 #include "arch/math-inl.h"
 #include "arch/math.h"
 #include "hwy/highway.h"
-#include "src/dispatch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnpool {
@@ -82,20 +81,16 @@ HWY_EXPORT(ExpArrayF64);
 HWY_EXPORT(TanhArrayF32);
 HWY_EXPORT(TanhArrayF64);
 
-int64_t ExpArray(const float* in, float* out, size_t count) {
-  EnsureDispatchReady();
+int64_t DispatchExpArray(const float* in, float* out, size_t count) {
   return HWY_DYNAMIC_DISPATCH(ExpArrayF32)(in, out, count);
 }
-int64_t ExpArray(const double* in, double* out, size_t count) {
-  EnsureDispatchReady();
+int64_t DispatchExpArray(const double* in, double* out, size_t count) {
   return HWY_DYNAMIC_DISPATCH(ExpArrayF64)(in, out, count);
 }
-int64_t TanhArray(const float* in, float* out, size_t count) {
-  EnsureDispatchReady();
+int64_t DispatchTanhArray(const float* in, float* out, size_t count) {
   return HWY_DYNAMIC_DISPATCH(TanhArrayF32)(in, out, count);
 }
-int64_t TanhArray(const double* in, double* out, size_t count) {
-  EnsureDispatchReady();
+int64_t DispatchTanhArray(const double* in, double* out, size_t count) {
   return HWY_DYNAMIC_DISPATCH(TanhArrayF64)(in, out, count);
 }
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "arch/math.h"
 #include "bench/bench_data.h"
 #include "bench/bench_targets.h"
 #include "bench/unfused_attention.h"
+#include "src/math.h"
 
 namespace attnpool_bench {
 namespace {

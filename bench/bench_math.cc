@@ -23,6 +23,7 @@
 
 #include "arch/math.h"
 #include "bench/bench_targets.h"
+#include "src/math.h"
 
 namespace attnpool_bench {
 

@@ -37,11 +37,11 @@
 #include <optional>
 #include <vector>
 
-#include "arch/math.h"
 #include "bench/bench_data.h"
 #include "bench/compare_probes.h"
 #include "bench/unfused_attention.h"
 #include "hwy/aligned_allocator.h"
+#include "src/math.h"
 
 #if ATTNPOOL_BENCH_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>

@@ -28,7 +28,7 @@
 #include "src/packed_keys.h"
 #include "src/pool_plan.h"
 #include "src/threads.h"
-#include "src/tuning.h"
+#include "core/tuning.h"
 #include "src/enum_names.h"
 #include "core/validate.h"
 

@@ -14,7 +14,7 @@
 #include "hwy/targets.h"
 #include "src/dispatch.h"
 #include "src/lower_case.h"
-#include "src/tuning.h"
+#include "core/tuning.h"
 
 namespace attnpool {
 namespace {

@@ -1,5 +1,5 @@
 // The tuning profiles' table, this CPU's choice among them, and forcing.
-#include "src/tuning.h"
+#include "core/tuning.h"
 
 #include <attnpool/error.h>
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "arch/math.h"
+#include "src/math.h"
 #include "tests/each_target.h"
 #include "tests/test_data.h"
 

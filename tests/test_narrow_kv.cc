@@ -206,7 +206,7 @@ const Case kCases[] = {
      false,
      true},
     // One query over several key blocks: under a tuning that interleaves
-    // (src/tuning.h), each block's dots beside the last block's values.
+    // (core/tuning.h), each block's dots beside the last block's values.
     {"decode",
      1,
      2600,

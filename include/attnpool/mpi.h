@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace attnpool {
@@ -190,6 +191,19 @@ CrossValidationResult cross_validate(MPI_Comm comm, Kernel kernel,
                                      const std::vector<double>& bandwidths,
                                      const CrossValidationOptions& options = {},
                                      const Execution& execution = {});
+
+// For programs built on these calls (the command line is one): agrees
+// whether any rank of `comm` failed in a step of its own (`failed`; `texts`
+// describe this rank's failure, the same number of them on every rank).
+// Collective: every rank must reach it, failed or not, so that none waits
+// in a later collective for a rank that stopped. Every rank gets the lowest
+// failing rank and its texts, or nothing when none failed.
+struct RankFailure {
+  int rank;
+  std::vector<std::string> texts;
+};
+std::optional<RankFailure> first_failure(MPI_Comm comm, bool failed,
+                                         std::vector<std::string> texts);
 
 }  // namespace mpi
 }  // namespace attnpool

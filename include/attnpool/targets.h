@@ -111,7 +111,7 @@ std::string tuning();
 
 // The profile's parameters, e.g. "query_rows=96 key_block_bytes=2048
 // decode_stretch=4 decode_key_prefetch_rows=0 decode_load_bytes=32
-// decode_interleave=1" (src/tuning.h says what each is).
+// decode_interleave=1" (core/tuning.h says what each is).
 std::string tuning_parameters();
 
 // Every profile's name, this CPU's choice first.

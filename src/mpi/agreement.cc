@@ -143,5 +143,11 @@ std::pair<uint64_t, uint64_t> OffsetAndTotal(MPI_Comm comm, uint64_t value) {
 }
 
 }  // namespace detail
+
+std::optional<RankFailure> first_failure(MPI_Comm comm, bool failed,
+                                         std::vector<std::string> texts) {
+  return detail::FirstFailure(comm, failed, std::move(texts));
+}
+
 }  // namespace mpi
 }  // namespace attnpool

@@ -5,6 +5,7 @@
 // error on every rank instead of a hang in the next collective.
 #pragma once
 
+#include <attnpool/mpi.h>
 #include <mpi.h>
 
 #include <cstdint>
@@ -52,10 +53,7 @@ class SameEverywhere {
 
 // The first failure of a collective step: the lowest failing rank and the
 // texts that describe its failure.
-struct Failure {
-  int rank;
-  std::vector<std::string> texts;
-};
+using Failure = RankFailure;
 // Agrees on whether any rank failed (`failed`; `texts` describe this
 // rank's failure, the same number of them on every rank): the first
 // failure, on every rank, or none.

@@ -13,8 +13,6 @@
 #if ATTNPOOL_CLI_MPI
 #include <attnpool/mpi.h>
 #include <mpi.h>
-
-#include "src/mpi/agreement.h"
 #endif
 
 namespace attnpool_cli {
@@ -70,7 +68,7 @@ void OnEveryRank(const std::function<void()>& local) {
     texts = {"an unknown exception", std::to_string(kExitInput)};
   }
   const auto first =
-      attnpool::mpi::detail::FirstFailure(MPI_COMM_WORLD, failed, texts);
+      attnpool::mpi::first_failure(MPI_COMM_WORLD, failed, texts);
   if (!first) return;
   CliError error{first->texts[0], std::atoi(first->texts[1].c_str())};
   if (first->rank != ranks.rank) {
