@@ -4,7 +4,7 @@
 
 # The table and its workspace, shared by the Catch2 suite and the fuzzers.
 add_library(attnpool_test_api OBJECT api_table.cc)
-target_link_libraries(attnpool_test_api PUBLIC attnpool::attnpool)
+target_link_libraries(attnpool_test_api PUBLIC attnpool_testing)
 target_include_directories(attnpool_test_api PUBLIC ${PROJECT_SOURCE_DIR})
 
 target_sources(attnpool_tests PRIVATE
@@ -66,7 +66,7 @@ add_executable(attnpool_fuzz_replay ${replay_build}
   fuzz/fuzz_api.cc fuzz/fuzz_decode.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
   fuzz/replay_main.cc
   $<TARGET_OBJECTS:attnpool_test_api>)
-target_link_libraries(attnpool_fuzz_replay PRIVATE attnpool::attnpool)
+target_link_libraries(attnpool_fuzz_replay PRIVATE attnpool_testing)
 target_include_directories(attnpool_fuzz_replay PRIVATE ${PROJECT_SOURCE_DIR})
 if(NOT ATTNPOOL_BUILD_FUZZERS)
   add_test(NAME fuzz.corpus
@@ -83,7 +83,7 @@ endif()
 if(ATTNPOOL_BUILD_FUZZERS)
   add_executable(attnpool_fuzz fuzz/fuzz_api.cc fuzz/fuzz_decode.cc fuzz/fuzz_layers.cc fuzz/fuzz_regression.cc
     $<TARGET_OBJECTS:attnpool_test_api>)
-  target_link_libraries(attnpool_fuzz PRIVATE attnpool::attnpool)
+  target_link_libraries(attnpool_fuzz PRIVATE attnpool_testing)
   target_include_directories(attnpool_fuzz PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_options(attnpool_fuzz PRIVATE ${ATTNPOOL_SANITIZE_OPTIONS})
   target_link_options(attnpool_fuzz PRIVATE -fsanitize=fuzzer)
