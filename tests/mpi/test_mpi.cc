@@ -119,6 +119,8 @@ struct Case {
   std::optional<double> sink = std::nullopt;
   std::optional<size_t> window = std::nullopt;  // left, with causal
   double alibi = 0;
+  std::optional<size_t> chunk = std::nullopt;
+  bool alibi_symmetric = false;
 };
 
 std::vector<Case> Cases() {
@@ -133,6 +135,10 @@ std::vector<Case> Cases() {
   cases.push_back({"scaled dot-product, sink", sdpa, false, false, 0.75});
   cases.push_back({"scaled dot-product, causal window of 40, ALiBi", sdpa, true,
                    false, std::nullopt, 40, 0.01});
+  // Chunk boundaries inside shards and between them.
+  cases.push_back({"scaled dot-product, causal chunks of 24, symmetric ALiBi",
+                   sdpa, true, false, std::nullopt, std::nullopt, 0.01, 24,
+                   true});
   PoolSpec gaussian;
   gaussian.kernel.bandwidth = 0.4;
   cases.push_back({"Nadaraya-Watson gaussian", gaussian});
@@ -170,6 +176,8 @@ struct Problem {
     if (c.sink) mask.sink = T(*c.sink);
     mask.window_left = c.window;
     if (c.alibi != 0) mask.alibi_slope = T(c.alibi);
+    mask.chunk = c.chunk;
+    mask.alibi_symmetric = c.alibi_symmetric;
     return mask;
   }
   ConstMatrixView<T> Queries() const { return {queries.data(), n, d}; }
@@ -415,7 +423,7 @@ void RingCases() {
   const int rank = Rank(), ranks = Ranks();
   for (const Case& c : Cases()) {
     // Valid lengths are per query; causal: both ways below.
-    if (c.valid_lengths || (c.causal && !c.window)) continue;
+    if (c.valid_lengths || (c.causal && !c.window && !c.chunk)) continue;
     for (bool empty_first : {false, true}) {
       Problem<T> p(203, 203, 16, 6, kSeed + 11, empty_first);  // self-attention
       const std::vector<size_t> query_begin = ShardBegins(p.n, ranks);
