@@ -28,7 +28,7 @@ inline void CheckEmptyRows(EmptyRows empty_rows) {
 template <typename T>
 void CheckScale(const std::optional<double>& scale) {
   if (scale && !std::isfinite(static_cast<T>(*scale))) {
-    throw Error("scale", std::to_string(*scale) + " is not a finite " +
+    throw Error("scale", ValueText(*scale) + " is not a finite " +
                              (sizeof(T) == 4 ? "float" : "double"));
   }
 }

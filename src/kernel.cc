@@ -66,7 +66,7 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
     if (!(h >= static_cast<double>(std::numeric_limits<T>::min()) &&
           h <= static_cast<double>(std::numeric_limits<T>::max()))) {
       throw Error("kernel.bandwidth",
-                  std::to_string(h) + " is not a positive, finite, normal " +
+                  ValueText(h) + " is not a positive, finite, normal " +
                       (sizeof(T) == 4 ? "float" : "double"));
     }
     plan.inverse_bandwidth = static_cast<T>(1.0 / h);
@@ -74,7 +74,7 @@ KernelPlan<T> MakeKernelPlan(const KernelSpec& spec, Distance input,
   if (spec.kernel == Kernel::exp) {
     if (spec.scale) {
       if (!std::isfinite(static_cast<T>(*spec.scale))) {
-        throw Error("kernel.scale", std::to_string(*spec.scale) +
+        throw Error("kernel.scale", ValueText(*spec.scale) +
                                         " is not a finite " +
                                         (sizeof(T) == 4 ? "float" : "double"));
       }

@@ -67,7 +67,7 @@ void CheckPositive(const std::string& name, double value) {
   if (!(std::isfinite(value) &&
         value >= double(std::numeric_limits<T>::min()) &&
         value <= double(std::numeric_limits<T>::max()))) {
-    throw Error(name, "is " + std::to_string(value) +
+    throw Error(name, "is " + ValueText(value) +
                           "; it must be finite, > 0 and a normal number of "
                           "the element type");
   }

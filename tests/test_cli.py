@@ -1090,7 +1090,7 @@ class CliTest(unittest.TestCase):
             (args("x", "y", "q", "--bandwidth", "0.5,0.2"),
              "--bandwidth 0.5,0.2: 2 values, expected 1", 1),
             (args("x", "y", "q", "--bandwidth", "-1"),
-             "bandwidth: is -1.000000; it must be finite, > 0", 1),
+             "bandwidth: is -1; it must be finite, > 0", 1),
             (args("x", "y_short", "q"),
              "--y %s (shape (39,)) has 39 rows, expected 40" % paths["y_short"], 1),
             (args("x", "y", "q2"),
@@ -1262,7 +1262,11 @@ class CliTest(unittest.TestCase):
     def test_bad_command_lines(self):
         cases = [
             (self.pool_args(None, None, None, "--bandwidth", "-1"),
-             "kernel.bandwidth: -1.000000 is not a positive, finite, normal float "
+             "kernel.bandwidth: -1 is not a positive, finite, normal float "
+             "(from --bandwidth)", 1),
+            # Values as given, not rounded to 0.000000.
+            (self.pool_args(None, None, None, "--bandwidth", "1e-300"),
+             "kernel.bandwidth: 1e-300 is not a positive, finite, normal float "
              "(from --bandwidth)", 1),
             (self.pool_args(None, None, None, "--bandwidth", "wide"),
              "--bandwidth wide: not a number", 2),
