@@ -49,6 +49,12 @@ void CheckMaskValue(const std::string& name, MaskCheck check, U value) {
     case MaskCheck::positive:
       if (!(value > U(0))) throw Error(name, "is 0 but must be positive");
       return;
+    case MaskCheck::span:
+      if (!(value > U(0) && value <= U(uint64_t{1} << 62))) {
+        throw Error(name, "is " + ValueText(double(value)) +
+                              " but must be in [1, 2^62]");
+      }
+      return;
     case MaskCheck::finite:
       if (!std::isfinite(value)) {
         throw Error(name, "is " + ValueText(value) + " but must be finite");

@@ -1,7 +1,8 @@
 // The structural masks (valid length, causal, sliding window, chunk) as one
 // run of keys per query: keys [VisibleStart, VisibleLimit) of the query pass
-// them. Both ends never decrease from a query to the next (callers rely on
-// it to bound blocks of rows by their first and last).
+// them. Apart from per-query valid lengths, both ends never decrease from a
+// query to the next (callers rely on it to bound blocks of rows by their
+// first and last).
 // Target-independent: the per-ISA stages and src/ share it, with the
 // per-key position arithmetic of ALiBi. (Cuts of a whole mask: core/mask.h.)
 #pragma once
@@ -102,7 +103,8 @@ KeyRun VisibleRun(const Mask<T>& mask, size_t row, size_t key_offset,
 // exact position would). ALiBi's distances then differ by that rest, the
 // same for every key of a row: far below a float logit's resolution at
 // such positions. A chunk is taken at the stopped position: both hide
-// every key where the chunk, the rows and the keys stay below 2^62.
+// every key where the rows and keys stay below 2^62 (chunks are at most
+// 2^62, mask_fields.h).
 template <typename T>
 Mask<T> ShiftPositions(Mask<T> mask, __int128 shift) {
   const __int128 offset = mask.causal_offset + shift;

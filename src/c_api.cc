@@ -39,18 +39,6 @@ const char* attnpool_last_error_argument(void) {
 const char* attnpool_version(void) { return ATTNPOOL_VERSION; }
 int attnpool_abi_version(void) { return 2; }
 
-attnpool_mask attnpool_mask_init(void) {
-  attnpool_mask mask{};
-  mask.struct_size = sizeof(mask);
-  return mask;
-}
-
-attnpool_attention_mask attnpool_attention_mask_init(void) {
-  attnpool_attention_mask mask{};
-  mask.struct_size = sizeof(mask);
-  return mask;
-}
-
 const char* attnpool_mask_layout(int heads) {
   static const std::string layouts[2] = {
 #define ATTNPOOL_LAYOUT_LINE(name, heads_name, kind, needs, check, help) \

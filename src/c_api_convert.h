@@ -194,14 +194,50 @@ LayerTensors<T> LayerTensorsOf(const attnpool_const_tensor* queries,
 
 
 // A C mask struct as the library may read it: `struct_size` bytes of it
-// (which must hold the size field), the fields past them absent, and no
-// field set past those this library knows.
+// (which must hold the size field and end on an 8-byte member: the structs
+// have no padding), the fields past them absent, and no field set past
+// those this library knows. A size past kMaxStructSize is no struct's (an
+// uninitialized one, or a caller of ABI 1, whose masks had no size).
+constexpr size_t kMaxStructSize = 4096;
+
+// The bytes of the C masks' members, by kind: their sum is the struct's
+// size, or a member was padded and a field added in the padding would not
+// grow struct_size (attnpool_c.h).
+#define ATTNPOOL_C_BYTES_lengths(s, name) sizeof(s::name)
+#define ATTNPOOL_C_BYTES_flag(s, name) sizeof(s::name)
+#define ATTNPOOL_C_BYTES_position(s, name) sizeof(s::name)
+#define ATTNPOOL_C_BYTES_count(s, name) sizeof(s::has_##name) + sizeof(s::name)
+#define ATTNPOOL_C_BYTES_matrix(s, name) sizeof(s::name)
+#define ATTNPOOL_C_BYTES_booleans(s, name) sizeof(s::name)
+#define ATTNPOOL_C_BYTES_number(s, name) ATTNPOOL_C_BYTES_count(s, name)
+#define ATTNPOOL_C_BYTES_head_number(s, name) ATTNPOOL_C_BYTES_count(s, name)
+#define ATTNPOOL_C_MASK_BYTES(name, heads_name, kind, needs, check, help) \
+  +ATTNPOOL_C_BYTES_##kind(attnpool_mask, name)
+#define ATTNPOOL_C_HEADS_BYTES_head_number(s, name) sizeof(s::name)
+#define ATTNPOOL_C_HEADS_BYTES(name, heads_name, kind, needs, check, help) \
+  +ATTNPOOL_C_HEADS_BYTES_PICK_##kind(attnpool_attention_mask, heads_name)
+#define ATTNPOOL_C_HEADS_BYTES_PICK_lengths ATTNPOOL_C_BYTES_lengths
+#define ATTNPOOL_C_HEADS_BYTES_PICK_flag ATTNPOOL_C_BYTES_flag
+#define ATTNPOOL_C_HEADS_BYTES_PICK_position ATTNPOOL_C_BYTES_position
+#define ATTNPOOL_C_HEADS_BYTES_PICK_count ATTNPOOL_C_BYTES_count
+#define ATTNPOOL_C_HEADS_BYTES_PICK_matrix ATTNPOOL_C_BYTES_matrix
+#define ATTNPOOL_C_HEADS_BYTES_PICK_booleans ATTNPOOL_C_BYTES_booleans
+#define ATTNPOOL_C_HEADS_BYTES_PICK_number ATTNPOOL_C_BYTES_number
+#define ATTNPOOL_C_HEADS_BYTES_PICK_head_number \
+  ATTNPOOL_C_HEADS_BYTES_head_number
+static_assert(sizeof(attnpool_mask) ==
+                  sizeof(size_t) ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_MASK_BYTES),
+              "attnpool_mask has padding");
+static_assert(sizeof(attnpool_attention_mask) ==
+                  sizeof(size_t) + sizeof(int64_t)
+                      ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_HEADS_BYTES),
+              "attnpool_attention_mask has padding");
 template <class CStruct>
 CStruct SizedStruct(const CStruct* given, const char* name) {
   CStruct copy{};
   const size_t size = given->struct_size;
   const std::string argument = std::string(name) + ".struct_size";
-  if (size < sizeof(size_t)) {
+  if (size < sizeof(size_t) || size > kMaxStructSize || size % 8 != 0) {
     throw attnpool::Error(argument, "is " + std::to_string(size) +
                                         ": initialize the struct with its "
                                         "_init function");
@@ -223,7 +259,7 @@ CStruct SizedStruct(const CStruct* given, const char* name) {
 // A C count or number: its has_ flag and value.
 template <typename U>
 struct COptional {
-  int given;
+  int64_t given;
   U value;
 };
 
@@ -242,7 +278,7 @@ struct COptional {
 inline void FromC(const char*, const size_t* value, const size_t*& member) {
   member = value;
 }
-inline void FromC(const char*, int value, bool& member) {
+inline void FromC(const char*, int64_t value, bool& member) {
   member = value != 0;
 }
 inline void FromC(const char*, ptrdiff_t value, std::ptrdiff_t& member) {

@@ -1,5 +1,7 @@
 #include "src/threads.h"
 
+#include "core/validate.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@ int MaxThreads() {
 }  // namespace detail
 
 int thread_count(const Execution& execution) {
+  detail::CheckExecution(execution);
   return detail::ThreadCount(execution);
 }
 

@@ -284,6 +284,19 @@ static void test_mask_struct_size(void) {
   CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om, &mask,
                       NULL) == ATTNPOOL_OK);
   CHECK(out[0] != 1 && out[1] != 1);
+  /* Sizes no struct has: inside a member, or a pointer where an ABI 1
+   * caller's mask began (its valid_lengths): refused, nothing read past. */
+  out[0] = out[1] = -7;
+  mask = attnpool_mask_init();
+  mask.struct_size = 12;
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om, &mask,
+                      NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "mask.struct_size") == 0);
+  mask.struct_size = (size_t)(uintptr_t)lengths;
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om, &mask,
+                      NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "mask.struct_size") == 0);
+  CHECK(out[0] == -7 && out[1] == -7);
 }
 
 /* Each failure: the status, the argument, and the output untouched. */

@@ -68,13 +68,13 @@ def mask_struct(library, heads):
     count or number; struct_size is set."""
     members = [("struct_size", ctypes.c_size_t)]
     if heads:
-        members.append(("lengths_per_query", ctypes.c_int))
+        members.append(("lengths_per_query", ctypes.c_int64))
     for line in library.attnpool_mask_layout(int(heads)).decode().splitlines():
         name, kind = line.split()
-        given = [("has_" + name, ctypes.c_int)]
+        given = [("has_" + name, ctypes.c_int64)]
         members += {
             "lengths": [(name, ctypes.POINTER(ctypes.c_size_t))],
-            "flag": [(name, ctypes.c_int)],
+            "flag": [(name, ctypes.c_int64)],
             "position": [(name, ctypes.c_ssize_t)],
             "count": given + [(name, ctypes.c_size_t)],
             "matrix": [(name, ConstTensor if heads else ConstMatrix)],

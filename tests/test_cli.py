@@ -539,7 +539,7 @@ class CliTest(unittest.TestCase):
         np.testing.assert_allclose(np.load(self.path("out.npy")), expected,
                                    rtol=1e-12, atol=1e-12)
         for bad, message, code in (
-                (["--chunk", "0"], "mask.chunk: is 0 but must be positive", 1),
+                (["--chunk", "0"], "mask.chunk: is 0 but must be in [1, 2^62]", 1),
                 (["--softcap", "0"], "mask.softcap: is 0 but must be finite, > 0 and "
                  "have a finite reciprocal (from --softcap)", 1),
                 (["--kernel", "boxcar", "--sink", "1"], "mask.sink: joins a softmax", 1)):

@@ -151,7 +151,7 @@ struct PackedSequences {
 // with few queries has its keys split into chunks merged in a fixed order.
 // Positions align the sequences' ends (a KV cache's last n queries): query
 // i of a sequence of n queries and m keys sits at key position p = i +
-// (m − n) + mask.causal_offset, for causal, the window and ALiBi. The mask's
+// (m − n) + mask.causal_offset, for causal, the window, chunks and ALiBi. The mask's
 // valid_lengths, bias and visible do not apply (rejected). Each sequence's
 // output is bitwise what scaled_dot_product_attention gives it alone
 // (with causal_offset m − n + mask.causal_offset).

@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <attnpool/mask_fields.h>
 
@@ -152,17 +153,19 @@ typedef struct attnpool_pool_spec {
 
 /* The members of a mask by the kind of its field (attnpool/mask_fields.h,
  * whose list generates both mask structs): a count or number is given when
- * its has_ flag is nonzero. */
+ * its has_ flag is nonzero. Every member is 8 bytes or a whole number of
+ * them, so that the structs hold no padding: each field added at the end
+ * grows the struct_size its callers compile in. */
 #define ATTNPOOL_C_MEMBER_lengths(name) const size_t* name;
-#define ATTNPOOL_C_MEMBER_flag(name) int name;
+#define ATTNPOOL_C_MEMBER_flag(name) int64_t name;
 #define ATTNPOOL_C_MEMBER_position(name) ptrdiff_t name;
 #define ATTNPOOL_C_MEMBER_count(name) \
-  int has_##name;                       \
+  int64_t has_##name;                   \
   size_t name;
 #define ATTNPOOL_C_MEMBER_matrix(name) attnpool_const_matrix name;
 #define ATTNPOOL_C_MEMBER_booleans(name) attnpool_const_matrix name;
 #define ATTNPOOL_C_MEMBER_number(name) \
-  int has_##name;                        \
+  int64_t has_##name;                    \
   double name;
 #define ATTNPOOL_C_MEMBER_head_number(name) ATTNPOOL_C_MEMBER_number(name)
 #define ATTNPOOL_C_MASK_MEMBER(name, heads_name, kind, needs, check, help) \
@@ -172,16 +175,23 @@ typedef struct attnpool_pool_spec {
  * states the fields): query i is row i of the call, key j column j; bias
  * (n x m of the call's dtype) and visible (n x m of uint8) are none when
  * their data is NULL and their shape empty. Initialize it with
- * attnpool_mask_init(): it sets struct_size, by which the struct grows
- * (a library reads the fields its caller's struct_size holds, and refuses
- * nonzero bytes past the fields it knows). */
+ * attnpool_mask_init(): it sets struct_size to the size this header gives
+ * the struct, by which the struct grows (a library reads the fields its
+ * caller's struct_size holds, and refuses nonzero bytes past the fields it
+ * knows). */
 typedef struct attnpool_mask {
   size_t struct_size;
   ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_MASK_MEMBER)
 } attnpool_mask;
 
-/* {struct_size}, every field absent: every key visible to every query. */
-attnpool_mask attnpool_mask_init(void);
+/* {struct_size}, every field absent: every key visible to every query.
+ * Inline, so that struct_size is the caller's sizeof. */
+static inline attnpool_mask attnpool_mask_init(void) {
+  attnpool_mask mask;
+  memset(&mask, 0, sizeof mask);
+  mask.struct_size = sizeof mask;
+  return mask;
+}
 
 /* Per-call settings; NULL means the defaults. */
 typedef struct attnpool_execution {
@@ -366,12 +376,17 @@ typedef struct attnpool_tensor {
  * attnpool_mask). */
 typedef struct attnpool_attention_mask {
   size_t struct_size;
-  int lengths_per_query;
+  int64_t lengths_per_query;
   ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_HEADS_MASK_MEMBER)
 } attnpool_attention_mask;
 
-/* {struct_size}, every field absent. */
-attnpool_attention_mask attnpool_attention_mask_init(void);
+/* {struct_size}, every field absent (inline, as attnpool_mask_init). */
+static inline attnpool_attention_mask attnpool_attention_mask_init(void) {
+  attnpool_attention_mask mask;
+  memset(&mask, 0, sizeof mask);
+  mask.struct_size = sizeof mask;
+  return mask;
+}
 
 /* The fields of a mask, one a line, as "name kind" (heads: the
  * attention mask's names), in the structs' order: for foreign-function

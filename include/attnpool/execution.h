@@ -12,7 +12,8 @@ struct Execution {
 };
 
 // The most threads a call with `execution` runs on: its count after the
-// default and the clamp above.
+// default and the clamp above. Throws attnpool::Error for a negative count,
+// as every call does.
 int thread_count(const Execution& execution = {});
 
 }  // namespace attnpool

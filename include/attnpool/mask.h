@@ -16,7 +16,8 @@
 //                  chunked local attention, with causal);
 //   visible        visible(i, j) ≠ 0;
 //   bias           bias(i, j) ≠ −inf.
-// The first five bound a run of keys per query: key blocks outside every
+// Valid lengths, causal, the window and chunks bound a run of keys per
+// query: key blocks outside every
 // query's run are never visited, and keys before or after every run never
 // read. Then, in this order, a visible key's score s (the logit, for
 // exponential kernels) is adjusted:
@@ -47,7 +48,7 @@ namespace attnpool {
 // What the normalization must compute for a field to apply, and what a
 // given value must be (the list's needs and check columns).
 enum class MaskNeeds : int { any, scores, softmax };
-enum class MaskCheck : int { any, positive, finite, not_nan, cap };
+enum class MaskCheck : int { any, positive, span, finite, not_nan, cap };
 
 // The kinds of fields (the list's kind column), as types.
 namespace mask_kind {

@@ -29,7 +29,9 @@
  *               (softmax, argmax, or an exponential kernel) or softmax
  *               (softmax, or sum of an exponential kernel)
  *   check       what a given value must be: any, positive (a count > 0),
- *               finite, not_nan, cap (finite, > 0, its reciprocal finite)
+ *               span (a count > 0 and at most 2^62: positions past the
+ *               range of ptrdiff_t keep their spans), finite, not_nan, cap
+ *               (finite, > 0, its reciprocal finite)
  *   help        its meaning in a line (the CLI's help, the Python docs)
  */
 #ifndef ATTNPOOL_MASK_FIELDS_H_
@@ -55,7 +57,7 @@
     "ALiBi: a score s becomes s + slope * (j - p)")                            \
   X(sink, sinks, head_number, softmax, not_nan,                                \
     "attention sink: a logit in the softmax's denominator with no value")      \
-  X(chunk, chunk, count, any, positive,                                        \
+  X(chunk, chunk, count, any, span,                                        \
     "chunked attention: query i sees keys j with j / chunk == p / chunk")      \
   X(alibi_symmetric, alibi_symmetric, flag, any, any,                          \
     "ALiBi of the distance either way: s becomes s - slope * |j - p|")

@@ -21,6 +21,7 @@ OpenMP default).
 """
 
 from . import _core
+from ._checks import MASK_FIELDS
 from ._elements import (Int8Rows, bfloat16_to_float, dequantize_rows,
                         quantize_rows, to_bfloat16)
 from ._layers import (additive_attention, alibi_slopes, multi_head_attention,
@@ -78,6 +79,14 @@ force_tuning = _core.force_tuning
 #: The fused path the last attention_pool of this thread took.
 last_fused_path = _core.last_fused_path
 
+
+def mask_fields():
+    """The mask keywords, one per field of the library's list
+    (attnpool/mask_fields.h): tuples (name, heads_name, kind, needs, help),
+    `name` the keyword of the functions on matrices, `heads_name` the
+    attention layers'."""
+    return list(MASK_FIELDS)
+
 __all__ = [
     "pairwise_distances", "apply_kernel", "normalize", "weighted_sum",
     "attention_pool", "PoolState", "scaled_dot_product_attention",
@@ -87,6 +96,6 @@ __all__ = [
     "active_target", "force_target", "reset_target", "last_run_target",
     "bf16_dot_instruction", "supported_bf16_dot_instructions",
     "force_bf16_dot_instruction", "tuning", "tuning_parameters", "tunings",
-    "force_tuning", "last_fused_path", "KERNELS", "DISTANCES", "NORMALIZATIONS", "Int8Rows",
+    "force_tuning", "last_fused_path", "mask_fields", "KERNELS", "DISTANCES", "NORMALIZATIONS", "Int8Rows",
     "to_bfloat16", "bfloat16_to_float", "quantize_rows", "dequantize_rows",
 ]

@@ -82,8 +82,10 @@ def test_sdpa_chunks_and_symmetric_alibi(target, dtype):
     bias = -slopes.astype(dtype).astype(np.float64)[None, :, None, None] * np.abs(key - position)
     want = numpy_sdpa(q, k, v, 1 / np.sqrt(d), np.ones((b, n, m), bool), bias)
     close(got, want, dtype, scale=10)
-    with pytest.raises(ValueError, match="chunk"):
-        attnpool.scaled_dot_product_attention(q, k, v, chunk=0)
+    for chunk in (0, 2**62 + 1):  # chunks are [1, 2^62]
+        with pytest.raises(ValueError, match="chunk"):
+            attnpool.scaled_dot_product_attention(q, k, v, chunk=chunk)
+    assert any(field[0] == "chunk" for field in attnpool.mask_fields())
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
