@@ -15,7 +15,8 @@ namespace attnpool {
 namespace {
 
 // Pointers to `count` elements of `in` and `out`, neither null unless count
-// is 0, not overlapping.
+// is 0, their extents within the address space (a count of SIZE_MAX is no
+// array's), not overlapping.
 void CheckArrays(const void* in, size_t in_bytes, const void* out,
                  size_t out_bytes, size_t count) {
   if (count == 0) return;
@@ -23,10 +24,11 @@ void CheckArrays(const void* in, size_t in_bytes, const void* out,
     throw Error("in", "is null but count is " + std::to_string(count));
   if (out == nullptr)
     throw Error("out", "is null but count is " + std::to_string(count));
-  const auto begin = reinterpret_cast<uintptr_t>(in);
-  const auto out_begin = reinterpret_cast<uintptr_t>(out);
-  detail::CheckNoOverlap("out", {out_begin, out_begin + count * out_bytes},
-                         "in", {begin, begin + count * in_bytes});
+  const auto in_range =
+      detail::CheckViewBytes("in", in, 1, count, count, in_bytes);
+  const auto out_range =
+      detail::CheckViewBytes("out", out, 1, count, count, out_bytes);
+  detail::CheckNoOverlap("out", out_range, "in", in_range);
 }
 
 template <typename Convert, typename In, typename Out>

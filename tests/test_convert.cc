@@ -320,6 +320,18 @@ TEST_CASE("element: bad arguments are named, nothing written", "[element]") {
   RequireRejected("in", in, [&] {
     attnpool::to_float(static_cast<const f16*>(nullptr), 3, in.data());
   });
+  // Counts no array has: refused before anything is read or written.
+  std::vector<float> narrow(4, 7);  // bf16 storage
+  for (const size_t count : {SIZE_MAX, SIZE_MAX / 2, size_t{1} << 63}) {
+    RequireRejected("in", narrow, [&] {
+      attnpool::to_bfloat16(in.data(), count,
+                            reinterpret_cast<bf16*>(narrow.data()));
+    });
+    RequireRejected("in", in, [&] {
+      attnpool::to_float(reinterpret_cast<const bf16*>(narrow.data()), count,
+                         in.data());
+    });
+  }
   // An output overlapping the input past its first element.
   std::vector<float> both = {1, 2, 3, 4, 5, 6};
   RequireRejected("out", both, [&] {
