@@ -12,8 +12,8 @@
 // The sanitized build (ATTNPOOL_SANITIZED_BUILD, tools/fuzz-common.sh) is a
 // test build for memory and undefined-behaviour errors, not a shipped one:
 // compiled for AVX2 as its baseline, so that neither EMU128 nor SSE4 is
-// (the release suite forces both on every x86 run; EMU128 alone took 60% of
-// the sanitized fused kernel's compile), with AVX3 only where the CPU runs
+// (the release suite forces both on every x86 run, and they dominate the
+// sanitized fused kernel's compile), with AVX3 only where the CPU runs
 // it (ATTNPOOL_SANITIZED_AVX3): code that cannot run is not worth compiling
 // under the sanitizers. docs/benchmarks.md gives the compile times.
 #pragma once
