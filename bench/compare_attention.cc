@@ -27,10 +27,6 @@
 #include <omp.h>
 
 namespace attnpool_compare {
-#if ATTNPOOL_BENCH_OPENBLAS
-using attnpool_bench::OpenblasHead;
-#endif
-using attnpool_bench::SoftmaxRows;
 
 // ------------------------------------------------- W2, W4: unfused SDPA
 

@@ -28,10 +28,6 @@
 #include <omp.h>
 
 namespace attnpool_compare {
-#if ATTNPOOL_BENCH_OPENBLAS
-using attnpool_bench::OpenblasHead;
-#endif
-using attnpool_bench::SoftmaxRows;
 
 // ---------------------------------------------------------- W5: decode
 

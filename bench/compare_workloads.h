@@ -4,7 +4,15 @@
 // W4, W2n, W6, W7, W8), compare_decode.cc (W5, W5n, W9).
 #pragma once
 
+#include "bench/unfused_attention.h"
+
 namespace attnpool_compare {
+
+// The baselines' pieces the workload files share.
+#if ATTNPOOL_BENCH_OPENBLAS
+using attnpool_bench::OpenblasHead;
+#endif
+using attnpool_bench::SoftmaxRows;
 
 void Probes(int threads);
 void W1(int threads);
