@@ -46,19 +46,19 @@ void Widen(const E* HWY_RESTRICT in, size_t count, float* HWY_RESTRICT out) {
 }
 
 int64_t ToBF16Array(const float* in, size_t count, uint16_t* out) {
-  Narrow(in, count, reinterpret_cast<BF16*>(out));
+  Narrow(in, count, reinterpret_cast<bf16*>(out));
   return HWY_TARGET;
 }
 int64_t ToF16Array(const float* in, size_t count, uint16_t* out) {
-  Narrow(in, count, reinterpret_cast<F16*>(out));
+  Narrow(in, count, reinterpret_cast<f16*>(out));
   return HWY_TARGET;
 }
 int64_t FromBF16Array(const uint16_t* in, size_t count, float* out) {
-  Widen(reinterpret_cast<const BF16*>(in), count, out);
+  Widen(reinterpret_cast<const bf16*>(in), count, out);
   return HWY_TARGET;
 }
 int64_t FromF16Array(const uint16_t* in, size_t count, float* out) {
-  Widen(reinterpret_cast<const F16*>(in), count, out);
+  Widen(reinterpret_cast<const f16*>(in), count, out);
   return HWY_TARGET;
 }
 

@@ -472,11 +472,15 @@ HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
 template <typename E>
 struct NarrowKeyDots {
   using D = hn::ScalableTag<float>;
-  static constexpr bool kScaled = std::is_same<E, int8_t>::value;
+  // Rows with a scale (applied to each element), and those whose scale
+  // may instead fold into the dot (core/element_traits.h).
+  static constexpr bool kScaled = detail::kScaledElement<E>;
+  static constexpr bool kFolds =
+      kScaled && detail::ElementTraits<E>::kFoldsScale;
 #if HWY_HAVE_SCALABLE || HWY_TARGET == HWY_SCALAR
   static constexpr size_t kWidth = 1;
 #else
-  static constexpr size_t kWidth = kScaled ? hn::MaxLanes(D()) : 1;
+  static constexpr size_t kWidth = kFolds ? hn::MaxLanes(D()) : 1;
 #endif
   const detail::RowList<float>& keys;
   size_t j, count;
@@ -485,9 +489,9 @@ struct NarrowKeyDots {
   size_t ahead_limit = 0;
   const char* values = nullptr;
   size_t value_stride = 0, value_bytes = 0;
-  bool query_folds = false;  // int8: FoldsQuery(query, keys.cols)
+  bool query_folds = false;  // kFolds: FoldsQuery(query, keys.cols)
   // Given (NarrowDots), key j's row, the rows [j, j + count) one stride
-  // apart; and (int8) key j's scale, their scales run_scale_stride apart.
+  // apart; and (kFolds) key j's scale, their scales run_scale_stride apart.
   const E* HWY_RESTRICT run_rows = nullptr;
   const float* HWY_RESTRICT run_scales = nullptr;
   size_t run_scale_stride = 1;
@@ -605,8 +609,8 @@ struct NarrowKeyDots {
     return RowsFrom<kScaleElements>(k, scale)(0);
   }
 
-  // Key k's products: int8 elements unscaled where the key's scale folds
-  // (`after` the scale), else scaled (`after` 1).
+  // Key k's products: a scaled type's elements unscaled where the key's
+  // scale folds (`after` the scale), else scaled (`after` 1).
   HWY_INLINE hn::Vec<D> KeyProducts(size_t k, float& after) const {
     after = 1.0f;
     if constexpr (kScaled) {
@@ -749,11 +753,11 @@ struct NarrowKeyDots {
     if (count == 0) return dots;
     dots.run_rows = keys.template narrow_row<E>(j);
     // (Gathered scales' offsets, (kWidth − 1)·stride, are int32.)
-    if (kScaled && keys.scale_stride <= (size_t{1} << 26)) {
+    if (kFolds && keys.scale_stride <= (size_t{1} << 26)) {
       dots.run_scales = keys.ScalesRun(j, count);
       dots.run_scale_stride = keys.scale_stride;
     }
-    dots.query_folds = kScaled && FoldsQuery(query, keys.cols);
+    dots.query_folds = kFolds && FoldsQuery(query, keys.cols);
     return dots;
   }
 };
@@ -787,7 +791,7 @@ HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
           dots.value_stride = value_stride;
           dots.value_bytes = value_bytes;
         } else {
-          dots.query_folds = Dots::kScaled && FoldsQuery(dots.query, keys.cols);
+          dots.query_folds = Dots::kFolds && FoldsQuery(dots.query, keys.cols);
         }
         return dots;
       };
@@ -834,7 +838,8 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
                                     const Beside& beside) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d), columns = values.cols;
-  constexpr bool kScaled = std::is_same<E, int8_t>::value;
+  constexpr bool kScaled = detail::kScaledElement<E>;
+  constexpr bool kFolds = kScaled && detail::ElementTraits<E>::kFoldsScale;
   // Rows one stride apart of 2-byte values: the row kPrefetchRows ahead,
   // below `ahead_limit`, prefetched beside each (bf16 decode 1.06x, f16
   // 1.10x faster, Zen 5, W5n; an int8 cache's values are prefetched
@@ -891,7 +896,7 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
       } else {
         if (!kByKey) {
           folded &= FoldsScale(scale);
-        } else if (!(softmax_weights && FoldsScale(scale))) {
+        } else if (!(kFolds && softmax_weights && FoldsScale(scale))) {
           element_scale = scale;
           return hn::Set(d, weight);
         }
@@ -952,7 +957,7 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
   };
   if constexpr (!kScaled) {
     all_sums(std::false_type());
-  } else if (!softmax_weights || !all_sums(std::false_type())) {
+  } else if (!kFolds || !softmax_weights || !all_sums(std::false_type())) {
     all_sums(std::true_type());
   }
 }
@@ -1276,8 +1281,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
             // (int8 keys and values; NarrowDots says why.) An interleaved
             // int8 decode's first block prefetches as its blocks after it
             // do (`interleave`: no values, keys where the tuning says).
-            const bool int8_cache = plan.keys.element == ElementType::int8 &&
-                                    plan.values.element == ElementType::int8;
+            const bool int8_cache = detail::ScaleFolds(plan.keys.element) &&
+                                    detail::ScaleFolds(plan.values.element);
             const bool int8_values = prefetch_ahead && !interleave &&
                                      plan.values.strided() && int8_cache;
             const bool prefetch_keys =

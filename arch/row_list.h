@@ -1,7 +1,7 @@
 // The rows of a matrix that the fused kernel reads keys and values from:
 // strided (a ConstMatrixView), or in the pages of a paged KV cache, listed
 // in order by a block table and read in place; float lists may also hold
-// bf16, f16 or int8 rows (element.h), strided or paged, widened as they are
+// rows of any element type (element.h), strided or paged, widened as they are
 // read.
 // Target-independent: src/ and the per-ISA code share it.
 #pragma once
@@ -9,8 +9,8 @@
 #include <attnpool/element.h>
 #include <attnpool/matrix.h>
 
-#include <cmath>
-#include <cstring>
+#include "core/element_traits.h"
+
 #include <type_traits>
 
 #include <algorithm>
@@ -30,7 +30,8 @@ struct RowList {
   const int32_t* pages = nullptr;
   size_t page_rows = 0, page_stride = 0, first = 0;
   // Narrow rows (T = float only): row j's elements of `element` at narrow +
-  // Offset(j) elements, int8 row j scaled by scale(j); data is null. Paged
+  // Offset(j) elements, a scaled type's row j scaled by scale(j); data is
+  // null. Paged
   // ones as above, in elements of `element`; their scales likewise, pages
   // scale_page_stride apart.
   ElementType element = ElementType::float32;
@@ -59,7 +60,7 @@ struct RowList {
   }
 
   // The same pages of narrow rows (T = float only; float32 ones as Paged):
-  // `scales` and `scale_page_stride`, `scale_row_stride` for int8.
+  // `scales` and `scale_page_stride`, `scale_row_stride` for scaled types.
   static RowList PagedElements(ElementType element, const void* base,
                                const int32_t* pages, size_t page_rows,
                                size_t page_stride, size_t row_stride,
@@ -129,7 +130,8 @@ struct RowList {
     return static_cast<const E*>(narrow) + Offset(j);
   }
   const T* row(size_t j) const { return data + Offset(j); }
-  // Element (r, c) as T (narrow ones widened: exact but int8's scaling).
+  // Element (r, c) as T (narrow ones widened: exact but for the scaling of
+  // scaled types).
   T operator()(size_t r, size_t c) const {
     if (narrow == nullptr) return row(r)[c];
     return static_cast<T>(WidenElement(r, c));
@@ -161,7 +163,7 @@ struct RowList {
       slice.first += begin;
     } else if (narrow != nullptr) {
       slice.narrow = static_cast<const char*>(narrow) +
-                     begin * stride * kElementTypes[int(element)].bytes;
+                     begin * stride * element_properties(element).bytes;
       if (scales != nullptr) slice.scales += begin * scale_stride;
     } else {
       slice.data += begin * stride;
@@ -173,30 +175,12 @@ struct RowList {
  private:
   float WidenElement(size_t r, size_t c) const {
     const size_t at = Offset(r) + c;
-    uint16_t half = 0;
-    switch (element) {
-      case ElementType::float32:
-        return static_cast<const float*>(narrow)[at];
-      case ElementType::bfloat16: {
-        std::memcpy(&half, static_cast<const uint16_t*>(narrow) + at, 2);
-        const uint32_t bits = uint32_t{half} << 16;
-        float value;
-        std::memcpy(&value, &bits, sizeof value);
-        return value;
-      }
-      case ElementType::float16: {
-        std::memcpy(&half, static_cast<const uint16_t*>(narrow) + at, 2);
-        const int exponent = (half >> 10) & 31, fraction = half & 1023;
-        const float magnitude =
-            exponent == 31  ? (fraction ? NAN : HUGE_VALF)
-            : exponent == 0 ? std::ldexp(float(fraction), -24)
-                            : std::ldexp(float(1024 + fraction), exponent - 25);
-        return half & 0x8000 ? -magnitude : magnitude;
-      }
-      case ElementType::int8:
-        return scale(r) * float(static_cast<const int8_t*>(narrow)[at]);
-    }
-    return NAN;
+    return visit_element_storage(element, [&](auto tag) {
+      using S = decltype(tag);
+      const float value =
+          ElementTraits<S>::Widen(static_cast<const S*>(narrow)[at]);
+      return kScaledElement<S> ? scale(r) * value : value;
+    });
   }
 };
 

@@ -81,20 +81,18 @@ ByteRange CheckView(const std::string& name, const MatrixView<T>& view) {
                         sizeof(T));
 }
 
-// The scales of `rows` int8 rows of `name`, row r's at scales[r · stride]:
-// a stride of at least 1 (`name`.scale_stride), an extent that fits.
+// The scales of `rows` rows of a scaled type of `name`, row r's at
+// scales[r · stride] (a stride of 0: one scale for all), an extent that
+// fits.
 inline ByteRange CheckScales(const std::string& name, const float* scales,
                              size_t rows, size_t stride) {
-  if (stride == 0) {
-    throw Error(name + ".scale_stride", "is 0; each row has its own scale");
-  }
-  return CheckViewBytes(name + ".scales", scales, rows, 1, stride,
-                        sizeof(float));
+  return CheckViewBytes(name + ".scales", scales, stride == 0 ? 1 : rows, 1,
+                        stride == 0 ? 1 : stride, sizeof(float));
 }
 
 // Keys or values in any element type (element.h): the type one of the
-// table's, the view well-formed, int8 rows with their scales (checked for
-// overlap with outputs too: `scale_bytes`).
+// table's, the view well-formed, a scaled type's rows with their scales
+// (checked for overlap with outputs too: `scale_bytes`).
 inline ByteRange CheckView(const std::string& name, const ElementRows& rows,
                            ByteRange* scale_bytes = nullptr) {
   if (!in_table(kElementTypes, rows.type)) {
@@ -104,9 +102,11 @@ inline ByteRange CheckView(const std::string& name, const ElementRows& rows,
   const auto bytes =
       CheckViewBytes(name, rows.data, rows.rows, rows.cols, rows.stride,
                      kElementTypes[static_cast<int>(rows.type)].bytes);
-  if (rows.type == ElementType::int8 && rows.rows > 0) {
+  if (element_properties(rows.type).scaled && rows.rows > 0) {
     if (rows.scales == nullptr) {
-      throw Error(name + ".scales", "is null but int8 rows need one each");
+      throw Error(name + ".scales", std::string("is null but ") +
+                                        element_type_name(rows.type) +
+                                        " rows need their scales");
     }
     const auto scale_range =
         CheckScales(name, rows.scales, rows.rows, rows.scale_stride);
@@ -192,7 +192,7 @@ ByteRange CheckTensor(const std::string& name, const TensorView<T>& view,
 }
 
 // Keys or values of any element type as a tensor (attention.h): the type
-// one of the table's, the tensor well-formed, int8's scales a (batch,
+// one of the table's, the tensor well-formed, a scaled type's scales a (batch,
 // heads, rows, 1) tensor (its bytes in `scale_bytes`).
 inline ByteRange CheckTensor(const std::string& name,
                              const ElementTensor& tensor,
@@ -207,7 +207,7 @@ inline ByteRange CheckTensor(const std::string& name,
       tensor.cols, tensor.batch_stride, tensor.head_stride, tensor.row_stride};
   const auto bytes = CheckTensorBytes(
       name, shape, kElementTypes[static_cast<int>(tensor.type)].bytes, false);
-  if (tensor.type == ElementType::int8) {
+  if (element_properties(tensor.type).scaled) {
     const auto& scales = tensor.scales;
     const std::string scales_name = name + ".scales";
     CheckSize(scales_name + ".batch", scales.batch, tensor.batch,
@@ -216,7 +216,11 @@ inline ByteRange CheckTensor(const std::string& name,
               name + ".heads");
     CheckSize(scales_name + ".rows", scales.rows, tensor.rows, name + ".rows");
     CheckSize(scales_name + ".cols", scales.cols, 1, "1");
-    const auto range = CheckTensor(scales_name, scales);
+    // Strides of 0 share a scale: a row_stride of 0 is one scale for every
+    // row of a head (zero batch and head strides too: a per-tensor scale).
+    TensorView<const float> held = scales;
+    if (held.row_stride == 0 && held.rows > 0) held.rows = held.row_stride = 1;
+    const auto range = CheckTensor(scales_name, held);
     if (scale_bytes != nullptr) *scale_bytes = range;
   }
   return bytes;

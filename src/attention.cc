@@ -277,11 +277,11 @@ detail::RowList<T> PagedRows(const TensorView<const T>& pool,
 inline detail::RowList<float> PagedRows(const ElementTensor& pool,
                                         const PagedElementCache& cache,
                                         size_t b, size_t g) {
-  const bool scaled = pool.type == ElementType::int8;
+  const bool scaled = element_properties(pool.type).scaled;
   return detail::RowList<float>::PagedElements(
       pool.type,
       static_cast<const char*>(pool.data) +
-          g * pool.head_stride * kElementTypes[int(pool.type)].bytes,
+          g * pool.head_stride * element_properties(pool.type).bytes,
       cache.block_table + b * cache.block_table_stride, pool.rows,
       pool.batch_stride, pool.row_stride, cache.lengths[b], pool.cols,
       scaled ? pool.scales.data + g * pool.scales.head_stride : nullptr,

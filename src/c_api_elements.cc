@@ -21,26 +21,35 @@ namespace {
 ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_C_ELEMENT_MATCHES)
 #undef ATTNPOOL_C_ELEMENT_MATCHES
 
+// The C++ view of `t`'s data as the element type stored as S (and its
+// scales where S is scaled).
+template <typename S>
+attnpool::ElementTensor StoredTensorOf(const attnpool_element_tensor& t,
+                                       const std::string& name) {
+  const auto data = TensorOf<const S>(name, t.data);
+  if constexpr (attnpool::element_properties(attnpool::ElementTypeOf<S>::value)
+                    .scaled) {
+    return attnpool::ScaledTensor<S>{
+        data, TensorOf<const float>(name + ".scales", t.scales)};
+  } else {
+    return data;
+  }
+}
+
 // The C++ view of a required element tensor, its errors named `argument`.
 attnpool::ElementTensor ElementTensorOf(const attnpool_element_tensor* tensor,
                                         const char* argument) {
   const auto& t = Required(tensor, argument);
   const std::string name = argument;
-  switch (t.element) {
-    case ATTNPOOL_ELEMENT_FLOAT32:
-      return TensorOf<const float>(name, t.data);
-    case ATTNPOOL_ELEMENT_BFLOAT16:
-      return TensorOf<const attnpool::bf16>(name, t.data);
-    case ATTNPOOL_ELEMENT_FLOAT16:
-      return TensorOf<const attnpool::f16>(name, t.data);
-    case ATTNPOOL_ELEMENT_INT8:
-      return attnpool::Int8Tensor{
-          TensorOf<const int8_t>(name, t.data),
-          TensorOf<const float>(name + ".scales", t.scales)};
+  const auto type = static_cast<attnpool::ElementType>(t.element);
+  if (!attnpool::in_table(attnpool::kElementTypes, type)) {
+    throw attnpool::Error(
+        name + ".element",
+        "invalid value " + std::to_string(static_cast<int>(t.element)));
   }
-  throw attnpool::Error(
-      name + ".element",
-      "invalid value " + std::to_string(static_cast<int>(t.element)));
+  return attnpool::visit_element_storage(type, [&](auto stored) {
+    return StoredTensorOf<decltype(stored)>(t, name);
+  });
 }
 
 // A matrix of any element type: a tensor of one batch entry and one head.
@@ -50,7 +59,7 @@ attnpool::ElementRows ElementRowsOf(const attnpool_element_tensor* tensor,
   const std::string name = argument;
   attnpool::detail::CheckSize(name + ".batch", t.batch, 1, "1");
   attnpool::detail::CheckSize(name + ".heads", t.heads, 1, "1");
-  if (t.type == attnpool::ElementType::int8) {
+  if (attnpool::element_properties(t.type).scaled) {
     attnpool::detail::CheckTensor(name, t);  // the scales' shape
   }
   return t.matrix(0, 0);

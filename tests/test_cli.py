@@ -332,7 +332,7 @@ class CliTest(unittest.TestCase):
                  "--queries-dtype bfloat16 but --queries"),
                 (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("vh.npy"),
                         "--query-scales", self.path("qs.npy")],
-                 "--query-scales applies to int8 --queries only"),
+                 "--query-scales applies to scaled --queries only"),
                 (q32 + ["--keys", self.path("k16.npy"), "--values", self.path("vh.npy"),
                         "--weights", self.path("w.npy")],
                  "--weights: not with reduced-precision"),

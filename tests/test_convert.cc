@@ -310,10 +310,15 @@ TEST_CASE("element: bad arguments are named, nothing written", "[element]") {
   RequireRejected("in.scales", in, [&] {
     attnpool::dequantize_rows({{q.data(), 1, 2}, nullptr}, {in.data(), 1, 2});
   });
-  RequireRejected("in.scale_stride", in, [&] {
-    attnpool::dequantize_rows({{q.data(), 2, 2}, scales.data(), 0},
-                              {in.data(), 2, 2});
-  });
+  // A scale_stride of 0: one scale for every row (a per-tensor scale).
+  {
+    const std::vector<int8_t> stored = {1, -2, 3, 4};
+    const float shared = 0.5f;
+    std::vector<float> widened(4);
+    attnpool::dequantize_rows({{stored.data(), 2, 2}, &shared, 0},
+                              {widened.data(), 2, 2});
+    REQUIRE(widened == std::vector<float>{0.5f, -1.0f, 1.5f, 2.0f});
+  }
   RequireRejected("out", in, [&] {
     attnpool::to_bfloat16(in.data(), 4, reinterpret_cast<bf16*>(in.data()));
   });

@@ -17,35 +17,37 @@
 
 namespace attnpool {
 
-// An int8 (batch, heads, rows, cols) tensor with one scale per row: row
-// (b, h, r)'s scale is scales(b, h, r, 0), a (batch, heads, rows, 1) tensor.
-struct Int8Tensor {
-  TensorView<const int8_t> data;
+// A (batch, heads, rows, cols) tensor of a scaled element type (element.h)
+// with one scale per row: row (b, h, r)'s scale is scales(b, h, r, 0), a
+// (batch, heads, rows, 1) tensor.
+template <typename S>
+struct ScaledTensor {
+  TensorView<const S> data;
   TensorView<const float> scales;
 };
+using Int8Tensor = ScaledTensor<int8_t>;
+
+#define ATTNPOOL_ELEMENT_TENSOR_VIEW_false(storage) TensorView<const storage>
+#define ATTNPOOL_ELEMENT_TENSOR_VIEW_true(storage) \
+  const ScaledTensor<storage>&
 
 // Keys or values of any element type (element.h) as a (batch, heads, rows,
-// cols) tensor, strides in elements. Converts implicitly from a float, bf16
-// or f16 tensor view and from Int8Tensor.
+// cols) tensor, strides in elements. Converts implicitly from each type's
+// view: a TensorView of its storage, or ScaledTensor where it is scaled.
 struct ElementTensor {
   ElementType type = ElementType::float32;
   const void* data = nullptr;
   size_t batch = 0, heads = 0, rows = 0, cols = 0;
   size_t batch_stride = 0, head_stride = 0, row_stride = 0;
-  TensorView<const float> scales;  // int8 only
+  TensorView<const float> scales;  // scaled types only
 
   ElementTensor() = default;
   // NOLINTBEGIN(google-explicit-constructor)
-  ElementTensor(TensorView<const float> view)
-      : ElementTensor(ElementType::float32, view) {}
-  ElementTensor(TensorView<const bf16> view)
-      : ElementTensor(ElementType::bfloat16, view) {}
-  ElementTensor(TensorView<const f16> view)
-      : ElementTensor(ElementType::float16, view) {}
-  ElementTensor(const Int8Tensor& tensor)
-      : ElementTensor(ElementType::int8, tensor.data) {
-    scales = tensor.scales;
-  }
+#define ATTNPOOL_ELEMENT_TENSOR_FROM(name, c_name, storage, npy, scaled) \
+  ElementTensor(ATTNPOOL_ELEMENT_TENSOR_VIEW_##scaled(storage) view)     \
+      : ElementTensor(ElementType::name, view) {}
+  ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_ELEMENT_TENSOR_FROM)
+#undef ATTNPOOL_ELEMENT_TENSOR_FROM
   // NOLINTEND(google-explicit-constructor)
 
   // The rows × cols matrix of (b, h).
@@ -54,11 +56,11 @@ struct ElementTensor {
     rows_of.type = type;
     rows_of.data = static_cast<const char*>(data) +
                    (b * batch_stride + h * head_stride) *
-                       kElementTypes[static_cast<int>(type)].bytes;
+                       element_properties(type).bytes;
     rows_of.rows = rows;
     rows_of.cols = cols;
     rows_of.stride = row_stride;
-    if (type == ElementType::int8) {
+    if (element_properties(type).scaled) {
       rows_of.scales =
           scales.data + b * scales.batch_stride + h * scales.head_stride;
       rows_of.scale_stride = scales.row_stride;
@@ -78,6 +80,11 @@ struct ElementTensor {
         batch_stride(view.batch_stride),
         head_stride(view.head_stride),
         row_stride(view.row_stride) {}
+  template <typename U>
+  ElementTensor(ElementType type_, const ScaledTensor<U>& view)
+      : ElementTensor(type_, view.data) {
+    scales = view.scales;
+  }
 };
 
 // The standard ALiBi slopes of `heads` heads (Press et al.): 2^(−8(h+1)/H)

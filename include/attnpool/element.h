@@ -40,15 +40,18 @@ struct f16 {
   uint16_t bits;
 };
 
-// The element types, one line each; the enum, names and kElementTypes are
-// generated from it. Columns: name, C enum suffix, bytes per element, the
-// .npy type string the CLI reads it from.
-#define ATTNPOOL_ELEMENT_TABLE(X)    \
-  X(float32, FLOAT32, 4, "<f4")      \
-  X(bfloat16, BFLOAT16, 2, "<u2")    \
-  X(float16, FLOAT16, 2, "<f2")      \
-  /* with one float scale per row */ \
-  X(int8, INT8, 1, "|i1")
+// The element types, one line each; the enum, names, kElementTypes, the
+// views' constructors below and every front end's list are generated from
+// it (a type's arithmetic lives in its own files, core/elements/ and
+// arch/elements/). Columns: name, C enum suffix, storage type, the .npy type
+// string the CLI reads it from, and whether it is scaled: each row carries
+// a float scale s and element c is the float s·stored(c), rounded once
+// (ScaledRows).
+#define ATTNPOOL_ELEMENT_TABLE(X)           \
+  X(float32, FLOAT32, float, "<f4", false)  \
+  X(bfloat16, BFLOAT16, bf16, "<u2", false) \
+  X(float16, FLOAT16, f16, "<f2", false)    \
+  X(int8, INT8, int8_t, "|i1", true)
 
 enum class ElementType : int {
   ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_TABLE_ENUMERATOR)
@@ -59,34 +62,71 @@ struct ElementProperties {
   const char* name;
   size_t bytes;
   const char* npy_descr;
+  bool scaled;
 };
 
 // kElementTypes[k] describes ElementType(k).
 inline constexpr ElementProperties kElementTypes[] = {
-#define ATTNPOOL_ELEMENT_PROPERTIES(name, c_name, bytes, npy) \
-  {ElementType::name, #name, bytes, npy},
+#define ATTNPOOL_ELEMENT_PROPERTIES(name, c_name, storage, npy, scaled) \
+  {ElementType::name, #name, sizeof(storage), npy, scaled},
     ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_ELEMENT_PROPERTIES)
 #undef ATTNPOOL_ELEMENT_PROPERTIES
 };
 constexpr int kElementTypeCount = table_size(kElementTypes);
 
+constexpr const ElementProperties& element_properties(ElementType type) {
+  return kElementTypes[static_cast<int>(type)];
+}
+
+// ElementTypeOf<S>::value: the element type stored as S.
+template <typename S>
+struct ElementTypeOf;
+#define ATTNPOOL_ELEMENT_TYPE_OF(name, c_name, storage, ...) \
+  template <>                                                \
+  struct ElementTypeOf<storage> {                            \
+    static constexpr ElementType value = ElementType::name;  \
+  };
+ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_ELEMENT_TYPE_OF)
+#undef ATTNPOOL_ELEMENT_TYPE_OF
+
+// Calls visit(S()) with S the storage type of `type` (one of the table's).
+template <class Visit>
+decltype(auto) visit_element_storage(ElementType type, Visit&& visit) {
+  switch (type) {
+#define ATTNPOOL_ELEMENT_VISIT(name, c_name, storage, ...) \
+  case ElementType::name:                                  \
+    return visit(storage());
+    ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_ELEMENT_VISIT)
+#undef ATTNPOOL_ELEMENT_VISIT
+  }
+  return visit(float());
+}
+
 const char* element_type_name(ElementType type);
 ElementType element_type_from_name(const char* name);
 
-// int8 rows with one scale each: element (r, c) is the float
-// scales[r] · data(r, c) (symmetric per-row quantization, as KV caches
-// quantize each token).
-struct Int8Rows {
-  ConstMatrixView<int8_t> data;
+// Rows of a scaled element type with one scale each: element (r, c) is the
+// float scales[r · scale_stride] · data(r, c), rounded once (per-row
+// quantization, as KV caches quantize each token; a scale_stride of 0 is
+// one scale for every row, a per-tensor scale).
+template <typename S>
+struct ScaledRows {
+  ConstMatrixView<S> data;
   const float* scales = nullptr;
-  size_t scale_stride = 1;  // row r's scale at scales[r · scale_stride]
+  size_t scale_stride = 1;
 };
+using Int8Rows = ScaledRows<int8_t>;
+
+// The view of an element type's rows that the functions taking reduced-
+// precision inputs read: a ConstMatrixView of its storage, or ScaledRows
+// where it is scaled.
+#define ATTNPOOL_ELEMENT_ROWS_VIEW_false(storage) ConstMatrixView<storage>
+#define ATTNPOOL_ELEMENT_ROWS_VIEW_true(storage) const ScaledRows<storage>&
 
 // A read-only matrix of keys or values stored in any ElementType: what the
 // functions taking reduced-precision inputs read. Converts implicitly from
-// a float, bf16 or f16 matrix view and from Int8Rows. `stride` counts
-// elements; `scales` (row r's at scales[r · scale_stride]) is set for int8
-// only.
+// each type's view (above). `stride` counts elements; `scales` (row r's at
+// scales[r · scale_stride]) is set for scaled types only.
 struct ElementRows {
   ElementType type = ElementType::float32;
   const void* data = nullptr;
@@ -96,17 +136,11 @@ struct ElementRows {
 
   ElementRows() = default;
   // NOLINTBEGIN(google-explicit-constructor)
-  ElementRows(ConstMatrixView<float> view)
-      : ElementRows(ElementType::float32, view) {}
-  ElementRows(ConstMatrixView<bf16> view)
-      : ElementRows(ElementType::bfloat16, view) {}
-  ElementRows(ConstMatrixView<f16> view)
-      : ElementRows(ElementType::float16, view) {}
-  ElementRows(const Int8Rows& rows_)
-      : ElementRows(ElementType::int8, rows_.data) {
-    scales = rows_.scales;
-    scale_stride = rows_.scale_stride;
-  }
+#define ATTNPOOL_ELEMENT_ROWS_FROM(name, c_name, storage, npy, scaled) \
+  ElementRows(ATTNPOOL_ELEMENT_ROWS_VIEW_##scaled(storage) view)       \
+      : ElementRows(ElementType::name, view) {}
+  ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_ELEMENT_ROWS_FROM)
+#undef ATTNPOOL_ELEMENT_ROWS_FROM
   // NOLINTEND(google-explicit-constructor)
 
  private:
@@ -117,6 +151,12 @@ struct ElementRows {
         rows(view.rows),
         cols(view.cols),
         stride(view.stride) {}
+  template <typename U>
+  ElementRows(ElementType type_, const ScaledRows<U>& view)
+      : ElementRows(type_, view.data) {
+    scales = view.scales;
+    scale_stride = view.scale_stride;
+  }
 };
 
 // Conversions, vectorized on the active target, `count` elements each

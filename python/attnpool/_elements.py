@@ -66,29 +66,59 @@ def dequantize_rows(rows: Int8Rows) -> np.ndarray:
             rows.data.astype(np.float32)).astype(np.float32)
 
 
+# The core's element types (element.h's table): name -> (storage dtype,
+# scaled). Bit patterns are unsigned integers, as bfloat16's uint16.
+_TYPES = {name: (np.dtype(descr), scaled)
+          for name, descr, scaled in _core.element_types()}
+# The unscaled types by the dtype of their arrays.
+_BY_DTYPE = {dtype: name for name, (dtype, scaled) in _TYPES.items()
+             if not scaled}
+
+
+class ScaledRows(NamedTuple):
+    """Rows of a scaled element type (:func:`element_types`): ``data`` holds
+    its stored values (int8, or the bit patterns of a float8 type as uint8),
+    ``scales`` one float32 scale per row (shaped as ``data`` without its
+    last axis; a broadcast scale is one for every row); element (..., r, c)
+    is ``scales[..., r]`` times the value ``data[..., r, c]`` holds, rounded
+    once."""
+    data: np.ndarray
+    scales: np.ndarray
+    element: str
+
+
+def element_types() -> dict:
+    """The element types keys and values may be stored in: name ->
+    (the dtype of its arrays, whether its rows carry scales)."""
+    return dict(_TYPES)
+
+
 def is_narrow(array) -> bool:
     """Whether keys or values are stored in a reduced-precision type."""
-    return isinstance(array, Int8Rows) or (
+    return isinstance(array, (Int8Rows, ScaledRows)) or (
         isinstance(array, np.ndarray) and
-        array.dtype.newbyteorder("=") in (np.float16, np.uint16))
+        _BY_DTYPE.get(array.dtype.newbyteorder("="), "float32") != "float32")
 
 
 def element(name: str, array) -> tuple:
     """Keys or values as the core's element functions take them: (array,
-    element type name, int8 scales or None); the core reads the arrays in
+    element type name, scales or None); the core reads the arrays in
     place where their rows are contiguous and copies them once otherwise."""
     if isinstance(array, Int8Rows):
-        return (as_input(name + ".data", array.data), "int8",
+        array = ScaledRows(array.data, array.scales, "int8")
+    if isinstance(array, ScaledRows):
+        if not _TYPES.get(array.element, (None, False))[1]:
+            raise ValueError(f"{name}.element: {array.element!r} is not a scaled "
+                             f"element type ({', '.join(n for n, (_, s) in _TYPES.items() if s)})")
+        return (as_input(name + ".data", array.data), array.element,
                 np.asarray(as_input(name + ".scales", array.scales),
                            dtype=np.float32))
     array = as_input(name, array)
-    names = {np.dtype(np.float32): "float32", np.dtype(np.uint16): "bfloat16",
-             np.dtype(np.float16): "float16"}
-    if array.dtype not in names:
+    if array.dtype not in _BY_DTYPE:
+        kinds = "; ".join(f"{n} ({d})" for n, (d, s) in _TYPES.items() if not s)
         raise TypeError(f"{name}: dtype {array.dtype} is not an element type of "
-                        "reduced-precision calls (float32; uint16 bfloat16 bits; "
-                        "float16; Int8Rows)")
-    return array, names[array.dtype], None
+                        f"reduced-precision calls ({kinds}; ScaledRows)")
+    return array, _BY_DTYPE[array.dtype], None
 
 
 def float32_queries(queries) -> np.ndarray:

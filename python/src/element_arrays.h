@@ -1,7 +1,7 @@
 // Keys and values of reduced-precision element types (element.h) as the
 // library's views: a narrow array arrives with its element type's name
-// ("bfloat16": uint16 bit patterns, "float16": NumPy's float16, "int8":
-// int8 with float32 scales, one per row).
+// (element.h's table; bit patterns as unsigned integers, as bfloat16's
+// uint16) and, for a scaled type, its float32 scales, one per row.
 #pragma once
 
 #include <attnpool/attnpool.h>
@@ -15,19 +15,15 @@ namespace attnpool_python {
 
 using ElementType = attnpool::ElementType;
 
-// The dtype an element type's array must have.
+// The dtype an element type's array must have: its .npy type's kind and
+// width (element.h's table; bit patterns as unsigned integers).
 inline nb::dlpack::dtype StorageDtype(ElementType type) {
-  switch (type) {
-    case ElementType::float32:
-      return nb::dtype<float>();
-    case ElementType::bfloat16:
-      return nb::dtype<uint16_t>();
-    case ElementType::float16:
-      return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
-    case ElementType::int8:
-      return nb::dtype<int8_t>();
-  }
-  return {};
+  const auto& entry = attnpool::element_properties(type);
+  const char kind = entry.npy_descr[1];
+  const auto code = kind == 'f'   ? nb::dlpack::dtype_code::Float
+                    : kind == 'i' ? nb::dlpack::dtype_code::Int
+                                  : nb::dlpack::dtype_code::UInt;
+  return {static_cast<uint8_t>(code), static_cast<uint8_t>(8 * entry.bytes), 1};
 }
 
 inline void RequireFloat32(const std::string& name, const InArray& array) {
@@ -38,7 +34,7 @@ inline void RequireFloat32(const std::string& name, const InArray& array) {
 
 // Keys or values of `Rank` dimensions stored as `type_name`, read in place
 // where their rows are contiguous and copied once otherwise (as Input), with
-// int8's scales (Rank − 1 dimensions, one per row).
+// a scaled type's scales (Rank − 1 dimensions, one per row).
 template <size_t Rank>
 class ElementArray {
  public:
@@ -63,8 +59,10 @@ class ElementArray {
         Take(words_.emplace(name, array));
         break;
     }
-    if (type_ == ElementType::int8) {
-      if (!scales) ThrowValue(name + "_scales", "int8 rows need their scales");
+    if (attnpool::element_properties(type_).scaled) {
+      if (!scales) {
+        ThrowValue(name + "_scales", type_name + " rows need their scales");
+      }
       RequireFloat32(name + "_scales", *scales);
       scales_.emplace(name + "_scales", *scales);
       for (size_t k = 0; k + 1 < Rank; ++k) {
@@ -119,8 +117,8 @@ class ElementArray {
   }
 
  private:
-  // int8's scales: a vector (Rank 2) or a (B, H, m) array (Rank 4), read
-  // in place at any positive strides (a scale is one float: a paged
+  // A scaled type's scales: a vector (Rank 2) or a (B, H, m) array (Rank 4),
+  // read in place at any positive strides (a scale is one float: a paged
   // cache's, kept (blocks, block_size, H), is read heads first as it is),
   // else (a broadcast or reversed axis) copied once.
   class Scales {

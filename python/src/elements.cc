@@ -159,6 +159,14 @@ void PairwiseDistancesElements(const std::string& distance,
 }  // namespace
 
 void DefineElements(nb::module_& m) {
+  // element.h's table: (name, .npy type string, scaled) per type.
+  m.def("element_types", [] {
+    nb::list types;
+    for (const auto& entry : attnpool::kElementTypes) {
+      types.append(nb::make_tuple(entry.name, entry.npy_descr, entry.scaled));
+    }
+    return types;
+  });
   m.def("pairwise_distances_elements", &PairwiseDistancesElements);
   m.def("attention_pool_elements", &AttentionPoolElements);
   m.def("scaled_dot_product_attention_elements",

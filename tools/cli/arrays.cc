@@ -1,7 +1,10 @@
 #include "tools/cli/arrays.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace attnpool_cli {
 
@@ -167,7 +170,7 @@ attnpool::ElementRows ElementRowsOf(const InputMatrix& matrix,
   rows.rows = matrix.rows;
   rows.cols = matrix.cols;
   rows.stride = matrix.cols;
-  if (rows.type == attnpool::ElementType::int8) {
+  if (attnpool::element_properties(rows.type).scaled) {
     rows.scales = elements.scales.data<float>();
   }
   return rows;
@@ -175,16 +178,34 @@ attnpool::ElementRows ElementRowsOf(const InputMatrix& matrix,
 
 attnpool::ElementRows ElementRowsSlice(attnpool::ElementRows rows, size_t begin,
                                        size_t count) {
-  const size_t bytes = attnpool::kElementTypes[int(rows.type)].bytes;
+  const size_t bytes = attnpool::element_properties(rows.type).bytes;
   rows.data = static_cast<const char*>(rows.data) + begin * rows.stride * bytes;
   if (rows.scales != nullptr) rows.scales += begin * rows.scale_stride;
   rows.rows = count;
   return rows;
 }
 
+namespace {
+
+// The element types stored as `array`'s .npy type (element.h's table).
+std::vector<attnpool::ElementType> StoredAs(const NpyArray& array) {
+  std::vector<attnpool::ElementType> types;
+  for (const auto& entry : attnpool::kElementTypes) {
+    if (std::string(entry.npy_descr) == NpyDescr(array.type)) {
+      types.push_back(entry.type);
+    }
+  }
+  return types;
+}
+
+// An unsigned integer type holds an element type's bit patterns: which
+// one is named with the dtype option.
+bool HoldsBits(const NpyArray& array) { return NpyDescr(array.type)[1] == 'u'; }
+
+}  // namespace
+
 bool IsNarrow(const NpyArray& array) {
-  return array.type == NpyType::float16 || array.type == NpyType::uint16 ||
-         array.type == NpyType::int8;
+  return array.type != NpyType::float32 && !StoredAs(array).empty();
 }
 
 StoredElements ReadStoredElements(
@@ -194,38 +215,42 @@ StoredElements ReadStoredElements(
     const std::string& scales_option, size_t part, size_t parts) {
   StoredElements stored;
   const auto dtype = arguments.Get(dtype_option);
-  switch (array.type) {
-    case NpyType::float32:
-      break;
-    case NpyType::float16:
-      stored.type = attnpool::ElementType::float16;
-      break;
-    case NpyType::int8:
-      stored.type = attnpool::ElementType::int8;
-      break;
-    case NpyType::uint16:
-      if (!dtype || *dtype != "bfloat16") {
-        throw CliError{label + " is uint16: give " + dtype_option +
-                       " bfloat16 if it holds bfloat16 bit patterns"};
-      }
-      stored.type = attnpool::ElementType::bfloat16;
-      break;
-    default:
-      throw CliError{label + " is " + NpyTypeName(array.type) +
-                     ": beside reduced-precision inputs, use float32 "
-                     "('<f4'), float16 ('<f2'), bfloat16 bits ('<u2') or int8 "
-                     "('|i1')"};
+  const auto types = StoredAs(array);
+  std::string names;  // of `types`, for messages
+  for (const auto type : types) {
+    names += std::string(names.empty() ? "" : " or ") +
+             attnpool::element_type_name(type);
   }
-  if (dtype && ParseName(dtype_option, *dtype,
-                         &attnpool::element_type_from_name) != stored.type) {
-    throw CliError{dtype_option + " " + *dtype + " but " + label + " is " +
-                   NpyTypeName(array.type)};
+  if (types.empty()) {
+    std::string kinds;
+    for (const auto& entry : attnpool::kElementTypes) {
+      kinds += std::string(kinds.empty() ? "" : ", ") + entry.name + " ('" +
+               entry.npy_descr + "')";
+    }
+    throw CliError{label + " is " + NpyTypeName(array.type) +
+                   ": beside reduced-precision inputs, use " + kinds};
+  }
+  if (dtype) {
+    stored.type =
+        ParseName(dtype_option, *dtype, &attnpool::element_type_from_name);
+    if (std::find(types.begin(), types.end(), stored.type) == types.end()) {
+      throw CliError{dtype_option + " " + *dtype + " but " + label + " is " +
+                     NpyTypeName(array.type)};
+    }
+  } else if (HoldsBits(array)) {
+    throw CliError{label + " is " + NpyTypeName(array.type) + ": give " +
+                   dtype_option + " " + names +
+                   " if it holds bit patterns of that type"};
+  } else {
+    stored.type = types.front();
   }
   const auto scales_path = arguments.Get(scales_option);
-  if (stored.type == attnpool::ElementType::int8) {
+  const char* const type_name = attnpool::element_type_name(stored.type);
+  if (attnpool::element_properties(stored.type).scaled) {
     if (!scales_path) {
-      throw CliError{label + " is int8: give its row scales with " +
-                     scales_option + " S.npy (float32, one per row)"};
+      throw CliError{label + " is " + type_name +
+                     ": give its row scales with " + scales_option +
+                     " S.npy (float32, one per row)"};
     }
     if (parts > 1) {
       attnpool_tools::NpyRowRange range;
@@ -242,7 +267,8 @@ StoredElements ReadStoredElements(
     RequireArrayShape(scales_option + " " + *scales_path, stored.scales,
                       rows_shape, "one scale per row of " + label);
   } else if (scales_path) {
-    throw CliError{scales_option + " applies to int8 " + option + " only"};
+    throw CliError{scales_option + " applies to scaled " + option + " only (" +
+                   option + " is " + type_name + ")"};
   }
   return stored;
 }

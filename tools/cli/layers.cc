@@ -260,7 +260,8 @@ struct LayerCall {
 };
 
 // Queries, keys or values of any element type as the library's tensor
-// (scales, for int8, of the tensor's (batch, heads, rows) in its layout).
+// (scales, for scaled types, of the tensor's (batch, heads, rows) in its
+// layout).
 attnpool::ElementTensor ElementTensorOf(const InputTensor& tensor,
                                         const StoredElements& elements) {
   attnpool::ElementTensor result =
@@ -268,7 +269,7 @@ attnpool::ElementTensor ElementTensorOf(const InputTensor& tensor,
                  tensor.heads, tensor.rows, tensor.cols);
   result.type = elements.type;
   result.data = tensor.array.storage.get();
-  if (elements.type == attnpool::ElementType::int8) {
+  if (attnpool::element_properties(elements.type).scaled) {
     result.scales = LayoutView(elements.scales.data<float>(), tensor.layout,
                                tensor.batch, tensor.heads, tensor.rows, 1);
   }

@@ -1,5 +1,7 @@
 #include "tools/cli/options.h"
 
+#include <attnpool/element.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -36,29 +38,42 @@ const OptionInfo kOut{"-o", "OUT.npy",
 const OptionInfo kDistance{
     "--distance", "NAME", kDistanceHelp.c_str(), {"distance"}};
 
+// The dtype options' help, from element.h's table: the types whose files
+// hold bit patterns are named; the others are read as their .npy type.
+const std::string& DtypeHelp() {
+  static const std::string help = [] {
+    std::string named, read;
+    for (const auto& entry : attnpool::kElementTypes) {
+      std::string& list = entry.npy_descr[1] == 'u' ? named : read;
+      list += std::string(list.empty() ? "" : ", ") + entry.name + " '" +
+              entry.npy_descr + "'";
+    }
+    return named + ": the file holds that type's bit patterns (" + read +
+           " files need no option)";
+  }();
+  return help;
+}
+const char* const kScalesHelp =
+    "row scales of a scaled element type, float32, the file's shape "
+    "without its last axis: row j is S[j] * X[j]";
+
 const std::vector<OptionInfo> kNarrowKeyOptions = {
-    {"--keys-dtype", "NAME",
-     "bfloat16: the keys file ('<u2') holds bfloat16 bit patterns (float16 "
-     "'<f2' and int8 '|i1' keys need no option)"},
-    {"--key-scales", "S.npy",
-     "int8 keys' row scales, float32, the keys' shape without its last axis: "
-     "key j is S[j] * K[j]"}};
+    {"--keys-dtype", "NAME", DtypeHelp().c_str()},
+    {"--key-scales", "S.npy", kScalesHelp}};
 
 const std::vector<OptionInfo> kReducedPrecisionOptions = [] {
+  static const std::string queries_dtype =
+      "for the queries: " + DtypeHelp() +
+      "; the scores of bfloat16 queries and keys use the CPU's bf16 "
+      "dot-product instruction where it has one, see 'attnpool targets'";
   std::vector<OptionInfo> options = {
-      {"--queries-dtype", "NAME",
-       "bfloat16: the queries file ('<u2') holds bfloat16 bit patterns "
-       "(float16 '<f2' and int8 '|i1' queries need no option; the others "
-       "then float32 or reduced too; the scores of bfloat16 queries and "
-       "keys use the CPU's bf16 dot-product instruction where it has one, "
-       "see 'attnpool targets')"},
-      {"--query-scales", "S.npy", "int8 queries' row scales, likewise"}};
+      {"--queries-dtype", "NAME", queries_dtype.c_str()},
+      {"--query-scales", "S.npy", "the queries' row scales, likewise"}};
   options.insert(options.end(), kNarrowKeyOptions.begin(),
                  kNarrowKeyOptions.end());
+  options.push_back({"--values-dtype", "NAME", "the same for the values"});
   options.push_back(
-      {"--values-dtype", "NAME", "bfloat16: the same for the values"});
-  options.push_back(
-      {"--value-scales", "S.npy", "int8 values' row scales, likewise"});
+      {"--value-scales", "S.npy", "the values' row scales, likewise"});
   return options;
 }();
 
