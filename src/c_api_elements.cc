@@ -267,4 +267,11 @@ attnpool_status attnpool_dequantize_rows(const attnpool_const_matrix* in,
   });
 }
 
+attnpool_status attnpool_widen_rows(const attnpool_element_tensor* in,
+                                    const attnpool_matrix* out) {
+  return Guard([&] {
+    attnpool::widen_rows(ElementRowsOf(in, "in"), ViewOf<float>(out, "out"));
+  });
+}
+
 }  // extern "C"

@@ -108,4 +108,17 @@ void dequantize_rows(const Int8Rows& in, MatrixView<float> out) {
       detail::DequantizeRows(in.data, in.scales, in.scale_stride, out));
 }
 
+void widen_rows(const ElementRows& in, MatrixView<float> out) {
+  detail::EnsureDispatchReady();
+  detail::ByteRange scale_bytes;
+  const auto in_bytes = detail::CheckView("in", in, &scale_bytes);
+  const auto out_bytes = detail::CheckView("out", out);
+  detail::CheckSize("out.rows", out.rows, in.rows, "in.rows");
+  detail::CheckSize("out.cols", out.cols, in.cols, "in.cols");
+  detail::CheckNoOverlap("out", out_bytes, "in", in_bytes);
+  detail::CheckNoOverlap("out", out_bytes, "in.scales", scale_bytes);
+  if (in.rows == 0 || in.cols == 0) return;
+  detail::RecordRunTarget(detail::WidenRows(in, out));
+}
+
 }  // namespace attnpool

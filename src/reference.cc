@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 namespace attnpool {
 namespace reference {
@@ -146,6 +147,23 @@ double bfloat16_value(uint16_t bits) { return kBFloat16.value(bits); }
 double float16_value(uint16_t bits) { return kFloat16.value(bits); }
 double round_to_bfloat16(double x) { return kBFloat16.round(x); }
 double round_to_float16(double x) { return kFloat16.round(x); }
+
+double element_value(ElementType type, uint32_t bits) {
+  switch (type) {
+    case ElementType::float32: {
+      float value;
+      std::memcpy(&value, &bits, sizeof value);
+      return value;
+    }
+    case ElementType::bfloat16:
+      return bfloat16_value(static_cast<uint16_t>(bits));
+    case ElementType::float16:
+      return float16_value(static_cast<uint16_t>(bits));
+    case ElementType::int8:
+      return static_cast<int8_t>(bits);
+  }
+  throw Error("type", "invalid value");
+}
 
 }  // namespace reference
 }  // namespace attnpool

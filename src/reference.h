@@ -3,6 +3,7 @@
 #pragma once
 
 #include <attnpool/distance.h>
+#include <attnpool/element.h>
 #include <attnpool/kernel.h>
 #include <attnpool/matrix.h>
 #include <attnpool/normalize.h>
@@ -233,6 +234,10 @@ double float16_value(uint16_t bits);
 // the sign of zero kept.
 double round_to_bfloat16(double x);
 double round_to_float16(double x);
+
+// The value an element of `type` (element.h) stored as `bits` (its storage's
+// bytes, little-endian, in the low bits) holds before any scale.
+double element_value(ElementType type, uint32_t bits);
 
 }  // namespace reference
 }  // namespace attnpool

@@ -1253,6 +1253,19 @@ static void test_elements(void) {
           ATTNPOOL_INVALID_ARGUMENT);
     CHECK(strncmp(attnpool_last_error_argument(), "in", 2) == 0 &&
           strncmp(attnpool_last_error_argument(), "in.data", 7) != 0);
+    /* widen_rows: the same values from the element tensor; its scales
+     * required and named. */
+    float widened[M * DV];
+    const attnpool_matrix wide = {widened, M, DV, 0};
+    attnpool_element_tensor stored;
+    memset(&stored, 0, sizeof(stored));
+    stored.element = ATTNPOOL_ELEMENT_INT8;
+    stored.data = (attnpool_const_tensor){values8, 1, 1, M, DV, 0, 0, 0};
+    CHECK(attnpool_widen_rows(&stored, &wide) == ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strncmp(attnpool_last_error_argument(), "in.scales", 9) == 0);
+    stored.scales = (attnpool_const_tensor){value_scales, 1, 1, M, 1, 0, 0, 0};
+    CHECK(attnpool_widen_rows(&stored, &wide) == ATTNPOOL_OK);
+    CHECK(memcmp(widened, held_values, sizeof(widened)) == 0);
   }
   attnpool_pool_spec spec = attnpool_pool_spec_init();
   spec.distance = ATTNPOOL_DOT;

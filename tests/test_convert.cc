@@ -215,6 +215,74 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesByTheStatedFactor, "element: int8 factor",
   REQUIRE(std::nearbyint(row[1] * (1.0f / scale)) == 1.0f);  // 1/scale: above
 }
 
+// widen_rows over every element type of the table: each pattern of a 1- or
+// 2-byte type (4,096 random ones of float32) in rows of 13 elements 16
+// apart, against the reference's value of the pattern (times the row's
+// scale in float, one rounding, for a scaled type: a scale a row, then one
+// for all, scale_stride 0). The padding holds junk that must not be read.
+ATTNPOOL_TEST_EACH_TARGET(WidensRowsOfEveryType, "element: widen_rows",
+                          "[element]") {
+  std::mt19937 random(17);
+  for (const auto& entry : attnpool::kElementTypes) {
+    INFO("type " << entry.name);
+    const size_t bytes = entry.bytes, cols = 13, stride = 16;
+    const size_t count = bytes == 4 ? 4096 : size_t{1} << (8 * bytes);
+    const size_t rows = (count + cols - 1) / cols;
+    std::vector<uint32_t> patterns(rows * cols);
+    for (size_t k = 0; k < patterns.size(); ++k) {
+      patterns[k] = bytes == 4 ? uint32_t(random()) : uint32_t(k % count);
+    }
+    std::vector<unsigned char> storage(rows * stride * bytes, 0xA5);
+    for (size_t k = 0; k < patterns.size(); ++k) {
+      std::memcpy(&storage[(k / cols * stride + k % cols) * bytes],
+                  &patterns[k], bytes);  // (little-endian)
+    }
+    std::vector<float> scales(rows);
+    std::uniform_real_distribution<float> exponent(-20, 20);
+    for (float& scale : scales)
+      scale = std::exp2(std::round(exponent(random))) * 0.7f;
+    for (const size_t scale_stride : {size_t{1}, size_t{0}}) {
+      attnpool::ElementRows in;
+      in.type = entry.type;
+      in.data = storage.data();
+      in.rows = rows;
+      in.cols = cols;
+      in.stride = stride;
+      if (entry.scaled) {
+        in.scales = scales.data();
+        in.scale_stride = scale_stride;
+      }
+      std::vector<float> out(rows * cols, 42.0f);
+      attnpool::widen_rows(in, {out.data(), rows, cols});
+      RequireRanOnTarget();
+      for (size_t k = 0; k < patterns.size(); ++k) {
+        const auto value = static_cast<float>(
+            attnpool::reference::element_value(entry.type, patterns[k]));
+        const float expected =
+            entry.scaled ? scales[k / cols * scale_stride] * value : value;
+        INFO("pattern " << patterns[k] << " scale stride " << scale_stride);
+        REQUIRE(Same(out[k], expected));
+      }
+      if (!entry.scaled) break;
+    }
+  }
+  // Arguments named, nothing written.
+  std::vector<int8_t> q(4, 1);
+  std::vector<float> out(4, 42.0f);
+  RequireRejected("in.scales", out, [&] {
+    attnpool::widen_rows(attnpool::Int8Rows{{q.data(), 2, 2}, nullptr},
+                         {out.data(), 2, 2});
+  });
+  RequireRejected("out.cols", out, [&] {
+    attnpool::widen_rows(attnpool::ConstMatrixView<float>(out.data(), 2, 2),
+                         {out.data(), 2, 1});
+  });
+  RequireRejected("out", out, [&] {
+    attnpool::widen_rows(attnpool::ConstMatrixView<float>(out.data(), 1, 2),
+                         {out.data() + 1, 1, 2});
+  });
+}
+
 ATTNPOOL_TEST_EACH_TARGET(QuantizesRows, "element: int8 rows", "[element]") {
   std::mt19937 random(11);
   std::normal_distribution<float> normal(0.0f, 3.0f);

@@ -774,6 +774,12 @@ attnpool_status attnpool_dequantize_rows(const attnpool_const_matrix* in,
                                          const float* scales,
                                          const attnpool_matrix* out);
 
+/* Rows of any element type back in float (a matrix: batch = heads = 1):
+ * out(r, c) = the float element (r, c) of `in` holds, as every computation
+ * reads it. out has in's shape and may not overlap it or its scales. */
+attnpool_status attnpool_widen_rows(const attnpool_element_tensor* in,
+                                    const attnpool_matrix* out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

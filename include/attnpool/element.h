@@ -184,4 +184,10 @@ void quantize_rows(ConstMatrixView<float> in, MatrixView<int8_t> out,
 // out(r, c) = scales[r · in.scale_stride] · in(r, c), rounded once.
 void dequantize_rows(const Int8Rows& in, MatrixView<float> out);
 
+// Rows of any element type back in float: out(r, c) = the float element
+// (r, c) of `in` holds, as every computation reads it (exact, but a scaled
+// type's scale · stored value, rounded once). out has in's shape and may
+// not overlap it or its scales.
+void widen_rows(const ElementRows& in, MatrixView<float> out);
+
 }  // namespace attnpool

@@ -24,7 +24,7 @@ from . import _core
 from ._checks import MASK_FIELDS
 from ._elements import (Int8Rows, ScaledRows, bfloat16_to_float,
                         dequantize_rows, element_types, quantize_rows,
-                        to_bfloat16)
+                        to_bfloat16, widen_rows)
 from ._layers import (additive_attention, alibi_slopes, multi_head_attention,
                       scaled_dot_product_attention,
                       scaled_dot_product_attention_paged,
@@ -98,6 +98,6 @@ __all__ = [
     "bf16_dot_instruction", "supported_bf16_dot_instructions",
     "force_bf16_dot_instruction", "tuning", "tuning_parameters", "tunings",
     "force_tuning", "last_fused_path", "mask_fields", "KERNELS", "DISTANCES", "NORMALIZATIONS", "Int8Rows",
-    "ScaledRows", "element_types",
+    "ScaledRows", "element_types", "widen_rows",
     "to_bfloat16", "bfloat16_to_float", "quantize_rows", "dequantize_rows",
 ]

@@ -93,6 +93,26 @@ def element_types() -> dict:
     return dict(_TYPES)
 
 
+def widen_rows(rows) -> np.ndarray:
+    """Keys or values of any element type (an array of an unscaled type, or
+    :class:`ScaledRows`, :class:`Int8Rows`) back in float32: the values
+    every computation reads, each element exact but a scaled type's
+    ``scale * value``, rounded once."""
+    array, type_name, scales = element("rows", rows)
+    if array.ndim == 0:
+        raise ValueError("rows: has no axis; rows are its last")
+    cols = array.shape[-1]
+    count = int(np.prod(array.shape[:-1]))
+    if scales is not None:
+        if scales.ndim == 0:  # one scale for every row
+            scales = np.broadcast_to(scales, array.shape[:-1])
+        if scales.shape == array.shape[:-1]:
+            scales = scales.reshape(count)  # (else the core names it)
+    out = np.empty((count, cols), dtype=np.float32)
+    _core.widen_rows(array.reshape(count, cols), type_name, scales, out)
+    return out.reshape(array.shape)
+
+
 def is_narrow(array) -> bool:
     """Whether keys or values are stored in a reduced-precision type."""
     return isinstance(array, (Int8Rows, ScaledRows)) or (

@@ -156,9 +156,20 @@ void PairwiseDistancesElements(const std::string& distance,
                                execution);
 }
 
+// Rows (n x d) of any element type back in float32 (element.h widen_rows).
+void WidenRows(const InArray& rows, const std::string& type,
+               const std::optional<InArray>& scales, const OutArray& out) {
+  const ElementArray<2> in("rows", rows, type, scales);
+  const auto stored = in.rows();
+  const Output<float, 2> o("out", out, {stored.rows, stored.cols}, "rows");
+  nb::gil_scoped_release release;
+  attnpool::widen_rows(stored, o.matrix());
+}
+
 }  // namespace
 
 void DefineElements(nb::module_& m) {
+  m.def("widen_rows", &WidenRows);
   // element.h's table: (name, .npy type string, scaled) per type.
   m.def("element_types", [] {
     nb::list types;

@@ -38,6 +38,21 @@ def test_conversions(target):
                   rows.scales[:, None] * 0.5001)
     empty_rows = attnpool.quantize_rows(np.zeros((3, 0), np.float32))
     assert empty_rows.data.shape == (3, 0) and (empty_rows.scales == 0).all()
+    # widen_rows: any type's rows back in float32, as the calls read them.
+    np.testing.assert_array_equal(attnpool.widen_rows(bits), back)
+    np.testing.assert_array_equal(attnpool.widen_rows(rows), held)
+    scaled = attnpool.ScaledRows(rows.data.reshape(2, 5, 100),
+                                 rows.scales.reshape(2, 5), "int8")
+    np.testing.assert_array_equal(attnpool.widen_rows(scaled),
+                                  held.reshape(2, 5, 100))
+    one = attnpool.ScaledRows(rows.data, np.float32(0.5), "int8")
+    np.testing.assert_array_equal(attnpool.widen_rows(one),
+                                  rows.data.astype(np.float32) * np.float32(0.5))
+    assert set(attnpool.element_types()) >= {"float32", "bfloat16", "int8"}
+    with pytest.raises(ValueError, match="rows.element"):
+        attnpool.widen_rows(attnpool.ScaledRows(rows.data, rows.scales, "bfloat16"))
+    with pytest.raises(ValueError, match="rows_scales"):
+        attnpool.widen_rows(attnpool.ScaledRows(rows.data, rows.scales[:3], "int8"))
 
 
 def assert_held(got, want, queries, keys, values, held_keys, held_values,
