@@ -883,9 +883,9 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
   const auto all_sums = [&](auto by_key) HWY_ATTR {
     constexpr bool kByKey = decltype(by_key)::value;
     bool folded = true;
-    // `beside` in the first pass only (an int8 sum by key after one whose
-    // scales did not all fold).
-    const bool beside_here = !kByKey || !softmax_weights;
+    // `beside` in the first pass only (a sum by key after one whose scales
+    // did not all fold; the only pass of a type that does not fold).
+    const bool beside_here = !kByKey || !softmax_weights || !kFolds;
     // A row's factor of its weight (its scale where folded) and of its
     // elements.
     const auto factors = [&](float weight, float scale,
