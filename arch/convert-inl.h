@@ -23,6 +23,7 @@
 #include "arch/elements/bfloat16-inl.h"
 #include "arch/elements/float16-inl.h"
 #include "arch/elements/float32-inl.h"
+#include "arch/elements/float8-inl.h"
 #include "arch/elements/int8-inl.h"
 #include "arch/prefix_io-inl.h"
 #include "arch/row_list.h"

@@ -33,6 +33,7 @@ constexpr bool kScaledElement =
 #include "core/elements/bfloat16.h"
 #include "core/elements/float16.h"
 #include "core/elements/float32.h"
+#include "core/elements/float8.h"
 #include "core/elements/int8.h"
 
 namespace attnpool {

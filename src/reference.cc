@@ -101,9 +101,11 @@ namespace {
 
 // A binary floating-point format of `exponent_bits` and `mantissa_bits`
 // (IEEE layout: sign, biased exponent, fraction; subnormals; inf and NaN at
-// the top exponent).
+// the top exponent, or, `finite` (OCP E4M3FN), numbers there but for the
+// all-ones fraction, NaN).
 struct NarrowFormat {
   int exponent_bits, mantissa_bits;
+  bool finite = false;
 
   int bias() const { return (1 << (exponent_bits - 1)) - 1; }
 
@@ -113,7 +115,9 @@ struct NarrowFormat {
     const int exponent = (bits >> mantissa_bits) & top;
     const double fraction = bits & ((1 << mantissa_bits) - 1);
     double magnitude;
-    if (exponent == top) {
+    if (finite && exponent == top && fraction == (1 << mantissa_bits) - 1) {
+      magnitude = std::nan("");
+    } else if (exponent == top && !finite) {
       magnitude = fraction == 0 ? HUGE_VAL : std::nan("");
     } else if (exponent == 0) {
       magnitude = std::ldexp(fraction, 1 - bias() - mantissa_bits);
@@ -140,6 +144,8 @@ struct NarrowFormat {
 
 constexpr NarrowFormat kBFloat16{8, 7};
 constexpr NarrowFormat kFloat16{5, 10};
+constexpr NarrowFormat kFloat8E4M3FN{4, 3, true};
+constexpr NarrowFormat kFloat8E5M2{5, 2};
 
 }  // namespace
 
@@ -161,6 +167,10 @@ double element_value(ElementType type, uint32_t bits) {
       return float16_value(static_cast<uint16_t>(bits));
     case ElementType::int8:
       return static_cast<int8_t>(bits);
+    case ElementType::float8_e4m3fn:
+      return kFloat8E4M3FN.value(static_cast<uint8_t>(bits));
+    case ElementType::float8_e5m2:
+      return kFloat8E5M2.value(static_cast<uint8_t>(bits));
   }
   throw Error("type", "invalid value");
 }

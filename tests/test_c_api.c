@@ -1287,6 +1287,45 @@ static void test_elements(void) {
   CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &q, &hk, &hv, &e, NULL, NULL) ==
         ATTNPOOL_OK);
   CHECK(memcmp(out, expected, sizeof(out)) == 0);
+  /* float8 keys (E4M3FN patterns, one scale a row; E5M2 values): bitwise
+   * the float call on the values they hold, which widen_rows gives. */
+  {
+    uint8_t keys8[M * D], vals8[M * DV];
+    float key_scales[M], held8_keys[M * D], held8_values[M * DV];
+    float out8[N * DV], expected8[N * DV];
+    const attnpool_matrix o8 = {out8, N, DV, 0}, e8 = {expected8, N, DV, 0};
+    for (size_t i = 0; i < M * D; ++i) keys8[i] = (uint8_t)(i * 37 % 0xFE);
+    for (size_t i = 0; i < M * DV; ++i) vals8[i] = (uint8_t)(i * 29 % 0xFB);
+    for (size_t i = 0; i < M * DV; ++i) {
+      if ((vals8[i] & 0x7F) > 0x7B) vals8[i] = 0x3C; /* no inf, NaN: 1 */
+    }
+    for (size_t r = 0; r < M; ++r) key_scales[r] = 0.01f * (float)(r + 1);
+    attnpool_element_tensor k8, v8;
+    memset(&k8, 0, sizeof(k8));
+    memset(&v8, 0, sizeof(v8));
+    k8.element = ATTNPOOL_ELEMENT_FLOAT8_E4M3FN;
+    k8.data = (attnpool_const_tensor){keys8, 1, 1, M, D, 0, 0, 0};
+    k8.scales = (attnpool_const_tensor){key_scales, 1, 1, M, 1, 0, 0, 0};
+    v8.element = ATTNPOOL_ELEMENT_FLOAT8_E5M2;
+    v8.data = (attnpool_const_tensor){vals8, 1, 1, M, DV, 0, 0, 0};
+    v8.scales = k8.scales;
+    const attnpool_matrix wk = {held8_keys, M, D, 0},
+                          wv = {held8_values, M, DV, 0};
+    CHECK(attnpool_widen_rows(&k8, &wk) == ATTNPOOL_OK);
+    CHECK(attnpool_widen_rows(&v8, &wv) == ATTNPOOL_OK);
+    CHECK(held8_keys[1] == key_scales[0] * 0.203125f); /* 0x25: 13·2^-6 */
+    const attnpool_const_matrix h8k = {held8_keys, M, D, 0},
+                                h8v = {held8_values, M, DV, 0};
+    CHECK(attnpool_pool_elements(&spec, &q, &k8, &v8, &o8, NULL, NULL) ==
+          ATTNPOOL_OK);
+    CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &q, &h8k, &h8v, &e8, NULL,
+                        NULL) == ATTNPOOL_OK);
+    CHECK(memcmp(out8, expected8, sizeof(out8)) == 0);
+    k8.scales.data = NULL;
+    CHECK(attnpool_pool_elements(&spec, &q, &k8, &v8, &o8, NULL, NULL) ==
+          ATTNPOOL_INVALID_ARGUMENT);
+    CHECK(strncmp(attnpool_last_error_argument(), "keys.scales", 11) == 0);
+  }
   /* The shard API and the distances over the same narrow rows. */
   {
     float acc[N * DV], maxes[N], sums[N], distances[N * M],

@@ -41,6 +41,17 @@ def int8_rows(x):
     return np.rint(x / scales[..., None]).astype(np.int8), scales
 
 
+def float8_e5m2_rows(x):
+    """Rows scaled into OCP E5M2 (binary16's upper byte, the lower byte
+    dropped): (uint8 patterns, float32 scales, the float32 values held)."""
+    scales = (np.abs(x).max(axis=-1) / np.float32(57344)).astype(np.float32)
+    scales[scales == 0] = 1
+    half = (x / scales[..., None]).astype(np.float16).view(np.uint16)
+    bits = (half >> 8).astype(np.uint8)
+    values = (bits.astype(np.uint16) << 8).view(np.float16).astype(np.float32)
+    return bits, scales, (scales[..., None] * values).astype(np.float32)
+
+
 def softmax(logits):
     shifted = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(shifted)
@@ -193,11 +204,15 @@ class CliTest(unittest.TestCase):
         return self.path(name)
 
     def stored_variants(self, x, stem, dtype_option, scales_option):
-        """float16, bfloat16-bit and int8 (row scales) files of x: name ->
-        (the CLI arguments that pass them, the float32 values they hold)."""
+        """float16, bfloat16-bit, int8 and float8 (row scales) files of x:
+        name -> (the CLI arguments that pass them, the float32 values they
+        hold)."""
         bits = bfloat16_bits(x)
         x8, scales = int8_rows(x)
+        f8, f8_scales, f8_held = float8_e5m2_rows(x)
         return {
+            "e5m2": ([self.save(f"{stem}f8.npy", f8), dtype_option, "float8_e5m2",
+                      scales_option, self.save(f"{stem}f8s.npy", f8_scales)], f8_held),
             "f16": ([self.save(f"{stem}16.npy", x.astype(np.float16))],
                     x.astype(np.float16).astype(np.float32)),
             "bf16": ([self.save(f"{stem}b.npy", bits), dtype_option, "bfloat16"],
@@ -637,6 +652,14 @@ class CliTest(unittest.TestCase):
         for args, message in [
                 (["--queries", self.path("q.npy"), "--keys", self.path("kb.npy")],
                  "give --keys-dtype bfloat16"),
+                (["--queries", self.path("q.npy"), "--keys", self.path("kf8.npy")],
+                 "give --keys-dtype float8_e4m3fn or float8_e5m2"),
+                (["--queries", self.path("q.npy"), "--keys", self.path("kf8.npy"),
+                  "--keys-dtype", "bfloat16"],
+                 "kf8.npy is uint8"),
+                (["--queries", self.path("q.npy"), "--keys", self.path("kf8.npy"),
+                  "--keys-dtype", "float8_e4m3fn"],
+                 "kf8.npy is float8_e4m3fn: give its row scales with --key-scales"),
                 (["--queries", self.path("q.npy"), "--keys", self.path("k8.npy")],
                  "give its row scales with --key-scales"),
                 (["--queries", self.path("q.npy"), "--keys", self.path("kh.npy"),

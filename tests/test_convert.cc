@@ -215,7 +215,8 @@ ATTNPOOL_TEST_EACH_TARGET(QuantizesByTheStatedFactor, "element: int8 factor",
   REQUIRE(std::nearbyint(row[1] * (1.0f / scale)) == 1.0f);  // 1/scale: above
 }
 
-// widen_rows over every element type of the table: each pattern of a 1- or
+// widen_rows over every element type of the table (float8 included, on
+// every target): each pattern of a 1- or
 // 2-byte type (4,096 random ones of float32) in rows of 13 elements 16
 // apart, against the reference's value of the pattern (times the row's
 // scale in float, one rounding, for a scaled type: a scale a row, then one
@@ -266,6 +267,30 @@ ATTNPOOL_TEST_EACH_TARGET(WidensRowsOfEveryType, "element: widen_rows",
       if (!entry.scaled) break;
     }
   }
+  // The reference's float8 values at the OCP OFP8 specification's landmarks.
+  using attnpool::ElementType;
+  const auto e4m3 = [](uint32_t bits) {
+    return attnpool::reference::element_value(ElementType::float8_e4m3fn, bits);
+  };
+  const auto e5m2 = [](uint32_t bits) {
+    return attnpool::reference::element_value(ElementType::float8_e5m2, bits);
+  };
+  REQUIRE(e4m3(0x7E) == 448);
+  REQUIRE(e4m3(0xFE) == -448);
+  REQUIRE(e4m3(0x78) == 256);  // the top exponent holds numbers
+  REQUIRE(std::isnan(e4m3(0x7F)));
+  REQUIRE(std::isnan(e4m3(0xFF)));
+  REQUIRE(e4m3(0x08) == std::ldexp(1.0, -6));  // smallest normal
+  REQUIRE(e4m3(0x01) == std::ldexp(1.0, -9));  // smallest subnormal
+  REQUIRE(e4m3(0x38) == 1);
+  REQUIRE(e5m2(0x7B) == 57344);
+  REQUIRE(e5m2(0x7C) == HUGE_VAL);
+  REQUIRE(e5m2(0xFC) == -HUGE_VAL);
+  REQUIRE(std::isnan(e5m2(0x7D)));
+  REQUIRE(e5m2(0x04) == std::ldexp(1.0, -14));
+  REQUIRE(e5m2(0x01) == std::ldexp(1.0, -16));
+  REQUIRE(e5m2(0x3C) == 1);
+  REQUIRE(std::signbit(e5m2(0x80)));
   // Arguments named, nothing written.
   std::vector<int8_t> q(4, 1);
   std::vector<float> out(4, 42.0f);

@@ -1,5 +1,6 @@
 // attention_pool and its shards over keys and values stored as bfloat16,
-// binary16 and int8 (element.h), on every target and every fused path:
+// binary16, int8 and float8 (element.h), on every target and every fused
+// path:
 // bitwise the float call on the values the narrow elements hold (widening
 // is exact; int8's scale is applied as dequantize_rows does), but on the
 // decode path with int8 rows, whose scales fold into their dots and
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "tests/each_target.h"
+#include "tests/float8_rows.h"
 #include "tests/require_rejected.h"
 #include "tests/test_data.h"
 
@@ -37,6 +39,7 @@ struct StoredRows {
   size_t rows, cols, stride;
   std::vector<uint16_t> half;
   std::vector<int8_t> bytes;
+  std::vector<uint8_t> octets;  // float8 patterns
   std::vector<float> scales, floats;
   TestMatrix<float> held;
 
@@ -76,6 +79,16 @@ struct StoredRows {
         attnpool::quantize_rows(
             source.view(), {bytes.data(), rows, cols, stride}, scales.data());
         break;
+      case ElementType::float8_e4m3fn:
+      case ElementType::float8_e5m2:
+        octets.assign(rows * stride, 0x7F);  // NaN (E4M3FN), inf (E5M2)
+        scales.assign(rows, 0.0f);
+        for (size_t r = 0; r < rows; ++r) {
+          scales[r] = StoreFloat8Row(
+              type, &source.view().data[r * source.view().stride], cols,
+              &octets[r * stride]);
+        }
+        break;
     }
     for (size_t r = 0; r < rows; ++r) {
       for (size_t c = 0; c < cols; ++c) held(r, c) = Element(r, c);
@@ -102,8 +115,18 @@ struct StoredRows {
       }
       case ElementType::int8:
         return scales[r] * float(bytes[r * stride + c]);
+      case ElementType::float8_e4m3fn:
+      case ElementType::float8_e5m2:
+        return HeldFloat8(type, octets[r * stride + c], scales[r]);
     }
     return 0;
+  }
+
+  template <typename S>
+  attnpool::ScaledRows<S> Float8Rows(size_t begin, size_t count) const {
+    return {{reinterpret_cast<const S*>(octets.data()) + begin * stride, count,
+             cols, stride},
+            scales.data() + begin};
   }
 
   // Rows [begin, end) as ElementRows.
@@ -128,6 +151,10 @@ struct StoredRows {
         return attnpool::Int8Rows{
             {bytes.data() + begin * stride, count, cols, stride},
             scales.data() + begin};
+      case ElementType::float8_e4m3fn:
+        return Float8Rows<attnpool::fp8_e4m3fn>(begin, count);
+      case ElementType::float8_e5m2:
+        return Float8Rows<attnpool::fp8_e5m2>(begin, count);
     }
     return {};
   }
@@ -270,6 +297,8 @@ const TypePair kTypePairs[] = {
     {ElementType::int8, ElementType::int8},
     {ElementType::bfloat16, ElementType::int8},
     {ElementType::float32, ElementType::float16},
+    {ElementType::float8_e4m3fn, ElementType::float8_e4m3fn},
+    {ElementType::float8_e5m2, ElementType::float8_e5m2},
 };
 
 bool SameBits(const TestMatrix<float>& a, const TestMatrix<float>& b) {
@@ -563,7 +592,7 @@ attnpool::ElementTensor RowsTensor(const StoredRows& stored, size_t first,
   t.batch_stride = batch_stride * stored.stride;
   t.head_stride = head_stride * stored.stride;
   t.row_stride = row_stride * stored.stride;
-  if (stored.type == ElementType::int8) {
+  if (attnpool::element_properties(stored.type).scaled) {
     t.scales = {stored.scales.data() + first,
                 batch,
                 heads,
@@ -1264,7 +1293,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpaQueries, "narrow_kv.sdpa_queries",
   v.FillRandom(rng, 1);
   const StoredRows keys(ElementType::bfloat16, k),
       values(ElementType::bfloat16, v);
-  for (ElementType query_type : {ElementType::bfloat16, ElementType::int8}) {
+  for (ElementType query_type : {ElementType::bfloat16, ElementType::int8,
+                                 ElementType::float8_e4m3fn}) {
     const StoredRows queries(query_type, q);
     INFO("queries " << attnpool::element_type_name(query_type) << " on "
                     << CurrentTarget());
@@ -1280,7 +1310,7 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpaQueries, "narrow_kv.sdpa_queries",
       t.batch_stride = rows.rows * rows.stride;
       t.head_stride = t.rows * rows.stride;
       t.row_stride = rows.stride;
-      if (rows.type == ElementType::int8) {
+      if (attnpool::element_properties(rows.type).scaled) {
         t.scales = {rows.scales.data(), 1, h, t.rows, 1, rows.rows, t.rows, 1};
       }
       return t;

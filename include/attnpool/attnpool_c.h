@@ -661,13 +661,17 @@ typedef enum attnpool_element ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_ELEMENT_FLOAT32 = 0,
   ATTNPOOL_ELEMENT_BFLOAT16 = 1, /* uint16_t bit patterns */
   ATTNPOOL_ELEMENT_FLOAT16 = 2,  /* IEEE binary16, uint16_t bit patterns */
-  ATTNPOOL_ELEMENT_INT8 = 3      /* int8_t, one float scale per row */
+  ATTNPOOL_ELEMENT_INT8 = 3,     /* int8_t, one float scale per row */
+  /* OCP float8 bit patterns (uint8_t), one float scale per row */
+  ATTNPOOL_ELEMENT_FLOAT8_E4M3FN = 4,
+  ATTNPOOL_ELEMENT_FLOAT8_E5M2 = 5
 } attnpool_element;
 
 /* Keys or values of any element type: `data` a tensor of `element`s (zero
- * strides dense, as attnpool_const_tensor); for int8, `scales` a float
- * (B, H, rows, 1) tensor, row (b, h, r)'s scale its element (b, h, r, 0)
- * (unused otherwise). A matrix is such a tensor with batch = heads = 1. */
+ * strides dense, as attnpool_const_tensor); for the scaled types (int8,
+ * float8), `scales` a float (B, H, rows, 1) tensor, row (b, h, r)'s scale
+ * its element (b, h, r, 0) (unused otherwise). A matrix is such a tensor
+ * with batch = heads = 1. */
 typedef struct attnpool_element_tensor {
   attnpool_element element;
   attnpool_const_tensor data;

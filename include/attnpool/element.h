@@ -1,23 +1,23 @@
 // Reduced-precision element types for keys and values (the KV-cache
 // formats of inference engines) and their conversions to and from float.
 //
-// Keys and values may be stored as float, bfloat16, IEEE binary16 or int8
-// with one float scale per row; every computation on them is in float (the
-// narrow elements are widened exactly as they are read: bfloat16 and
-// binary16 values are all floats, and an int8 element q of a row with
-// scale s is the float s·q, one rounding). So a result on narrow inputs
-// meets the float bounds against the double reference computed on the
-// values the narrow elements hold: bitwise the float call on them, but
-// where a decode (few queries, dot) reads int8 rows. There a row's scale
-// is applied once, to the dot of its integers with the query and to its
-// softmax weight, not to each element (the decode's multiplies halved):
-// each dot within distance.h's bound on the held values plus 2·u·Σ|q·k|
-// (the scale's product, the held elements' rounding it skips), each term
-// of the weighted sum within one rounding more; NaN and ±inf where the
-// held values give them (a scale outside [2^-50, 2^50], zero or not
-// finite, a query with an element outside it other than 0, or weights that
-// are not a softmax's: the scale applies per element, as held;
-// docs/design.md §1, "Element types").
+// Keys and values may be stored as float, bfloat16, IEEE binary16, or with
+// one float scale per row as int8 or OCP float8 (E4M3FN, E5M2); every
+// computation on them is in float (the narrow elements are widened exactly
+// as they are read: bfloat16, binary16 and float8 values are all floats,
+// and an element q of a scaled row with scale s is the float s·q, one
+// rounding). So a result on narrow inputs meets the float bounds against
+// the double reference computed on the values the narrow elements hold:
+// bitwise the float call on them, but where a decode (few queries, dot)
+// reads int8 rows. There a row's scale is applied once, to the dot of its
+// integers with the query and to its softmax weight, not to each element
+// (the decode's multiplies halved): each dot within distance.h's bound on
+// the held values plus 2·u·Σ|q·k| (the scale's product, the held elements'
+// rounding it skips), each term of the weighted sum within one rounding
+// more; NaN and ±inf where the held values give them (a scale outside
+// [2^-50, 2^50], zero or not finite, a query with an element outside it
+// other than 0, or weights that are not a softmax's: the scale applies per
+// element, as held; docs/design.md §1, "Element types").
 #pragma once
 
 #include <attnpool/matrix.h>
@@ -40,6 +40,17 @@ struct f16 {
   uint16_t bits;
 };
 
+// OCP 8-bit floats (OFP8, as PyTorch's and ml_dtypes' float8 types and
+// vLLM's fp8 KV caches): E4M3FN (4 exponent bits, bias 7, 3 mantissa bits;
+// no infinities, S.1111.111 NaN, largest ±448) and E5M2 (binary16's upper
+// byte: bias 15, infinities and NaNs as IEEE).
+struct fp8_e4m3fn {
+  uint8_t bits;
+};
+struct fp8_e5m2 {
+  uint8_t bits;
+};
+
 // The element types, one line each; the enum, names, kElementTypes, the
 // views' constructors below and every front end's list are generated from
 // it (a type's arithmetic lives in its own files, core/elements/ and
@@ -47,11 +58,13 @@ struct f16 {
 // string the CLI reads it from, and whether it is scaled: each row carries
 // a float scale s and element c is the float s·stored(c), rounded once
 // (ScaledRows).
-#define ATTNPOOL_ELEMENT_TABLE(X)           \
-  X(float32, FLOAT32, float, "<f4", false)  \
-  X(bfloat16, BFLOAT16, bf16, "<u2", false) \
-  X(float16, FLOAT16, f16, "<f2", false)    \
-  X(int8, INT8, int8_t, "|i1", true)
+#define ATTNPOOL_ELEMENT_TABLE(X)                          \
+  X(float32, FLOAT32, float, "<f4", false)                 \
+  X(bfloat16, BFLOAT16, bf16, "<u2", false)                \
+  X(float16, FLOAT16, f16, "<f2", false)                   \
+  X(int8, INT8, int8_t, "|i1", true)                       \
+  X(float8_e4m3fn, FLOAT8_E4M3FN, fp8_e4m3fn, "|u1", true) \
+  X(float8_e5m2, FLOAT8_E5M2, fp8_e5m2, "|u1", true)
 
 enum class ElementType : int {
   ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_TABLE_ENUMERATOR)

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/float8_rows.h"
+
 namespace attnpool_test {
 
 class Bytes {
@@ -86,7 +88,8 @@ bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 // Keys or values stored as `type`, dense: Store rounds the float view in
-// place to the values they hold (int8 keeps float for non-finite views).
+// place to the values they hold (the scaled types keep float for non-finite
+// views; `bytes` holds int8 or float8 patterns).
 struct NarrowRows {
   attnpool::ElementType type = attnpool::ElementType::float32;
   std::vector<uint16_t> half;
@@ -121,6 +124,23 @@ struct NarrowRows {
                              count, floats.data());
         }
         break;
+      case attnpool::ElementType::float8_e4m3fn:
+      case attnpool::ElementType::float8_e5m2:
+        for (size_t k = 0; k < count; ++k) {
+          if (!std::isfinite(floats[k])) type = attnpool::ElementType::float32;
+        }
+        if (type == attnpool::ElementType::float32) break;
+        bytes.resize(count + 1);
+        scales.resize(rows + 1);
+        for (size_t r = 0; r < rows; ++r) {
+          uint8_t* row = reinterpret_cast<uint8_t*>(bytes.data()) + r * cols;
+          scales[r] =
+              StoreFloat8Row(type, floats.data() + r * cols, cols, row);
+          for (size_t c = 0; c < cols; ++c) {
+            floats[r * cols + c] = HeldFloat8(type, row[c], scales[r]);
+          }
+        }
+        break;
       case attnpool::ElementType::int8:
         for (size_t k = 0; k < count; ++k) {
           if (!std::isfinite(floats[k])) type = attnpool::ElementType::float32;
@@ -142,6 +162,13 @@ struct NarrowRows {
 
   attnpool::ElementRows Rows() const { return Rows(0, rows); }
 
+  template <typename S>
+  attnpool::ScaledRows<S> Float8Rows(size_t at, size_t count,
+                                     size_t begin) const {
+    return {{reinterpret_cast<const S*>(bytes.data()) + at, count, cols},
+            scales.data() + begin};
+  }
+
   // Rows [begin, end).
   attnpool::ElementRows Rows(size_t begin, size_t end) const {
     const size_t count = end - begin, at = begin * cols;
@@ -157,6 +184,10 @@ struct NarrowRows {
       case attnpool::ElementType::int8:
         return attnpool::Int8Rows{{bytes.data() + at, count, cols},
                                   scales.data() + begin};
+      case attnpool::ElementType::float8_e4m3fn:
+        return Float8Rows<attnpool::fp8_e4m3fn>(at, count, begin);
+      case attnpool::ElementType::float8_e5m2:
+        return Float8Rows<attnpool::fp8_e5m2>(at, count, begin);
       case attnpool::ElementType::float32:
         break;
     }

@@ -141,10 +141,12 @@ DecodedCall<T> DecodeCall(const Api<T>& api, Bytes& bytes, uint8_t flags) {
                 elements % 16 != 0;
   if constexpr (std::is_same<T, float>::value) {
     if (call.narrow) {
-      call.key_rows.Store(static_cast<attnpool::ElementType>(elements % 4),
+      constexpr int kTypes = attnpool::kElementTypeCount;
+      call.key_rows.Store(static_cast<attnpool::ElementType>(elements % kTypes),
                           args.views[1]);
       call.value_rows.Store(
-          static_cast<attnpool::ElementType>(elements / 4 % 4), args.views[2]);
+          static_cast<attnpool::ElementType>(elements / kTypes % kTypes),
+          args.views[2]);
       if (elements & 16 &&
           call.key_rows.type == attnpool::ElementType::bfloat16) {
         call.query_rows.Store(attnpool::ElementType::bfloat16, args.views[0]);

@@ -140,6 +140,14 @@ ElementTensor Elements(ElementType type, const uint16_t* half,
       return layout(reinterpret_cast<const attnpool::f16*>(half), cols);
     case ElementType::int8:
       return attnpool::Int8Tensor{layout(bytes, cols), layout(scales, 1)};
+    case ElementType::float8_e4m3fn:
+      return attnpool::ScaledTensor<attnpool::fp8_e4m3fn>{
+          layout(reinterpret_cast<const attnpool::fp8_e4m3fn*>(bytes), cols),
+          layout(scales, 1)};
+    case ElementType::float8_e5m2:
+      return attnpool::ScaledTensor<attnpool::fp8_e5m2>{
+          layout(reinterpret_cast<const attnpool::fp8_e5m2*>(bytes), cols),
+          layout(scales, 1)};
     case ElementType::float32:
       break;
   }
@@ -279,9 +287,10 @@ void FuzzLayersOf(Bytes& bytes, uint8_t flags) {
   const bool narrow = kFloat && elements % 16 != 0;
   if constexpr (kFloat) {
     if (narrow) {
-      narrow_keys.Store(static_cast<ElementType>(elements % 4),
+      constexpr int kTypes = attnpool::kElementTypeCount;
+      narrow_keys.Store(static_cast<ElementType>(elements % kTypes),
                         {keys.data(), total_m * kv_heads, dk});
-      narrow_values.Store(static_cast<ElementType>(elements / 4 % 4),
+      narrow_values.Store(static_cast<ElementType>(elements / kTypes % kTypes),
                           {values.data(), total_m * kv_heads, dv});
     }
   }

@@ -1,4 +1,5 @@
-"""Reduced-precision keys and values (bfloat16 bits, float16, Int8Rows):
+"""Reduced-precision keys and values (bfloat16 bits, float16, Int8Rows,
+float8 ScaledRows):
 bitwise the float32 calls on the values they hold, on every target (but
 int8 rows in a decode, whose scales fold into its dots and weights: there
 within a rounding of each score); the conversions; errors naming the
@@ -49,6 +50,13 @@ def test_conversions(target):
     np.testing.assert_array_equal(attnpool.widen_rows(one),
                                   rows.data.astype(np.float32) * np.float32(0.5))
     assert set(attnpool.element_types()) >= {"float32", "bfloat16", "int8"}
+    # float8: every pattern widens to the format's value (times the scale).
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        patterns = np.arange(256, dtype=np.uint8).reshape(16, 16)
+        scales = np.float32(2.0) ** np.arange(-8, 8, dtype=np.float32)
+        widened = attnpool.widen_rows(attnpool.ScaledRows(patterns, scales, name))
+        want = scales[:, None] * float8_values(name).reshape(16, 16).astype(np.float32)
+        np.testing.assert_array_equal(widened, want)
     with pytest.raises(ValueError, match="rows.element"):
         attnpool.widen_rows(attnpool.ScaledRows(rows.data, rows.scales, "bfloat16"))
     with pytest.raises(ValueError, match="rows_scales"):
@@ -74,6 +82,46 @@ def assert_held(got, want, queries, keys, values, held_keys, held_values,
         atol=(4 * score_error + 1e-6) * np.abs(held_values).max())
 
 
+# Rows with scales: int8 rows and the scaled types' ScaledRows.
+SCALED = (attnpool.Int8Rows, attnpool.ScaledRows)
+
+
+def float8_values(name):
+    """The 256 values of an OCP float8 type, from the format's definition:
+    E4M3FN (bias 7, no infinities, S.1111.111 NaN), E5M2 (bias 15, IEEE)."""
+    exponent_bits = 4 if name == "float8_e4m3fn" else 5
+    mantissa_bits = 7 - exponent_bits
+    bias = 2 ** (exponent_bits - 1) - 1
+    bits = np.arange(256)
+    e = (bits >> mantissa_bits) & (2 ** exponent_bits - 1)
+    m = bits & (2 ** mantissa_bits - 1)
+    magnitude = np.where(e == 0, m * 2.0 ** (1 - bias - mantissa_bits),
+                         (2 ** mantissa_bits + m) * 2.0 ** (e - bias - mantissa_bits))
+    if exponent_bits == 5:
+        magnitude = np.where(e == 31, np.where(m == 0, np.inf, np.nan), magnitude)
+    else:
+        magnitude = np.where((bits & 0x7F) == 0x7F, np.nan, magnitude)
+    return np.where(bits & 0x80, -magnitude, magnitude)
+
+
+def float8_rows(array, name):
+    """(ScaledRows, held float32 values): each row (last axis) scaled by
+    max|row| / the largest finite value, each element the nearest pattern."""
+    values = float8_values(name)
+    positive = values[:0x80]
+    finite = positive[np.isfinite(positive)]  # increasing with the bits
+    largest = np.abs(array).max(axis=-1)
+    scales = np.where(largest > 0, largest / np.float32(finite[-1]),
+                      1).astype(np.float32)
+    ratio = np.abs(array / scales[..., None]).astype(np.float64)
+    above = np.clip(np.searchsorted(finite, ratio), 1, len(finite) - 1)
+    below = above - 1
+    nearest = np.where(ratio - finite[below] <= finite[above] - ratio, below, above)
+    bits = (nearest | np.where(np.signbit(array), 0x80, 0)).astype(np.uint8)
+    held = scales[..., None] * values[bits].astype(np.float32)
+    return attnpool.ScaledRows(bits, scales, name), held.astype(np.float32)
+
+
 def narrow_forms(rng, array):
     """(stored, held float32 values) for each element type."""
     bits = attnpool.to_bfloat16(array)
@@ -81,7 +129,9 @@ def narrow_forms(rng, array):
     rows = attnpool.quantize_rows(array)
     return [(bits, attnpool.bfloat16_to_float(bits)),
             (half, half.astype(np.float32)),
-            (rows, attnpool.dequantize_rows(rows))]
+            (rows, attnpool.dequantize_rows(rows)),
+            float8_rows(array, "float8_e4m3fn"),
+            float8_rows(array, "float8_e5m2")]
 
 
 @pytest.mark.parametrize("n", [2, 40])
@@ -110,8 +160,8 @@ def test_shards_and_distances(target):
     v = rng.standard_normal((90, 4)).astype(np.float32)
     for (keys, held_keys), (values, held_values) in zip(narrow_forms(rng, k),
                                                         narrow_forms(rng, v)):
-        split = lambda a, lo, hi: (attnpool.Int8Rows(a.data[lo:hi], a.scales[lo:hi])
-                                   if isinstance(a, attnpool.Int8Rows) else a[lo:hi])
+        split = lambda a, lo, hi: (a._replace(data=a.data[lo:hi], scales=a.scales[lo:hi])
+                                   if isinstance(a, SCALED) else a[lo:hi])
         state = attnpool.PoolState.partial(q, split(keys, 0, 40), split(values, 0, 40))
         state.merge(attnpool.PoolState.partial(q, split(keys, 40, 90),
                                                split(values, 40, 90), key_offset=40))
@@ -151,15 +201,15 @@ def test_strided_caches_in_place_or_copied_once():
     q = rng.standard_normal((1, 2, 1, 32)).astype(np.float32)
     k = rng.standard_normal((1, 2000, 2, 32)).astype(np.float32)
     v = rng.standard_normal((1, 2000, 2, 16)).astype(np.float32)
-    heads_first = lambda a: (attnpool.Int8Rows(a.data.transpose(0, 2, 1, 3),
-                                               a.scales.transpose(0, 2, 1))
-                             if isinstance(a, attnpool.Int8Rows)
+    heads_first = lambda a: (a._replace(data=a.data.transpose(0, 2, 1, 3),
+                                        scales=a.scales.transpose(0, 2, 1))
+                             if isinstance(a, SCALED)
                              else a.transpose(0, 2, 1, 3))
-    dense = lambda a: (attnpool.Int8Rows(np.ascontiguousarray(a.data),
-                                         np.ascontiguousarray(a.scales))
-                       if isinstance(a, attnpool.Int8Rows) else np.ascontiguousarray(a))
-    halved = lambda a: (attnpool.Int8Rows(a.data[..., ::2], a.scales)
-                        if isinstance(a, attnpool.Int8Rows) else a[..., ::2])
+    dense = lambda a: (a._replace(data=np.ascontiguousarray(a.data),
+                                  scales=np.ascontiguousarray(a.scales))
+                       if isinstance(a, SCALED) else np.ascontiguousarray(a))
+    halved = lambda a: (a._replace(data=a.data[..., ::2])
+                        if isinstance(a, SCALED) else a[..., ::2])
     for (keys, _), (values, _) in zip(narrow_forms(rng, k), narrow_forms(rng, v)):
         keys, values = heads_first(keys), heads_first(values)
         want = attnpool.scaled_dot_product_attention(q, dense(keys), dense(values))
@@ -176,9 +226,9 @@ def test_strided_caches_in_place_or_copied_once():
         np.testing.assert_array_equal(
             got, attnpool.scaled_dot_product_attention(q, dense(keys),
                                                        dense(halved(values))))
-        if isinstance(keys, attnpool.Int8Rows):
-            shared = attnpool.Int8Rows(
-                keys.data, np.broadcast_to(keys.scales[:, :, :1], keys.scales.shape))
+        if isinstance(keys, SCALED):
+            shared = keys._replace(
+                scales=np.broadcast_to(keys.scales[:, :, :1], keys.scales.shape))
             got = attnpool.scaled_dot_product_attention(q, shared, values)
             assert _core.input_copies() == before + 2
             np.testing.assert_array_equal(
