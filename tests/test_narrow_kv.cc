@@ -1448,5 +1448,59 @@ TEST_CASE("narrow_kv: bad element rows are named", "[narrow_kv]") {
   });
 }
 
+// A per-tensor scale: float8 keys and values whose scales tensors have
+// zero strides (one scale for all), and rows whose scale_stride is 0: the
+// float call on scale · value, bitwise, decode and tile; widen_rows gives
+// the held values.
+ATTNPOOL_TEST_EACH_TARGET(NarrowPerTensorScale, "narrow_kv.per_tensor_scale",
+                          "[narrow_kv]") {
+  std::mt19937_64 rng(kSeed + 120);
+  INFO("seed " << kSeed + 120);
+  const size_t heads = 2, m = 70, d = 16;
+  std::uniform_int_distribution<int> pattern(0, 0x7D);  // finite E4M3FN
+  std::vector<attnpool::fp8_e4m3fn> k(heads * m * d), v(heads * m * d);
+  for (auto& e : k) e.bits = uint8_t(pattern(rng) | (rng() & 0x80));
+  for (auto& e : v) e.bits = uint8_t(pattern(rng) | (rng() & 0x80));
+  const float scale = 0.037f;
+  std::vector<float> held_k(k.size()), held_v(v.size());
+  using Rows = attnpool::ScaledRows<attnpool::fp8_e4m3fn>;
+  attnpool::widen_rows(Rows{{k.data(), heads * m, d}, &scale, 0},
+                       {held_k.data(), heads * m, d});
+  attnpool::widen_rows(Rows{{v.data(), heads * m, d}, &scale, 0},
+                       {held_v.data(), heads * m, d});
+  REQUIRE(held_k[5] == scale * float(attnpool::reference::element_value(
+                                   ElementType::float8_e4m3fn, k[5].bits)));
+  const attnpool::TensorView<const float> one{&scale, 1, heads, m, 1, 0, 0, 0};
+  const auto stored = [&](const std::vector<attnpool::fp8_e4m3fn>& x) {
+    return attnpool::ScaledTensor<attnpool::fp8_e4m3fn>{
+        attnpool::dense_tensor<const attnpool::fp8_e4m3fn>(x.data(), 1, heads,
+                                                           m, d),
+        one};
+  };
+  for (const size_t n : {size_t{1}, size_t{40}}) {  // decode, tile
+    TestMatrix<float> q(heads * n, d);
+    q.FillRandom(rng, 1);
+    std::vector<float> out(heads * n * d), expected(out.size());
+    std::vector<float> dense_q(heads * n * d);
+    for (size_t r = 0; r < heads * n; ++r) {
+      for (size_t c = 0; c < d; ++c) dense_q[r * d + c] = q(r, c);
+    }
+    const auto queries =
+        attnpool::dense_tensor<const float>(dense_q.data(), 1, heads, n, d);
+    attnpool::scaled_dot_product_attention(
+        queries, stored(k), stored(v),
+        attnpool::dense_tensor(out.data(), 1, heads, n, d));
+    RequireRanOnTarget();
+    attnpool::scaled_dot_product_attention(
+        queries,
+        attnpool::dense_tensor<const float>(held_k.data(), 1, heads, m, d),
+        attnpool::dense_tensor<const float>(held_v.data(), 1, heads, m, d),
+        attnpool::dense_tensor(expected.data(), 1, heads, n, d));
+    INFO("n " << n << " on " << CurrentTarget());
+    REQUIRE(std::memcmp(out.data(), expected.data(),
+                        out.size() * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace
 }  // namespace attnpool_test
