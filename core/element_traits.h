@@ -39,11 +39,16 @@ constexpr bool kScaledElement =
 namespace attnpool {
 namespace detail {
 
-// Whether `type`'s rows fold their scales in a decode (kFoldsScale).
+// kScaleFolds[k]: whether ElementType(k)'s rows fold their scales in a
+// decode (kFoldsScale); a table, so that the kernel's test is one load.
+inline constexpr bool kScaleFolds[] = {
+#define ATTNPOOL_SCALE_FOLDS(name, c_name, storage, ...) \
+  ElementTraits<storage>::kFoldsScale,
+    ATTNPOOL_ELEMENT_TABLE(ATTNPOOL_SCALE_FOLDS)
+#undef ATTNPOOL_SCALE_FOLDS
+};
 inline bool ScaleFolds(ElementType type) {
-  return visit_element_storage(type, [](auto stored) {
-    return ElementTraits<decltype(stored)>::kFoldsScale;
-  });
+  return kScaleFolds[static_cast<int>(type)];
 }
 
 }  // namespace detail
