@@ -957,7 +957,9 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
   };
   if constexpr (!kScaled) {
     all_sums(std::false_type());
-  } else if (!kFolds || !softmax_weights || !all_sums(std::false_type())) {
+  } else if constexpr (!kFolds) {
+    all_sums(std::true_type());
+  } else if (!softmax_weights || !all_sums(std::false_type())) {
     all_sums(std::true_type());
   }
 }
@@ -1278,24 +1280,25 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
               if (ahead < limits[0]) keys_ahead.Row(ahead);
               values_here.Row(key + j + k);
             }
-            // (int8 keys and values; NarrowDots says why.) An interleaved
-            // int8 decode's first block prefetches as its blocks after it
-            // do (`interleave`: no values, keys where the tuning says).
-            const bool int8_cache = detail::ScaleFolds(plan.keys.element) &&
-                                    detail::ScaleFolds(plan.values.element);
-            const bool int8_values = prefetch_ahead && !interleave &&
-                                     plan.values.strided() && int8_cache;
+            // (Keys and values that fold their scales, int8's; NarrowDots
+            // says why.) An interleaved folding decode's first block
+            // prefetches as its blocks after it do (`interleave`: no
+            // values, keys where the tuning says).
+            const bool folded_cache = detail::ScaleFolds(plan.keys.element) &&
+                                      detail::ScaleFolds(plan.values.element);
+            const bool folded_values = prefetch_ahead && !interleave &&
+                                       plan.values.strided() && folded_cache;
             const bool prefetch_keys =
-                prefetch_ahead && !(interleave && int8_cache &&
+                prefetch_ahead && !(interleave && folded_cache &&
                                     plan.tuning.decode_key_prefetch_rows == 0);
-            NarrowDots(plan.keys, key + j, run, shared ? rows : 1, query,
-                       plan.queries.stride, row_scores + j, score_stride,
-                       prefetch_keys ? widest : 0,
-                       int8_values
-                           ? static_cast<const char*>(plan.values.narrow) +
-                                 plan.values.Offset(key + j)
-                           : nullptr,
-                       plan.values.stride, int8_values ? plan.values.cols : 0);
+            NarrowDots(
+                plan.keys, key + j, run, shared ? rows : 1, query,
+                plan.queries.stride, row_scores + j, score_stride,
+                prefetch_keys ? widest : 0,
+                folded_values ? static_cast<const char*>(plan.values.narrow) +
+                                    plan.values.Offset(key + j)
+                              : nullptr,
+                plan.values.stride, folded_values ? plan.values.cols : 0);
             j += run;
             continue;
           }

@@ -1,6 +1,6 @@
 // ElementTraits<S>: what the library knows of the element type stored as S
-// (include/attnpool/element.h's table), target-independent: its type, its
-// scalar widening, whether it is scaled and whether a decode may fold its
+// (include/attnpool/element.h's table), target-independent: its scalar
+// widening, whether it is scaled and whether a decode may fold its
 // scale. One file per type under core/elements/ specializes it; its vector
 // loads are arch/elements/<name>-inl.h's. Nothing outside these files and
 // the table tests for a particular type.
@@ -11,8 +11,8 @@
 namespace attnpool {
 namespace detail {
 
-// Specialized, one per storage type, by core/elements/<name>.h:
-//   static constexpr ElementType kType;
+// Specialized, one per storage type, by core/elements/<name>.h (its type
+// is ElementTypeOf<S>, the table's):
 //   static float Widen(S stored);   // the float it holds, exactly
 //   static constexpr bool kFoldsScale;
 // kFoldsScale (scaled types): a decode may apply a row's scale once, to

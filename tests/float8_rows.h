@@ -16,11 +16,6 @@
 
 namespace attnpool_test {
 
-inline bool IsFloat8(attnpool::ElementType type) {
-  return type == attnpool::ElementType::float8_e4m3fn ||
-         type == attnpool::ElementType::float8_e5m2;
-}
-
 // The largest finite pattern: positive patterns' values increase with
 // their bits up to it.
 inline uint8_t LargestFloat8(attnpool::ElementType type) {
@@ -71,8 +66,7 @@ inline float StoreFloat8Row(attnpool::ElementType type, const float* row,
 }
 
 // The float a stored element holds: its scale times its value, in float.
-inline float HeldFloat8(attnpool::ElementType type, uint8_t bits,
-                        float scale) {
+inline float HeldFloat8(attnpool::ElementType type, uint8_t bits, float scale) {
   return scale * float(Float8Value(type, bits));
 }
 

@@ -268,13 +268,13 @@ static void test_mask_struct_size(void) {
   larger.mask = attnpool_mask_init();
   larger.mask.struct_size = sizeof(larger);
   larger.mask.valid_lengths = lengths;
-  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om,
-                      &larger.mask, NULL) == ATTNPOOL_OK);
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om, &larger.mask,
+                      NULL) == ATTNPOOL_OK);
   CHECK(out[0] == 1 && out[1] == 1); /* each query sees key 0 alone */
   out[0] = out[1] = -7;
   larger.after[3] = 1;
-  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om,
-                      &larger.mask, NULL) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(attnpool_pool(ATTNPOOL_FLOAT32, &spec, &qm, &km, &vm, &om, &larger.mask,
+                      NULL) == ATTNPOOL_INVALID_ARGUMENT);
   CHECK(strcmp(attnpool_last_error_argument(), "mask.struct_size") == 0);
   CHECK(out[0] == -7 && out[1] == -7);
   /* A struct that ends before valid_lengths: it is absent. */

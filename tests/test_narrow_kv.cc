@@ -1293,8 +1293,8 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowSdpaQueries, "narrow_kv.sdpa_queries",
   v.FillRandom(rng, 1);
   const StoredRows keys(ElementType::bfloat16, k),
       values(ElementType::bfloat16, v);
-  for (ElementType query_type : {ElementType::bfloat16, ElementType::int8,
-                                 ElementType::float8_e4m3fn}) {
+  for (ElementType query_type :
+       {ElementType::bfloat16, ElementType::int8, ElementType::float8_e4m3fn}) {
     const StoredRows queries(query_type, q);
     INFO("queries " << attnpool::element_type_name(query_type) << " on "
                     << CurrentTarget());

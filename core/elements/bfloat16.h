@@ -11,7 +11,6 @@ namespace detail {
 
 template <>
 struct ElementTraits<bf16> {
-  static constexpr ElementType kType = ElementType::bfloat16;
   static constexpr bool kFoldsScale = false;
   static float Widen(bf16 stored) {
     const uint32_t bits = uint32_t{stored.bits} << 16;

@@ -11,7 +11,6 @@ namespace detail {
 
 template <>
 struct ElementTraits<f16> {
-  static constexpr ElementType kType = ElementType::float16;
   static constexpr bool kFoldsScale = false;
   static float Widen(f16 stored) {
     const int exponent = (stored.bits >> 10) & 31,

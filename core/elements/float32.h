@@ -8,7 +8,6 @@ namespace detail {
 
 template <>
 struct ElementTraits<float> {
-  static constexpr ElementType kType = ElementType::float32;
   static constexpr bool kFoldsScale = false;
   static float Widen(float stored) { return stored; }
 };

@@ -39,7 +39,6 @@ float WidenFloat8(uint8_t bits) {
 
 template <>
 struct ElementTraits<fp8_e4m3fn> {
-  static constexpr ElementType kType = ElementType::float8_e4m3fn;
   static constexpr bool kFoldsScale = false;
   static float Widen(fp8_e4m3fn stored) {
     return WidenFloat8<4, false>(stored.bits);
@@ -48,7 +47,6 @@ struct ElementTraits<fp8_e4m3fn> {
 
 template <>
 struct ElementTraits<fp8_e5m2> {
-  static constexpr ElementType kType = ElementType::float8_e5m2;
   static constexpr bool kFoldsScale = false;
   static float Widen(fp8_e5m2 stored) {
     return WidenFloat8<5, true>(stored.bits);

@@ -14,7 +14,6 @@ namespace detail {
 
 template <>
 struct ElementTraits<int8_t> {
-  static constexpr ElementType kType = ElementType::int8;
   static constexpr bool kFoldsScale = true;
   static float Widen(int8_t stored) { return float(stored); }
 };

@@ -28,8 +28,7 @@ struct ScaledTensor {
 using Int8Tensor = ScaledTensor<int8_t>;
 
 #define ATTNPOOL_ELEMENT_TENSOR_VIEW_false(storage) TensorView<const storage>
-#define ATTNPOOL_ELEMENT_TENSOR_VIEW_true(storage) \
-  const ScaledTensor<storage>&
+#define ATTNPOOL_ELEMENT_TENSOR_VIEW_true(storage) const ScaledTensor<storage>&
 
 // Keys or values of any element type (element.h) as a (batch, heads, rows,
 // cols) tensor, strides in elements. Converts implicitly from each type's
@@ -54,9 +53,9 @@ struct ElementTensor {
   ElementRows matrix(size_t b, size_t h) const {
     ElementRows rows_of;
     rows_of.type = type;
-    rows_of.data = static_cast<const char*>(data) +
-                   (b * batch_stride + h * head_stride) *
-                       element_properties(type).bytes;
+    rows_of.data =
+        static_cast<const char*>(data) +
+        (b * batch_stride + h * head_stride) * element_properties(type).bytes;
     rows_of.rows = rows;
     rows_of.cols = cols;
     rows_of.stride = row_stride;
@@ -158,9 +157,9 @@ struct PackedSequences {
 // with few queries has its keys split into chunks merged in a fixed order.
 // Positions align the sequences' ends (a KV cache's last n queries): query
 // i of a sequence of n queries and m keys sits at key position p = i +
-// (m − n) + mask.causal_offset, for causal, the window, chunks and ALiBi. The mask's
-// valid_lengths, bias and visible do not apply (rejected). Each sequence's
-// output is bitwise what scaled_dot_product_attention gives it alone
+// (m − n) + mask.causal_offset, for causal, the window, chunks and ALiBi. The
+// mask's valid_lengths, bias and visible do not apply (rejected). Each
+// sequence's output is bitwise what scaled_dot_product_attention gives it alone
 // (with causal_offset m − n + mask.causal_offset).
 // Throws attnpool::Error naming the argument on invalid input, before
 // writing anything.

@@ -160,12 +160,12 @@ typedef struct attnpool_pool_spec {
 #define ATTNPOOL_C_MEMBER_flag(name) int64_t name;
 #define ATTNPOOL_C_MEMBER_position(name) ptrdiff_t name;
 #define ATTNPOOL_C_MEMBER_count(name) \
-  int64_t has_##name;                   \
+  int64_t has_##name;                 \
   size_t name;
 #define ATTNPOOL_C_MEMBER_matrix(name) attnpool_const_matrix name;
 #define ATTNPOOL_C_MEMBER_booleans(name) attnpool_const_matrix name;
 #define ATTNPOOL_C_MEMBER_number(name) \
-  int64_t has_##name;                    \
+  int64_t has_##name;                  \
   double name;
 #define ATTNPOOL_C_MEMBER_head_number(name) ATTNPOOL_C_MEMBER_number(name)
 #define ATTNPOOL_C_MASK_MEMBER(name, heads_name, kind, needs, check, help) \
@@ -366,7 +366,7 @@ typedef struct attnpool_tensor {
 #define ATTNPOOL_C_HEADS_MEMBER_number(name) ATTNPOOL_C_MEMBER_number(name)
 #define ATTNPOOL_C_HEADS_MEMBER_head_number(name) const void* name;
 #define ATTNPOOL_C_HEADS_MASK_MEMBER(name, heads_name, kind, needs, check, \
-                                     help)                               \
+                                     help)                                 \
   ATTNPOOL_C_HEADS_MEMBER_##kind(heads_name)
 
 /* Which keys each query of the layers sees (attention.h's AttentionMask):

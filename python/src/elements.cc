@@ -23,8 +23,8 @@ void AttentionPoolElements(const SpecArguments& spec, const InArray& queries,
                            const std::optional<InArray>& key_scales,
                            const InArray& values, const std::string& value_type,
                            const std::optional<InArray>& value_scales,
-                           const OutArray& out, const MaskKeywords& mask_arguments,
-                           int threads) {
+                           const OutArray& out,
+                           const MaskKeywords& mask_arguments, int threads) {
   const ElementArray<2> q("queries", queries, query_type, query_scales);
   const ElementArray<2> k("keys", keys, key_type, key_scales);
   const ElementArray<2> v("values", values, value_type, value_scales);

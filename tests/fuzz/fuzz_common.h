@@ -134,8 +134,7 @@ struct NarrowRows {
         scales.resize(rows + 1);
         for (size_t r = 0; r < rows; ++r) {
           uint8_t* row = reinterpret_cast<uint8_t*>(bytes.data()) + r * cols;
-          scales[r] =
-              StoreFloat8Row(type, floats.data() + r * cols, cols, row);
+          scales[r] = StoreFloat8Row(type, floats.data() + r * cols, cols, row);
           for (size_t c = 0; c < cols; ++c) {
             floats[r * cols + c] = HeldFloat8(type, row[c], scales[r]);
           }

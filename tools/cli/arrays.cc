@@ -198,10 +198,6 @@ std::vector<attnpool::ElementType> StoredAs(const NpyArray& array) {
   return types;
 }
 
-// An unsigned integer type holds an element type's bit patterns: which
-// one is named with the dtype option.
-bool HoldsBits(const NpyArray& array) { return NpyDescr(array.type)[1] == 'u'; }
-
 }  // namespace
 
 bool IsNarrow(const NpyArray& array) {
@@ -237,7 +233,7 @@ StoredElements ReadStoredElements(
       throw CliError{dtype_option + " " + *dtype + " but " + label + " is " +
                      NpyTypeName(array.type)};
     }
-  } else if (HoldsBits(array)) {
+  } else if (HoldsBitPatterns(NpyDescr(array.type))) {
     throw CliError{label + " is " + NpyTypeName(array.type) + ": give " +
                    dtype_option + " " + names +
                    " if it holds bit patterns of that type"};

@@ -44,7 +44,7 @@ const std::string& DtypeHelp() {
   static const std::string help = [] {
     std::string named, read;
     for (const auto& entry : attnpool::kElementTypes) {
-      std::string& list = entry.npy_descr[1] == 'u' ? named : read;
+      std::string& list = HoldsBitPatterns(entry.npy_descr) ? named : read;
       list += std::string(list.empty() ? "" : ", ") + entry.name + " '" +
               entry.npy_descr + "'";
     }

@@ -15,6 +15,14 @@
 
 namespace attnpool_cli {
 
+// Whether files of an element type with this .npy type string (element.h's
+// table) hold its bit patterns in unsigned integers (bfloat16's '<u2',
+// float8's '|u1'): the type is then named with a dtype option, not read off
+// the file.
+inline bool HoldsBitPatterns(const char* npy_descr) {
+  return npy_descr[1] == 'u';
+}
+
 constexpr int kExitUsage = 2;  // the command line is wrong
 constexpr int kExitInput = 1;  // a file or the computation is wrong
 
