@@ -74,7 +74,7 @@ enum class FusedPath : int {
   // registers, the values packed like keys.
   small_depth,
   // small_depth for the Gaussian of squared distances under a softmax of
-  // its logits: one pass, no max first (arch/fused_small_depth-inl.h).
+  // its logits: one pass, no max first (arch/fused/small_depth-inl.h).
   gaussian_one_pass,
   // small_depth for a compact kernel under none or sum with d = 1, sorted
   // keys and r a function of |q − k|: each query visits only the panels
@@ -131,7 +131,7 @@ struct FusedPlan {
   // gaussian_one_pass: nonfinite_keys[j] counts the keys before key j with
   // a coordinate that is not finite (keys.rows + 1 entries). A row whose
   // visible keys have none takes the one-pass loop, which tracks no NaN
-  // (arch/fused_small_depth-inl.h): the choice depends on no key the row
+  // (arch/fused/small_depth-inl.h): the choice depends on no key the row
   // cannot see.
   const size_t* nonfinite_keys = nullptr;
 };

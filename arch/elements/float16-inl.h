@@ -100,6 +100,7 @@ HWY_INLINE hn::Vec<DF> LoadWide(DF df, const f16* HWY_RESTRICT p) {
 template <class DF>
 HWY_INLINE void StoreNarrow(DF df, hn::Vec<DF> v, f16* HWY_RESTRICT p) {
 #if ATTNPOOL_NATIVE_F16
+  (void)df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
 #else

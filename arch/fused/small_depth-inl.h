@@ -1,6 +1,7 @@
 // Per-ISA small-depth paths of the fused kernel (arch/fused.h: FusedPath
 // small_depth, gaussian_one_pass, sorted_window), run by FusedAccumulate
-// (arch/fused-inl.h).
+// (arch/fused-inl.h), compiled in TUs of their own (small_depth_f32.cc,
+// small_depth_f64.cc).
 //
 // For d ≤ kFusedSmallDepth and dv ≤ kFusedSmallColumns (kernel regression)
 // without element-wise masks: one query at a time against panels of 2N keys,
@@ -25,6 +26,7 @@
 #include "arch/cosine_scale.h"
 #include "arch/distance-inl.h"
 #include "arch/fused.h"
+#include "arch/fused/parts-inl.h"
 #include "arch/kernel-inl.h"
 #include "arch/math-inl.h"
 #include "arch/normalize-inl.h"
@@ -287,9 +289,9 @@ void SortedKeyWindow(const detail::FusedPlan<T>& plan, T query,
 }
 
 template <class Step, bool kGaussianOfSquares, typename T>
-void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
-                          const detail::FusedState<T>& state, size_t row_begin,
-                          size_t row_end, size_t key_begin, size_t key_end) {
+void SmallDepthRows(const detail::FusedPlan<T>& plan,
+                    const detail::FusedState<T>& state, size_t row_begin,
+                    size_t row_end, size_t key_begin, size_t key_end) {
   const hn::ScalableTag<T> d;
   const size_t N = hn::Lanes(d);
   const size_t width = 2 * N, depth = plan.queries.cols;
@@ -478,6 +480,33 @@ void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
     state.max[row] = nan ? nan_value : maximum;
     state.sum[row] = nan ? nan_value : sum_out;
     state.best[row] = 0;
+  }
+}
+
+// The entry point (arch/fused/parts-inl.h): the distance's step, and the
+// Gaussian of squared distances under a softmax of its logits in one pass.
+template <typename T>
+void SmallDepthAccumulate(const detail::FusedPlan<T>& plan,
+                          const detail::FusedState<T>& state, size_t row_begin,
+                          size_t row_end, size_t key_begin, size_t key_end) {
+  switch (plan.distance) {
+    case Distance::sqeuclidean:
+      if (plan.kernel.kernel == Kernel::gaussian && plan.kernel.write_logits) {
+        return SmallDepthRows<SquaredDifferenceStep, true>(
+            plan, state, row_begin, row_end, key_begin, key_end);
+      }
+      return SmallDepthRows<SquaredDifferenceStep, false>(
+          plan, state, row_begin, row_end, key_begin, key_end);
+    case Distance::euclidean:
+      return SmallDepthRows<SquaredDifferenceStep, false>(
+          plan, state, row_begin, row_end, key_begin, key_end);
+    case Distance::manhattan:
+      return SmallDepthRows<AbsoluteDifferenceStep, false>(
+          plan, state, row_begin, row_end, key_begin, key_end);
+    case Distance::dot:
+    case Distance::cosine:
+      return SmallDepthRows<DotStep, false>(plan, state, row_begin, row_end,
+                                            key_begin, key_end);
   }
 }
 
