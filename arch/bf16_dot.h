@@ -6,8 +6,8 @@
 //     even, as a chain of two fused multiply-adds;
 //   x86 AMX-BF16 tdpbf16ps (arch/bf16_dot_amx.cc): the products summed in
 //     float in an order of its own, each addition rounded to nearest even
-//     (on the Emerald Rapids device it matched neither vdpbf16ps's chain
-//     nor a pair sum bitwise; at most 3.6·u·Σ|q·k| off at d = 64),
+//     (where measured it matched neither vdpbf16ps's chain nor a pair
+//     sum bitwise: docs/benchmarks.md, "Design evidence": AMX-BF16),
 //     subnormal results flushed to 0; chosen over vdpbf16ps where the CPU
 //     has it and Linux grants the tile state;
 //   ARMv8.6 BF16 BFDOT (arch/bf16_dot_arm.cc): the pair's sum, then the
@@ -73,13 +73,13 @@ std::vector<Bf16DotInstruction> SupportedBf16DotInstructions();
 Bf16DotInstruction ChosenBf16DotInstruction();
 
 // Whether the vector instruction's tile is taken to beat the float tile
-// here: not on x86 CPUs that list AMX-BF16 (on the Emerald Rapids-class
-// device measured, the vdpbf16ps tile ran at 0.71–0.80× the float tile's
-// rate on W2, bench/compare W2n, three runs, 1 and 2 threads), whose bf16
-// tile is AMX's or, where Linux refuses the tile state, the float tile.
-// Everywhere else yes: measured on Zen 5 (1.10–1.16×); assumed, not
-// measured, for ARM's BFDOT, Cooper Lake (AVX512_BF16 without AMX), and a
-// VM that hides AMX from a Sapphire/Emerald Rapids host.
+// here: not on x86 CPUs that list AMX-BF16 (where measured, the vdpbf16ps
+// tile ran slower than the float tile), whose bf16 tile is AMX's or, where
+// Linux refuses the tile state, the float tile. Everywhere else yes:
+// measured faster on an x86 CPU without AMX; assumed, not measured, for
+// ARM's BFDOT, Cooper Lake (AVX512_BF16 without AMX), and a VM that hides
+// AMX from a host that has it (docs/benchmarks.md, "Design evidence":
+// VectorBf16DotPays).
 bool VectorBf16DotPays();
 
 // The instruction the tile runs on now: none unless Bf16TileDispatched();

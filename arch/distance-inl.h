@@ -266,9 +266,10 @@ HWY_INLINE T DirectDot(D d, const T* HWY_RESTRICT query,
 // 256-bit halves, added as the 512-bit SumOfLanes adds them (upper half +
 // lower half, then the 256-bit SumOfLanes's pairs: the tree of the
 // compilers' _mm512_reduce_add_ps, which attention.tuning_bits checks); no
-// other target reads vectors wider than it asks. Strided decode on Zen 4,
-// whose 512-bit loads are two 256-bit ones, ran 3-5% faster so (one
-// thread, W5).
+// other target reads vectors wider than it asks. For CPUs whose 512-bit
+// loads are two 256-bit ones, where strided decode ran faster so (the
+// tuning's decode_load_bytes; docs/benchmarks.md, "Design evidence":
+// DirectDotLoads).
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE T DirectDotLoads(D d, size_t max_load_bytes,
                             const T* HWY_RESTRICT query,
@@ -376,8 +377,8 @@ void PackKeys(Distance distance, const detail::RowList<T>& keys,
               RowOf(keys, first_key + half * N + i,
                     keys.is_narrow() ? widened.data() + i * depth : nullptr);
         }
-        // The next half panel's rows, meanwhile (W6's packing 12% faster,
-        // Zen 5).
+        // The next half panel's rows, meanwhile (packing faster so:
+        // docs/benchmarks.md, "Design evidence": PackKeys).
         const size_t next = first_key + (half + 1) * N;
         for (size_t i = 0; !keys.is_narrow() && i < N && next + i < keys.rows;
              ++i) {
@@ -455,7 +456,8 @@ void SweepTiles(ConstMatrixView<T> queries, const detail::PackedKeys<T>& keys,
   T* in_tile[kTileRows];
   for (size_t r = 0; r < kTileRows; ++r) in_tile[r] = tile + 2 * r * N;
   // Sums kept as they are, in one pass: whole tiles are stored into the
-  // scores directly (W4 4-13%, W2 ~5% faster than through `tile`, Zen 4).
+  // scores directly (faster than through `tile`: docs/benchmarks.md,
+  // "Design evidence": SweepTiles).
   const bool store_direct =
       std::is_same<Finisher, KeepSums>::value && depth <= depth_block;
 

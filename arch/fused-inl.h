@@ -86,7 +86,8 @@ struct StridedDots {
     if (k >= count) return;
     const T* HWY_RESTRICT key = keys + k * stride;
     if (rows_ahead != 0 && k + rows_ahead < ahead_keys) {
-      // (Written out: PrefetchLines cost the float decode 5%.)
+      // (Written out: through PrefetchLines the float decode was slower;
+      // docs/benchmarks.md, "Design evidence": StridedDots.)
       const char* ahead =
           reinterpret_cast<const char*>(key + rows_ahead * stride);
       for (size_t byte = 0; byte < depth * sizeof(T); byte += 64) {
@@ -169,19 +170,14 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // a key row and a value row in each step of that loop (two streams), into
   // the other half of a double buffer of scores. The operations, and so the
   // bits, are those of the passes one after the other. Float keys and
-  // values read in place (whole vectors): W5 0.86-0.89 → 0.93-0.94 of a
-  // plain read of the same bytes at one thread, 0.92-0.95 → 0.94-0.97 at
-  // two; keys and values both bf16 or both f16, their keys prefetched only
-  // where the tuning prefetches float keys: W5n bf16 1.07-1.10x faster at
-  // one thread, the same at two. Zen 4, paired runs. Both int8, a group of
-  // Lanes keys beside every Lanes-th value row (NarrowWeightedSum), nothing
-  // prefetched but where the tuning prefetches float keys: a single stream
-  // read 16.9 GB/s and a stream beside the other's prefetches 13.8, two
-  // streams 22.9 (plain loops, Zen 4, one thread); int8 W5n time ÷ float's
-  // 0.35 → 0.34 at one thread, 0.34 → 0.31 at two (medians of eight runs
-  // each, builds alternated, Zen 4; an earlier attempt, the group inlined
-  // in the weighted sum's loop and the first block's values prefetched,
-  // ran at 0.7-0.9x at one thread).
+  // values read in place (whole vectors); keys and values both bf16 or both
+  // f16, their keys prefetched only where the tuning prefetches float keys;
+  // both int8, a group of Lanes keys beside every Lanes-th value row
+  // (NarrowWeightedSum, the group not inlined there: GroupApart), nothing
+  // prefetched but where the tuning prefetches float keys. Two streams read
+  // faster than one, and each of these beat the passes one after the other
+  // where the tuning interleaves (docs/benchmarks.md, "Design evidence":
+  // decode_interleave).
   const bool interleave =
       plan.tuning.decode_interleave != 0 &&
       plan.path == detail::FusedPath::decode && rows == 1 &&
@@ -192,8 +188,8 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
   // Decoding strided rows, the scores of the tuning's decode_stretch blocks
   // are computed at once (one stream of keys, then one of values; longer
   // streams keep the hardware prefetchers ahead, and a narrow cache's rows
-  // are short: int8 decode 2.6× → 3.0× the float rate with 4 on Zen 5,
-  // W5n); each block is then normalized and summed as alone, so results do
+  // are short: docs/benchmarks.md, "Design evidence": decode_stretch);
+  // each block is then normalized and summed as alone, so results do
   // not change. Not interleaving, nor where the rows' starts differ: zeroing a
   // row's weights outside its block would overwrite its next block's scores.
   // Nor over a paged cache, whose values are prefetched while its keys are
@@ -326,14 +322,12 @@ void FusedAccumulate(const detail::FusedPlan<T>& plan,
           // value, which the weighted sum reads after this block's keys
           // (both into the second-level cache: PrefetchRows says why).
           // Prefetches beside each key's loads, not a page's in a burst:
-          // 0.72 of the contiguous rate against 0.45 (Zen 5, bench/compare
-          // W9, when it was written). A plain loop reading the same rows in a
-          // block's two passes (keys, then values, as its softmax needs) is no
-          // faster: this decode runs at 1.06x its rate, and at 0.88 of the same
-          // loop's in one pass (keys and values together). Interleaving the
-          // passes (a block's values between the next block's keys) made
-          // this paged decode slower (0.65 of contiguous; strided rows
-          // interleave under decode_interleave).
+          // faster. A plain loop reading the same rows in a block's two
+          // passes (keys, then values, as its softmax needs) is no faster
+          // than this decode. Interleaving the passes (a block's values
+          // between the next block's keys) made this paged decode slower
+          // (strided rows interleave under decode_interleave). Figures:
+          // docs/benchmarks.md, "Design evidence": paged decode.
           const size_t run = plan.keys.Run(key + j, visible - j);
           const bool prefetch =
               r == 0 && !plan.keys.strided() && run < kPrefetchRows;

@@ -207,7 +207,8 @@ HWY_INLINE V Exp(D d, V x) {
   const V value = math_impl::ExpInRange(d, x);
   // |x| ≤ −kLowest (< kHighest) lies inside the range: no lane needs fixing.
   // One compare and a well-predicted branch instead of the two compares and
-  // selects below: 11% faster on AVX-512 (Zen 4).
+  // selects below: faster on AVX-512 (docs/benchmarks.md, "Design
+  // evidence": Exp).
   if (HWY_LIKELY(hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, -K::kLowest))))) {
     return value;
   }

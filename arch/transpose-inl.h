@@ -1,9 +1,10 @@
 // A register transpose of Lanes(d) float rows into column vectors, for
 // packing keys depth-major (PackKeys, arch/distance-inl.h): one vector load
 // per row and one vector store per column in place of a scalar store per
-// element (the scalar packing of a 16384 × 64 key matrix took 4% of a sliding
-// window's time, W6 on Zen 5). And the lane sums of Lanes(d) vectors as one
-// vector (TransposedLaneSums: an int8 decode's dots, arch/fused-inl.h).
+// element (the scalar packing was a visible share of a sliding window's
+// time: docs/benchmarks.md, "Design evidence": VectorTranspose). And the
+// lane sums of Lanes(d) vectors as one vector (TransposedLaneSums: an int8
+// decode's dots, arch/fused-inl.h).
 //
 // Defined (VectorTranspose<D>()) for float vectors of one, two or four 128-bit
 // blocks (x86 SSE4, AVX2, AVX3; NEON; EMU128): within each block a 4 × 4
@@ -118,9 +119,10 @@ HWY_INLINE void TransposeColumns(D d, const float* const* rows, size_t valid,
 // then the blocks' sums, adjacent ones first. Lanes(d) − 1 additions and
 // about twice as many permutes for Lanes(d) sums, against log2(Lanes) of
 // each per SumOfLanes; the permutes within blocks (interleaves) come first,
-// where there are most of them (in a plain loop of int8 keys' dots, 1.2x
-// faster than with ConcatEven/ConcatOdd at every level, Zen 4, in cache;
-// within noise alone in the decode, docs/benchmarks.md). The vectors are
+// where there are most of them (in a plain loop of int8 keys' dots,
+// faster than with ConcatEven/ConcatOdd at every level; within noise alone
+// in the decode: docs/benchmarks.md, "Design evidence":
+// TransposedLaneSumsOf). The vectors are
 // asked for in order and combined as they come (about log2(Lanes) live at
 // once); the int8 dots compute theirs all first, so that the keys' loads
 // issue early (NarrowKeyDots::SumsOfEach).

@@ -2,7 +2,8 @@
 // block at the top of its heap back to the OS, and the next call faults
 // every page of it in again (zeroed by the kernel). The fused kernel
 // allocates its packed keys and states per call, so a model's repeated
-// calls paid that each time: 4-5% of W4 (8 heads × 1024² × 64) on Zen 4.
+// calls paid that each time (docs/benchmarks.md, "Design evidence":
+// src/block_cache.h).
 #pragma once
 
 #include <cstddef>

@@ -24,8 +24,8 @@ namespace attnpool {
 namespace detail {
 namespace {
 
-// One row per profile. Block sizes were measured flat on Zen 4 (W2, W4
-// within 3% for 48–192 query rows and 1–4 KiB key blocks); what differs is
+// One row per profile. Block sizes were measured flat over the range tried
+// (docs/benchmarks.md, Design evidence: kTunings); what differs is
 // measured where it is chosen, except small_l2's.
 constexpr Tuning kTunings[] = {
     // name, chosen_on,

@@ -39,17 +39,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // An int8 row's scale s is applied once, to the dot of its integers with a
 // query or to its weight in a weighted sum, not to each of its elements
-// (element.h; int8 decode 1.12x faster, Zen 4, W5n: those multiplies took
-// the FMA pipes), where nothing can overflow either way: 2^-50 ≤ |s| ≤
-// 2^50 (FoldsScale); for a dot, fewer than 2^20 query elements, each 0 or
-// of magnitude in [2^-50, 2^50] (FoldsQuery: its products with the
-// integers normal, and the held products |q|·|s·k| ≤ 2^107, so that
-// neither side's sum leaves the floats); for a weighted sum, weights in
-// [0, 1] (a softmax's; a weight·s below 2^-126 loses at most 2^-150·127,
-// as the held product w·(s·k) may in its rounding). Elsewhere (zero,
-// extreme or non-finite scales and queries, other weights) each element is
-// s·k as held, so that NaN and ±inf arise where they would on the held
-// floats.
+// (element.h; applied to each element, those multiplies took the FMA
+// pipes: docs/benchmarks.md, "Design evidence": FoldsScale), where nothing
+// can overflow either way: 2^-50 ≤ |s| ≤ 2^50 (FoldsScale); for a dot,
+// fewer than 2^20 query elements, each 0 or of magnitude in [2^-50, 2^50]
+// (FoldsQuery: its products with the integers normal, and the held
+// products |q|·|s·k| ≤ 2^107, so that neither side's sum leaves the
+// floats); for a weighted sum, weights in [0, 1] (a softmax's; a weight·s
+// below 2^-126 loses at most 2^-150·127, as the held product w·(s·k) may
+// in its rounding). Elsewhere (zero, extreme or non-finite scales and
+// queries, other weights) each element is s·k as held, so that NaN and
+// ±inf arise where they would on the held floats.
 constexpr float kFoldLow = 0x1p-50f, kFoldHigh = 0x1p50f;
 
 HWY_INLINE bool FoldsScale(float scale) {
@@ -102,13 +102,12 @@ HWY_INLINE bool FoldsQuery(const float* HWY_RESTRICT query, size_t depth) {
 // fixed width (FoldedGroup; docs/benchmarks.md; each key's sum in one order
 // however keys are grouped, so a paged cache's dots are the contiguous
 // one's). With `ahead_limit` (rows one stride apart), the row
-// kPrefetchRows ahead is prefetched beside each, below that row: bf16 and f16
-// decode 1.2-1.6x faster (Zen 5, W5n). Given `values` (the `value_bytes` of key
-// j's value row, rows `value_stride` bytes apart; an int8 cache's only), a
-// key's value row is prefetched beside it too, for the weighted sum after the
-// stretch: int8 decode 1.17x faster, and 1.08x more with its keys ahead, which
-// without the values cost it a third (Zen 5, W5n; bf16 and f16 values lost
-// 10-13% so).
+// kPrefetchRows ahead is prefetched beside each, below that row. Given
+// `values` (the `value_bytes` of key j's value row, rows `value_stride`
+// bytes apart; an int8 cache's only: bf16 and f16 values were slower so),
+// a key's value row is prefetched beside it too, for the weighted sum after
+// the stretch (an int8 cache's keys ahead pay only beside its values).
+// Both faster: docs/benchmarks.md, "Design evidence": NarrowKeyDots.
 template <typename E>
 struct NarrowKeyDots {
   using D = hn::ScalableTag<float>;
@@ -165,8 +164,9 @@ struct NarrowKeyDots {
     const auto load = [&](size_t p, size_t left) HWY_ATTR {
       return Widened<kScaleElements>(key + p, left, scale);
     };
-    if (depth == 4 * N) {  // (the loop below written out: int8 decode 1.05x
-                           // faster, Zen 4, in cache; the same sums)
+    if (depth == 4 * N) {  // (the loop below written out, faster, the
+                           // same sums: docs/benchmarks.md, "Design
+                           // evidence": RowProducts)
       return hn::Add(hn::MulAdd(hn::LoadU(d, query + 2 * N), load(2 * N, N),
                                 hn::Mul(hn::LoadU(d, query), load(0, N))),
                      hn::MulAdd(hn::LoadU(d, query + 3 * N), load(3 * N, N),
@@ -188,13 +188,12 @@ struct NarrowKeyDots {
   // Rows from `rows`, one stride apart: row i's RowProducts, and its
   // prefetches beside: for i < ahead_rows the row kPrefetchRows ahead (a
   // line per 64 bytes from the row's start, written out here: the same
-  // loop as a helper function cost the float decode 5%), and value row i's
-  // value_bytes. With kDepth (not 0), the rows' depth and value_bytes (where
-  // values are given) are kDepth elements of E, so that the loops unroll
-  // and no branch is left between keys: int8 decode 1.05x faster in cache
-  // (Zen 4, d 64, 4096 keys a head), the same at W5n's size. Copies of what
-  // NarrowKeyDots holds: read through `this`, each was loaded again for
-  // every key (int8 decode 1.1x slower).
+  // loop as a helper function was slower), and value row i's value_bytes.
+  // With kDepth (not 0), the rows' depth and value_bytes (where values are
+  // given) are kDepth elements of E, so that the loops unroll and no branch
+  // is left between keys. Copies of what NarrowKeyDots holds: read through
+  // `this`, each was loaded again for every key (docs/benchmarks.md,
+  // "Design evidence": RowsAt).
   template <bool kScaleElements, size_t kDepth = 0>
   struct RowsAt {
     const E* HWY_RESTRICT rows;
@@ -283,12 +282,11 @@ struct NarrowKeyDots {
   // stride apart (run_scales), the query folding: their scales loaded (or
   // gathered) and checked as a vector, their products computed in turn
   // and then summed (in registers), their scores stored as one. False,
-  // nothing written, where a scale does not fold. (Against Keys' arrays,
-  // through memory: int8 decode 1.25x faster in cache, 1.12x at W5n's
-  // size, Zen 4; scales gathered 8 apart, a cache kept (m, heads): 1.4x, at
-  // 0.9x the rate over contiguous scales, 8 heads of 4096 keys, Zen 4. The
-  // products all before the sums, not summed as they came: the keys' loads
-  // issued earlier, 1.035x faster in L3, Zen 4, 8 × 2048 keys.)
+  // nothing written, where a scale does not fold. (In registers, not
+  // through Keys' arrays in memory; scales gathered where they lie apart,
+  // as in a cache kept (m, heads). The products all before the sums, not
+  // summed as they came, so that the keys' loads issue earlier. Each was
+  // faster: docs/benchmarks.md, "Design evidence": FoldedGroup.)
   HWY_INLINE bool FoldedGroup(size_t k) const {
 #if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
     const D d;
@@ -376,8 +374,9 @@ struct NarrowKeyDots {
   }
 
   // Keys(k), not inlined: inlined in the weighted sum's loops, the group's
-  // vectors beside its accumulators, int8 decode ran at half the speed (12-13
-  // against 6.3 ns a key in L3, Zen 4), and each loop compiled it again.
+  // vectors beside its accumulators, int8 decode ran far slower
+  // (docs/benchmarks.md, "Design evidence": GroupApart), and each loop
+  // compiled it again.
   static HWY_NOINLINE void GroupApart(const NarrowKeyDots& dots, size_t k) {
     dots.Keys(k);
   }
@@ -407,7 +406,8 @@ struct NarrowKeyDots {
 // kDecodeRows) `query_stride` apart, their scores `score_stride` apart:
 // each key row read once for all of them (the prefetches beside the
 // first's). Not inlined, nor is NarrowWeightedSum: in FusedAccumulate's
-// body they cost float decode 5-15% (Zen 5, W5).
+// body they slowed the float decode (docs/benchmarks.md, "Design
+// evidence": NarrowDots).
 template <typename T>
 HWY_NOINLINE void NarrowDots(const detail::RowList<T>& keys, size_t j,
                              size_t count, size_t rows,
@@ -467,9 +467,9 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
   constexpr bool kScaled = detail::kScaledElement<E>;
   constexpr bool kFolds = kScaled && detail::ElementTraits<E>::kFoldsScale;
   // Rows one stride apart of 2-byte values: the row kPrefetchRows ahead,
-  // below `ahead_limit`, prefetched beside each (bf16 decode 1.06x, f16
-  // 1.10x faster, Zen 5, W5n; an int8 cache's values are prefetched
-  // beside their keys where a decode does not interleave).
+  // below `ahead_limit`, prefetched beside each (faster: docs/benchmarks.md,
+  // "Design evidence": NarrowWeightedSumOf; an int8 cache's values are
+  // prefetched beside their keys where a decode does not interleave).
   const bool prefetch = values.strided() && sizeof(E) == 2;
   const auto prefetch_ahead = [&](size_t r, size_t j) {
     if (!prefetch || r != 0 || at + j + kPrefetchRows >= ahead_limit) {
@@ -483,8 +483,8 @@ HWY_INLINE void NarrowWeightedSumOf(const ConstMatrixView<float>& weights,
   // first element, and (int8) its scale; a run of rows one stride apart at
   // a time, and their scales likewise where they lie one scale_stride apart
   // (RowList::ScalesRun), so that a row costs a pointer's step, not
-  // Offset's arithmetic (int8 decode 1.04x faster in L3, Zen 4, 8 heads ×
-  // 4096 keys).
+  // Offset's arithmetic (faster: docs/benchmarks.md, "Design evidence":
+  // NarrowWeightedSumOf's each_row).
   const auto each_row = [&](auto&& body) HWY_ATTR {
     for (size_t j = 0; j < weights.cols;) {
       const size_t run = values.Run(at + j, weights.cols - j);

@@ -29,19 +29,19 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Rows a decode prefetches its keys ahead: of runs shorter than this (a
 // paged cache's scattered pages) each key's lines, with its value's; of
 // longer runs (rows one stride apart) of narrow keys the key's lines (float
-// keys: the tuning's decode_key_prefetch_rows; float values prefetched a
-// run ahead in the weighted sum cost 25%; narrow values are prefetched:
+// keys: the tuning's decode_key_prefetch_rows; float values are not
+// prefetched a run ahead in the weighted sum, slower so (docs/benchmarks.md,
+// "Design evidence": kPrefetchRows); narrow values are prefetched:
 // NarrowDots, NarrowWeightedSum).
 constexpr size_t kPrefetchRows = 64;
 
 // Prefetches `count` rows of a list from row j into the second-level
 // cache (each cache line of each; the loop written out: through
-// PrefetchLines, paged float decode lost 8%, Zen 5, W9). A paged decode's
-// rows, prefetched so, are read a block of keys later (its values: 512
-// keys, 128 KiB of float values on), more than the first level holds:
-// prefetched into it, they were evicted before they were read (Zen 4,
-// W9: paged float decode at 0.35-0.41 of the contiguous rate into L1,
-// 0.62-0.71 into L2, at one thread; 0.51-0.56 against 0.75-0.85 at two).
+// PrefetchLines it was slower). A paged decode's rows, prefetched so, are
+// read a block of keys later (its values: 512 keys, 128 KiB of float
+// values on), more than the first level holds: prefetched into it, they
+// were evicted before they were read (docs/benchmarks.md, "Design
+// evidence": PrefetchRows).
 template <typename T>
 HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
                              size_t count) {
@@ -66,11 +66,11 @@ HWY_INLINE void PrefetchRows(const detail::RowList<T>& list, size_t j,
 }
 
 // PrefetchRows for rows taken one at a time in increasing order (into the
-// second-level cache too: paged bf16 decode at 0.31 of the contiguous rate
-// into L1, 0.58 into L2, Zen 4, one thread): a row's page is found
+// second-level cache too, as PrefetchRows says): a row's page is found
 // (RowList::Offset divides) only where a run of rows one stride apart
-// ends. Paged bf16 decode 1.5x faster (Zen 5, W9n); paged float decode
-// lost 15-30% so (W9), and keeps PrefetchRows.
+// ends. Paged bf16 decode is faster so, paged float decode slower: it
+// keeps PrefetchRows (docs/benchmarks.md, "Design evidence":
+// RowPrefetcher).
 template <typename T>
 class RowPrefetcher {
  public:

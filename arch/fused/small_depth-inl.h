@@ -77,15 +77,16 @@ HWY_INLINE hn::Vec<D> PanelDistance(D d, const detail::FusedPlan<T>& plan,
 // kChunkPanels panels at a time: their t (and the running max of t) into
 // an L1 buffer, then from there the weights, Σp and Σp·v, two vector chains
 // per panel. Split so, the exp's long dependency chains no longer hold the
-// distances' µops back: W1 1.12× faster on Zen 5. At the end Σp and Σp·v
-// are scaled by 2^(−max) into the state's form (relative to the max). When
+// distances' µops back (docs/benchmarks.md, "Design evidence":
+// GaussianRowOnePass). At the end Σp and Σp·v are scaled by 2^(−max) into
+// the state's form (relative to the max). When
 // the max is below kOnePassFloor (a query far from every key) the weights
 // and products p·v that carry the result could leave the normal range:
 // returns false, and the row takes the two-pass route, relative to its max.
 // Above the floor, weights within 2^-24 (2^-53) of the largest stay normal,
 // and so do their products with any |v| ≥ 2^-82 (2^-769). Runs only where
 // OnePassLogitsFinite (no logit NaN: t ≤ 0 or −inf); other rows take the
-// two-pass route. (Tracking NaN lanes here cost 19% of W1 on Zen 5.) Keys past
+// two-pass route. (NaN lanes are not tracked here: that was slower.) Keys past
 // the visible limit have logit −inf and, in the panel across it, values read
 // from a copy with their lanes 0: they contribute nothing
 // (arch/contributions.h). kDepth: d at compile time (0: plan.queries.cols).

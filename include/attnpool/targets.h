@@ -70,9 +70,9 @@ void reset_target();
 // Linux); "" where it does not (the CPU lacks one, the active target is
 // another, forced or not, or none pays here: the float tile runs). Unless
 // forced, the best of supported_bf16_dot_instructions() taken to pay on
-// this CPU: all of them, except vdpbf16ps on x86 CPUs that list AMX (on
-// the Emerald Rapids-class machine measured its tile was slower than the
-// float tile), which run AMX where Linux grants it, else the float tile.
+// this CPU: all of them, except vdpbf16ps on x86 CPUs that list AMX (where
+// measured, its tile was slower than the float tile: docs/benchmarks.md),
+// which run AMX where Linux grants it, else the float tile.
 // Each result is within the same bound (pool.h).
 std::string bf16_dot_instruction();
 
@@ -92,8 +92,8 @@ void force_bf16_dot_instruction(const std::string& name);
 // the CPU is (vendor and family from CPUID, the L2 size from Linux's sysfs)
 // unless forced:
 //   "zen4"      AMD Zen 4: strided decode of float keys leaves its reads to
-//               the hardware prefetchers (7-13% faster than prefetching
-//               the keys);
+//               the hardware prefetchers (faster there than prefetching
+//               the keys: docs/benchmarks.md);
 //   "small_l2"  an L2 under 1 MiB (CPU 0's, as Linux lists it): half the
 //               blocks;
 //   "generic"   every other CPU.
