@@ -66,9 +66,10 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
 
   const size_t n = shape.n, m = shape.m, dv = values.cols;
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
-  const int threads = detail::ThreadCount(execution);
+  const detail::Workers threads = detail::WorkersOf(execution);
   // Each slot's block of scores (ForEachRowBlock over a head's n queries).
-  const size_t slots = detail::BlockSlots(n, kAdditiveBlockRows, threads);
+  const size_t slots =
+      detail::BlockSlots(n, kAdditiveBlockRows, threads.threads);
   const size_t padded_m = (m + detail::kAdditiveKeyAlignment - 1) /
                           detail::kAdditiveKeyAlignment *
                           detail::kAdditiveKeyAlignment;

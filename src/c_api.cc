@@ -28,6 +28,8 @@ const char* attnpool_status_name(attnpool_status status) {
       return "out of memory";
     case ATTNPOOL_INTERNAL_ERROR:
       return "internal error";
+    case ATTNPOOL_CANCELLED:
+      return "cancelled";
   }
   return "unknown status";
 }
@@ -37,7 +39,7 @@ const char* attnpool_last_error_argument(void) {
   return last_error_argument.c_str();
 }
 const char* attnpool_version(void) { return ATTNPOOL_VERSION; }
-int attnpool_abi_version(void) { return 2; }
+int attnpool_abi_version(void) { return 3; }
 
 const char* attnpool_mask_layout(int heads) {
   static const std::string layouts[2] = {

@@ -7,11 +7,13 @@
 #include <attnpool/attnpool_c.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace attnpool_c_api {
@@ -39,6 +41,8 @@ attnpool_status Guard(const Body& body) {
     return Fail(
         target ? ATTNPOOL_UNSUPPORTED_TARGET : ATTNPOOL_INVALID_ARGUMENT,
         error.argument(), error.what());
+  } catch (const attnpool::Cancelled& cancelled) {
+    return Fail(ATTNPOOL_CANCELLED, "execution.progress", cancelled.what());
   } catch (const std::bad_alloc&) {
     return Fail(ATTNPOOL_OUT_OF_MEMORY, "", "attnpool: out of memory");
   } catch (const std::exception& error) {
@@ -79,12 +83,6 @@ attnpool::MatrixView<T> View(const attnpool_matrix& m) {
 template <typename T, typename CMatrix>
 auto ViewOf(const CMatrix* matrix, const char* argument) {
   return View<T>(Required(matrix, argument));
-}
-
-inline attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
-  attnpool::Execution result;
-  if (execution) result.threads = execution->threads;
-  return result;
 }
 
 // The C enums hold the C++ ones' values (the tables of distance.h,
@@ -254,6 +252,26 @@ CStruct SizedStruct(const CStruct* given, const char* name) {
   std::memcpy(&copy, given, std::min(size, sizeof(CStruct)));
   copy.struct_size = sizeof(CStruct);
   return copy;
+}
+
+// An attnpool_execution (NULL: the defaults) as the C++ one (the callback
+// types are one).
+static_assert(
+    std::is_same<attnpool_progress_callback, attnpool::ProgressCallback>::value,
+    "attnpool_progress_callback differs");
+inline attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
+  attnpool::Execution result;
+  if (execution == nullptr) return result;
+  const auto given = SizedStruct(execution, "execution");
+  if (given.threads < INT32_MIN || given.threads > INT32_MAX) {
+    throw attnpool::Error(
+        "execution.threads",
+        "is " + std::to_string(given.threads) + ", past an int's range");
+  }
+  result.threads = static_cast<int>(given.threads);
+  result.progress = given.progress;
+  result.progress_context = given.progress_context;
+  return result;
 }
 
 // A C count or number: its has_ flag and value.

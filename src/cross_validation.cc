@@ -253,11 +253,11 @@ std::vector<double> RunQueries(Kernel kernel, const PackedPoints<T>& packed,
   // Small problems run on one thread: waking another costs more (the
   // result is the same either way).
   const size_t n = packed.count;
-  int threads = detail::ThreadCount(execution);
+  detail::Workers threads = detail::WorkersOf(execution);
   if (double(n) * double(n) *
           double(packed.depth + plan.bandwidth_count * (1 + packed.outputs)) <
       kMinParallelWork) {
-    threads = 1;
+    threads.threads = 1;
   }
   std::vector<double> errors(n * plan.bandwidth_count);
   std::atomic<uint64_t> total{0};

@@ -50,7 +50,7 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
   detail::RecordRunTarget(0);
   if (rows == 0 || key_count == 0) return;
 
-  const int threads = detail::ThreadCount(execution);
+  const detail::Workers threads = detail::WorkersOf(execution);
   // (Narrow keys, T = float, are widened as they are packed.)
   const detail::RowList<T> key_rows(keys);
   const auto packed = detail::PackKeys(distance, key_rows, threads);
@@ -67,7 +67,7 @@ namespace detail {
 
 template <typename T>
 OwnedPackedKeys<T> PackKeys(Distance distance, const RowList<T>& keys,
-                            int threads) {
+                            const Workers& threads) {
   OwnedPackedKeys<T> owned;
   PackedKeys<T>& packed = owned.view;
   packed.count = keys.rows;
@@ -89,9 +89,10 @@ OwnedPackedKeys<T> PackKeys(Distance distance, const RowList<T>& keys,
   return owned;
 }
 
-template OwnedPackedKeys<float> PackKeys(Distance, const RowList<float>&, int);
+template OwnedPackedKeys<float> PackKeys(Distance, const RowList<float>&,
+                                         const Workers&);
 template OwnedPackedKeys<double> PackKeys(Distance, const RowList<double>&,
-                                          int);
+                                          const Workers&);
 
 }  // namespace detail
 

@@ -37,10 +37,9 @@ namespace {
 
 // Score tiles of queries per dispatched call under a sliding window: the
 // keys a block visits are its rows' windows' union, one window plus the
-// block's height, in whole key panels. Two tiles (16 rows on AVX-512, 12 on
-// AVX2) against the 24 rows of before: W6 1-3% faster on Zen 4 (AVX-512,
-// 16 rows: 8 of 8 paired runs), 1-7% (AVX2, 12 rows); a height that is no
-// multiple of the tile's (20 on AVX-512) lost 10%.
+// block's height, in whole key panels: two tiles, fewer keys outside the
+// rows' windows than taller blocks visit (docs/benchmarks.md, "Design
+// evidence": kWindowTiles).
 constexpr size_t kWindowTiles = 2;
 // With fewer query blocks than this, the keys are split into chunks so that
 // all cores take part (decoding: a handful of queries over a long context).
@@ -258,7 +257,7 @@ class FusedJob {
   FusedJob(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
            ConstMatrixView<T> queries, detail::RowList<T> keys,
            detail::RowList<T> values, size_t key_offset,
-           const detail::FusedState<T>& state, int threads,
+           const detail::FusedState<T>& state, const detail::Workers& threads,
            const detail::Bf16Queries& bf16_queries = {})
       : state_(state) {
     const size_t rows = queries.rows;
@@ -339,8 +338,8 @@ class FusedJob {
     // A block of rows sees the union of their windows, `rows` keys wider
     // than one window: with a window's left side, smaller blocks. Narrow
     // values are widened into a copy once per block of rows and key block:
-    // larger blocks halve that (W2 with bf16 K/V 0.97 -> 0.99 of float,
-    // Zen 5; float W2 gains nothing).
+    // larger blocks halve that (docs/benchmarks.md, "Design evidence":
+    // narrow value blocks).
     block_rows_ =
         detail::HasVisibleStart(plan_.normalize.mask)
             ? kWindowTiles * detail::DistanceTileRows(T())
@@ -404,7 +403,8 @@ class FusedJob {
  private:
   // The bf16 keys packed in pairs for the bf16 tile (arch/bf16_dot.h); the
   // float panels' view keeps their count and width for the key chunks.
-  void PackBf16(const detail::RowList<T>& keys, int threads) {
+  void PackBf16(const detail::RowList<T>& keys,
+                const detail::Workers& threads) {
     const size_t width = detail::kBf16PanelKeys;
     bf16_panel_count_ = (keys.rows + width - 1) / width;
     bf16_panels_ = detail::AllocateBuffer<uint32_t>(
@@ -439,7 +439,8 @@ template <typename T>
 void AccumulateAll(const PoolSpec& spec, const detail::PoolPlans<T>& plans,
                    ConstMatrixView<T> queries, const detail::RowList<T>& keys,
                    const detail::RowList<T>& values, size_t key_offset,
-                   const detail::FusedState<T>& state, int threads,
+                   const detail::FusedState<T>& state,
+                   const detail::Workers& threads,
                    const detail::Bf16Queries& bf16_queries = {}) {
   FusedJob<T> job(spec, plans, queries, keys, values, key_offset, state,
                   threads, bf16_queries);
@@ -541,7 +542,7 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   StateStorage<T> state(rows, out);
   AccumulateAll<T>(spec, plans, queries, detail::RowList<T>(keys),
                    detail::RowList<T>(values), 0, state.view,
-                   detail::ThreadCount(execution), bf16_queries);
+                   detail::WorkersOf(execution), bf16_queries);
   if (normalizer != nullptr)
     WriteNormalizer(mode, state.view, rows, normalizer);
   FinishState(mode, spec.normalization, spec.empty_rows, state.view, out);
@@ -576,7 +577,7 @@ void RunPoolBatch(const PoolSpec& spec,
   }
   detail::RecordRunTarget(0);
   last_path = -1;
-  const int threads = detail::ThreadCount(execution);
+  const detail::Workers threads = detail::WorkersOf(execution);
   const auto mode = ModeOf(spec);
   for (size_t first = 0; first < calls.size();) {
     // A group: calls [first, end) with their states and jobs.
@@ -691,7 +692,7 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   if (queries.rows == 0) return;
   AccumulateAll<T>(spec, plans, queries, detail::RowList<T>(keys),
                    detail::RowList<T>(values), key_offset, state,
-                   detail::ThreadCount(execution));
+                   detail::WorkersOf(execution));
 }
 
 template <typename T>

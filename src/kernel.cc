@@ -30,7 +30,7 @@ void ApplyKernel(const KernelSpec& spec, Distance input, MatrixView<T> values,
   detail::RecordRunTarget(0);
   if (values.rows == 0 || values.cols == 0) return;
   detail::ForEachRowBlock(
-      values.rows, kKernelBlockRows, detail::ThreadCount(execution),
+      values.rows, kKernelBlockRows, detail::WorkersOf(execution),
       [&](size_t begin, size_t end) {
         return detail::ApplyKernelRows(plan, values, begin, end);
       });

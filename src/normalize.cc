@@ -32,7 +32,7 @@ void Normalize(Normalization normalization, MatrixView<T> values,
   detail::RecordRunTarget(0);
   if (values.rows == 0) return;
   detail::ForEachRowBlock(
-      values.rows, kNormalizeBlockRows, detail::ThreadCount(execution),
+      values.rows, kNormalizeBlockRows, detail::WorkersOf(execution),
       [&](size_t begin, size_t end) {
         return detail::NormalizeRows(plan, values, begin, end);
       });

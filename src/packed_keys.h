@@ -4,6 +4,7 @@
 #include <attnpool/distance.h>
 
 #include "arch/distance.h"
+#include "src/threads.h"
 #include "hwy/aligned_allocator.h"
 
 namespace attnpool {
@@ -20,7 +21,7 @@ struct OwnedPackedKeys {
 // copy (m × d elements, rounded up to whole panels) cannot be allocated.
 template <typename T>
 OwnedPackedKeys<T> PackKeys(Distance distance, const RowList<T>& keys,
-                            int threads);
+                            const Workers& threads);
 
 }  // namespace detail
 }  // namespace attnpool

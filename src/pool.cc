@@ -54,7 +54,7 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
     return detail::FillEmptyRows(spec.empty_rows, detail::HasSink(mask), out);
   }
   pairwise_distances(spec.distance, queries, keys, weights, execution);
-  const int threads = detail::ThreadCount(execution);
+  const detail::Workers threads = detail::WorkersOf(execution);
   const size_t rows = queries.rows;
   detail::ForEachRowBlock(
       rows, kStageBlockRows, threads, [&](size_t begin, size_t end) {

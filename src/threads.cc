@@ -15,6 +15,11 @@ int ThreadCount(const Execution& execution) {
   return std::min(wanted, MaxThreads());
 }
 
+Workers WorkersOf(const Execution& execution) {
+  return {ThreadCount(execution), execution.progress,
+          execution.progress_context};
+}
+
 int MaxThreads() {
   const int most = kThreadsPerProcessor * std::max(1, omp_get_num_procs());
   return std::max(1, std::min(most, omp_get_thread_limit()));

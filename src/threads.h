@@ -23,6 +23,15 @@ namespace detail {
 // caught) is clamped; results do not depend on it.
 int ThreadCount(const Execution& execution);
 
+// A call's workers: its thread count (ThreadCount) and its progress
+// callback (execution.h), which ForEachRowBlock polls.
+struct Workers {
+  int threads = 1;
+  ProgressCallback progress = nullptr;
+  void* progress_context = nullptr;
+};
+Workers WorkersOf(const Execution& execution);
+
 // kThreadsPerProcessor threads per processor available to the process
 // (omp_get_num_procs(), which follows its affinity), within OpenMP's thread
 // limit; at least 1.
@@ -30,17 +39,19 @@ constexpr int kThreadsPerProcessor = 4;
 int MaxThreads();
 
 // Runs block(begin, end) over [0, rows) in fixed blocks of `block_rows`, on
-// `threads` OpenMP threads, at most one per block (one block, or one thread,
-// runs on the calling thread without an OpenMP region). Blocks do not depend on
-// the thread count, so neither do results. `block` returns the target bit it
-// ran on, which is recorded for last_run_target(). An exception thrown by a
-// block (std::bad_alloc of its scratch) must not leave the OpenMP region (that
-// terminates the process): the first one is kept, the remaining blocks are
-// skipped, and it is rethrown after the loop. A block taking a third
-// argument is given its slot: 0 on the calling thread, else the thread's
-// number in the region opened here, so always < BlockSlots(rows,
+// `workers.threads` OpenMP threads, at most one per block (one block, or one
+// thread, runs on the calling thread without an OpenMP region). Blocks do not
+// depend on the thread count, so neither do results. `block` returns the
+// target bit it ran on, which is recorded for last_run_target(). An exception
+// thrown by a block (std::bad_alloc of its scratch) must not leave the OpenMP
+// region (that terminates the process): the first one is kept, the remaining
+// blocks are skipped, and it is rethrown after the loop. A block taking a
+// third argument is given its slot: 0 on the calling thread, else the
+// thread's number in the region opened here, so always < BlockSlots(rows,
 // block_rows, threads) (never the caller's number in an OpenMP team of its
-// own, which may be any).
+// own, which may be any). The calling thread polls workers.progress before
+// the first block and after each of its own; once it returns 0 no block
+// starts, and Cancelled is thrown after the loop.
 // The slots ForEachRowBlock(rows, block_rows, threads, ...) gives its
 // blocks: one per thread of its region (at most one per block), else 1.
 inline size_t BlockSlots(size_t rows, size_t block_rows, int threads) {
@@ -51,40 +62,65 @@ inline size_t BlockSlots(size_t rows, size_t block_rows, int threads) {
 }
 
 template <class Block>
-void ForEachRowBlock(size_t rows, size_t block_rows, int threads,
+void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
                      const Block& block) {
   std::atomic<int64_t> ran{0};
-  std::atomic<bool> failed{false};
+  std::atomic<bool> failed{false}, cancelled{false};
+  std::atomic<size_t> done{0};
   std::exception_ptr failure;
   const long blocks = static_cast<long>((rows + block_rows - 1) / block_rows);
-  const bool in_region = threads > 1 && blocks > 1;
+  const bool in_region = workers.threads > 1 && blocks > 1;
   const auto slot = [in_region] {
     return in_region ? omp_get_thread_num() : 0;
   };
+  const auto keep_failure = [&] {
+#pragma omp critical(attnpool_block_failure)
+    if (!failed.exchange(true)) failure = std::current_exception();
+  };
+  // On the calling thread only: the callback may not be thread-safe.
+  const auto poll = [&](size_t finished) {
+    if (workers.progress == nullptr || cancelled.load()) return;
+    const double fraction = blocks == 0 ? 1.0 : double(finished) / blocks;
+    if (workers.progress(workers.progress_context, fraction) == 0) {
+      cancelled.store(true);
+    }
+  };
   const auto run = [&](long index) {
-    if (failed.load(std::memory_order_relaxed)) return;
+    if (failed.load(std::memory_order_relaxed) ||
+        cancelled.load(std::memory_order_relaxed)) {
+      return;
+    }
     const size_t begin = static_cast<size_t>(index) * block_rows;
     const size_t end = rows - begin < block_rows ? rows : begin + block_rows;
     try {
+      const int at = slot();
       if constexpr (std::is_invocable_v<const Block&, size_t, size_t, int>) {
-        ran.store(block(begin, end, slot()), std::memory_order_relaxed);
+        ran.store(block(begin, end, at), std::memory_order_relaxed);
       } else {
         ran.store(block(begin, end), std::memory_order_relaxed);
       }
+      const size_t finished = done.fetch_add(1) + 1;
+      if (at == 0) poll(finished);
     } catch (...) {
-#pragma omp critical(attnpool_block_failure)
-      if (!failed.exchange(true)) failure = std::current_exception();
+      keep_failure();
     }
   };
+  try {
+    poll(0);
+  } catch (...) {
+    keep_failure();
+  }
   if (!in_region) {
     // No OpenMP region at all: small calls pay nothing for threads.
     for (long index = 0; index < blocks; ++index) run(index);
   } else {
-    const int team = static_cast<int>(BlockSlots(rows, block_rows, threads));
+    const int team =
+        static_cast<int>(BlockSlots(rows, block_rows, workers.threads));
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
     for (long index = 0; index < blocks; ++index) run(index);
   }
   if (failure) std::rethrow_exception(failure);
+  if (cancelled.load()) throw Cancelled();
   RecordRunTarget(ran.load());
 }
 

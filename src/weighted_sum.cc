@@ -37,9 +37,9 @@ void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   detail::RecordRunTarget(0);
   if (rows == 0 || columns == 0) return;
 
-  int threads = detail::ThreadCount(execution);
+  detail::Workers threads = detail::WorkersOf(execution);
   if (double(rows) * double(depth) * double(columns) < kMinParallelWork) {
-    threads = 1;
+    threads.threads = 1;
   }
   const size_t packed_size =
       depth == 0 ? 0 : detail::WeightedSumPackedSize(values, rows);
@@ -61,8 +61,8 @@ void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   const size_t panel_width = detail::WeightedSumPanelWidth(T());
   const size_t panel_count = (columns + panel_width - 1) / panel_width;
   size_t column_calls = 1;
-  if (row_calls < static_cast<size_t>(threads)) {
-    const size_t per_row_call = (threads + row_calls - 1) / row_calls;
+  if (row_calls < static_cast<size_t>(threads.threads)) {
+    const size_t per_row_call = (threads.threads + row_calls - 1) / row_calls;
     column_calls = std::min(panel_count, per_row_call);
   }
   const size_t panels_per_call =

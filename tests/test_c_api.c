@@ -57,6 +57,12 @@ static void fill(void) {
   }
 }
 
+static attnpool_execution with_threads(int64_t threads) {
+  attnpool_execution execution = attnpool_execution_init();
+  execution.threads = threads;
+  return execution;
+}
+
 static double sqdist(int i, int j) {
   double sum = 0;
   for (int c = 0; c < D; ++c) {
@@ -108,7 +114,7 @@ static void test_stages(void) {
   const attnpool_const_matrix q = {queries, N, D, 0}, k = {keys, M, D, 0},
                               v = {values, M, DV, 0};
   const attnpool_matrix d = {distances, N, M, 0}, o = {out, N, DV, 0};
-  const attnpool_execution two_threads = {2};
+  const attnpool_execution two_threads = with_threads(2);
   attnpool_kernel_spec kernel = attnpool_kernel_spec_init();
   const double h = 0.8;
   size_t valid[N];
@@ -255,7 +261,7 @@ static void test_mask_struct_size(void) {
   attnpool_attention_mask heads = attnpool_attention_mask_init();
   CHECK(mask.struct_size == sizeof(attnpool_mask));
   CHECK(heads.struct_size == sizeof(attnpool_attention_mask));
-  CHECK(attnpool_abi_version() == 2);
+  CHECK(attnpool_abi_version() == 3);
   CHECK(strstr(attnpool_mask_layout(0), "valid_lengths lengths\n") ==
         attnpool_mask_layout(0));
   CHECK(strstr(attnpool_mask_layout(1), "alibi_slopes head_number\n") != NULL);
@@ -308,7 +314,7 @@ static void test_errors(void) {
                               v_short = {values, M - 1, DV, 0};
   const attnpool_matrix o = {out, N, DV, 0}, o_strided = {out, N, DV, 1};
   attnpool_pool_spec spec = attnpool_pool_spec_init();
-  const attnpool_execution bad_threads = {-1};
+  const attnpool_execution bad_threads = with_threads(-1);
   for (int i = 0; i < N * DV; ++i) out[i] = -777;
 
 #define REJECTED(call, status, argument)                          \
@@ -439,7 +445,7 @@ static void test_sdpa(void) {
   /* (B, n, H, dv): row stride H * dv, head stride dv. */
   const attnpool_tensor o = {out, B, HQ, N, DV, N * HQ * DV, DV, HQ * DV};
   const double scale = 0.7;
-  const attnpool_execution two_threads = {2};
+  const attnpool_execution two_threads = with_threads(2);
   attnpool_attention_mask mask;
   mask = attnpool_attention_mask_init();
   mask.valid_lengths = lengths;
@@ -911,7 +917,7 @@ static void test_regression(void) {
     const attnpool_const_matrix x = {r_x, NR, 1, 0}, y = {r_y, NR, 1, 0},
                                 q = {r_queries, NQ, 1, 0};
     const attnpool_matrix o = {out, NQ, 1, 0}, w = {weights, NQ, NR, 0};
-    const attnpool_execution two_threads = {2};
+    const attnpool_execution two_threads = with_threads(2);
     for (int with_weights = 0; with_weights < 2; ++with_weights) {
       CHECK(attnpool_nadaraya_watson_predict(
                 ATTNPOOL_FLOAT32, ATTNPOOL_KERNEL_GAUSSIAN, &h, 1, &x, &y, &q,
@@ -996,7 +1002,7 @@ static void test_regression(void) {
     double grid[COUNT], scores[2][COUNT];
     size_t unpredictable[COUNT], best = 99, missing;
     const attnpool_const_matrix x = {r_x, NR, 1, 0}, y = {r_y, NR, 1, 0};
-    const attnpool_execution threads[2] = {{1}, {2}};
+    const attnpool_execution threads[2] = {with_threads(1), with_threads(2)};
     const double lambda_max = 1 / (0.2 * 0.2), lambda_min = 1 / (2.0 * 2.0);
     int least = 0;
     CHECK(attnpool_gaussian_bandwidth_grid(0.2, 2.0, COUNT, grid) ==
@@ -1130,6 +1136,68 @@ static void* fail_in_thread(void* unused) {
   return (void*)(size_t)(attnpool_kernel_from_name("nope", &kernel) ==
                              ATTNPOOL_INVALID_ARGUMENT &&
                          strcmp(attnpool_last_error_argument(), "kernel") == 0);
+}
+
+/* The execution's progress callback: polled on the calling thread (a count
+ * and the fraction it last saw), cancelling from its `stop_at`-th call. */
+struct progress_log {
+  int calls, stop_at;
+  double last;
+};
+static int log_progress(void* context, double done) {
+  struct progress_log* log = (struct progress_log*)context;
+  CHECK(done >= 0 && done <= 1);
+  log->last = done;
+  return ++log->calls != log->stop_at;
+}
+
+static void test_progress(void) {
+  enum { CN = 700, CM = 300, CD = 8 };
+  static float x[CN * CD], out[CN * CM], plain[CN * CM];
+  for (int i = 0; i < CN * CD; ++i) x[i] = (float)((i * 37) % 101) / 17.0f;
+  const attnpool_const_matrix q = {x, CN, CD, 0}, k = {x, CM, CD, 0};
+  const attnpool_matrix o = {out, CN, CM, 0}, p = {plain, CN, CM, 0};
+  attnpool_execution execution = with_threads(2);
+  struct progress_log log = {0, 0, -1};
+  CHECK(execution.struct_size == sizeof(attnpool_execution));
+  CHECK(attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN, &q,
+                                    &k, &p, &execution) == ATTNPOOL_OK);
+  /* Going on: the same bits, the callback called from the start. */
+  execution.progress = log_progress;
+  execution.progress_context = &log;
+  CHECK(attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN, &q,
+                                    &k, &o, &execution) == ATTNPOOL_OK);
+  CHECK(log.calls >= 1 && log.last >= 0);
+  CHECK(memcmp(out, plain, sizeof out) == 0);
+  /* Cancelled at once, and after a block where the calling thread ran one
+   * (the other thread may have run them all). */
+  for (int stop_at = 1; stop_at <= 2; ++stop_at) {
+    attnpool_status status;
+    log.calls = 0;
+    log.stop_at = stop_at;
+    status = attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN,
+                                         &q, &k, &o, &execution);
+    if (log.calls < stop_at) {
+      CHECK(status == ATTNPOOL_OK);
+      continue;
+    }
+    CHECK(status == ATTNPOOL_CANCELLED);
+    CHECK(log.calls == stop_at);
+    CHECK(strcmp(attnpool_last_error_argument(), "execution.progress") == 0);
+  }
+  CHECK(strcmp(attnpool_status_name(ATTNPOOL_CANCELLED), "cancelled") == 0);
+  /* The struct's size and its threads, checked. */
+  execution = with_threads(1);
+  execution.struct_size = 4;
+  CHECK(attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN, &q,
+                                    &k, &o,
+                                    &execution) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "execution.struct_size") == 0);
+  execution = with_threads((int64_t)1 << 40);
+  CHECK(attnpool_pairwise_distances(ATTNPOOL_FLOAT32, ATTNPOOL_SQEUCLIDEAN, &q,
+                                    &k, &o,
+                                    &execution) == ATTNPOOL_INVALID_ARGUMENT);
+  CHECK(strcmp(attnpool_last_error_argument(), "execution.threads") == 0);
 }
 
 static void test_thread_local_error(void) {
@@ -1547,6 +1615,7 @@ int main(void) {
   test_layer_errors();
   test_regression_errors();
   test_thread_local_error();
+  test_progress();
   CHECK(strlen(attnpool_compiled_targets()) > 0);
   CHECK(strlen(attnpool_supported_targets()) > 0);
   CHECK(attnpool_force_target("no-such-isa") == ATTNPOOL_UNSUPPORTED_TARGET);

@@ -43,8 +43,16 @@ class PoolSpec(ctypes.Structure):
                 ("normalization", ctypes.c_int), ("empty_rows", ctypes.c_int)]
 
 
+PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_double)
+
+
 class Execution(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int)]
+    """attnpool_execution as attnpool_execution_init() and threads give it."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("threads", ctypes.c_int64),
+                ("progress", PROGRESS), ("progress_context", ctypes.c_void_p)]
+
+    def __init__(self, threads=0, progress=None):
+        super().__init__(ctypes.sizeof(Execution), threads, progress or PROGRESS(), None)
 
 
 TENSOR_FIELDS = [("batch", ctypes.c_size_t), ("heads", ctypes.c_size_t),

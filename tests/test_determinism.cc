@@ -11,7 +11,9 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/api_table.h"
@@ -102,6 +104,67 @@ TEST_CASE("determinism: thread counts past the machine's are clamped",
     const auto by_default = RunOnce(ws, 0);
     omp_set_num_threads(default_threads);
     REQUIRE(by_default == reference);
+  }
+}
+
+// A progress callback that records its calls (all on the calling thread,
+// with fractions in [0, 1]) and returns 0 from its `stop_at`-th (0: never).
+struct ProgressLog {
+  std::thread::id caller = std::this_thread::get_id();
+  int calls = 0, stop_at = 0;
+  bool elsewhere = false, out_of_range = false;
+
+  static int Poll(void* context, double done) {
+    auto* log = static_cast<ProgressLog*>(context);
+    log->elsewhere |= std::this_thread::get_id() != log->caller;
+    log->out_of_range |= !(done >= 0 && done <= 1);
+    return ++log->calls != log->stop_at;
+  }
+};
+
+// Execution::progress, through every function of the API table on 1 and 3
+// threads: polled on the calling thread only, changing no bit while it goes
+// on; returning 0 at its first or second call throws Cancelled and is not
+// called again (a function that polls once finishes first); an exception
+// it throws leaves the call.
+TEST_CASE("determinism: a progress callback polls and cancels",
+          "[determinism]") {
+  uint64_t seed = kSeed + 320;
+  for (const Api<float>& api : Apis<float>()) {
+    for (int threads : {1, 3}) {
+      INFO(api.name << " threads " << threads);
+      Workspace<float> ws(api, DeterminismShapes()[0]);
+      ws.FillRandom(++seed);
+      const auto reference = RunOnce(ws, threads);
+      for (int stop_at : {0, 1, 2}) {
+        INFO("stop at " << stop_at);
+        const auto run = ws.Clone();
+        ProgressLog log;
+        log.stop_at = stop_at;
+        run->args.execution = {threads, &ProgressLog::Poll, &log};
+        bool cancelled = false;
+        try {
+          run->api().run(run->args);
+        } catch (const attnpool::Cancelled&) {
+          cancelled = true;
+        }
+        CHECK_FALSE(log.elsewhere);
+        CHECK_FALSE(log.out_of_range);
+        CHECK(log.calls >= 1);
+        if (stop_at == 0 || log.calls < stop_at) {
+          REQUIRE_FALSE(cancelled);
+          REQUIRE(OutputBytes(run->api(), run->args) == reference);
+        } else {
+          REQUIRE(cancelled);
+          REQUIRE(log.calls == stop_at);
+        }
+      }
+      const auto run = ws.Clone();
+      run->args.execution.progress = [](void*, double) -> int {
+        throw std::runtime_error("from the callback");
+      };
+      REQUIRE_THROWS_WITH(run->api().run(run->args), "from the callback");
+    }
   }
 }
 

@@ -63,7 +63,9 @@ typedef enum attnpool_status ATTNPOOL_C_ENUM_BASE {
   ATTNPOOL_UNSUPPORTED_TARGET = 2,
   ATTNPOOL_OUT_OF_MEMORY = 3,
   /* Anything else: a bug in attnpool. */
-  ATTNPOOL_INTERNAL_ERROR = 4
+  ATTNPOOL_INTERNAL_ERROR = 4,
+  /* The execution's progress callback returned 0 (attnpool_execution). */
+  ATTNPOOL_CANCELLED = 5
 } attnpool_status;
 
 /* "ok", "invalid argument", ...; "unknown status" for other values. */
@@ -77,7 +79,8 @@ const char* attnpool_last_error_argument(void);
 
 /* "0.1.0". */
 const char* attnpool_version(void);
-/* The C binary interface's number (2: masks with struct_size). */
+/* The C binary interface's number (3: masks and executions with
+ * struct_size). */
 int attnpool_abi_version(void);
 
 /* ---------------------------------------------------------------- types */
@@ -193,10 +196,32 @@ static inline attnpool_mask attnpool_mask_init(void) {
   return mask;
 }
 
-/* Per-call settings; NULL means the defaults. */
+/* A call's progress callback (attnpool/execution.h): called on the
+ * calling thread between blocks of the call's work, with the fraction of
+ * the current pass done (a call may make more than one pass), and from
+ * nowhere else. Returning 0 cancels the call: it returns
+ * ATTNPOOL_CANCELLED once the blocks under way end, its outputs holding
+ * unspecified values. It must not call attnpool. */
+typedef int (*attnpool_progress_callback)(void* context, double done);
+
+/* Per-call settings; NULL means the defaults. Initialize it with
+ * attnpool_execution_init(), whose struct_size lets it grow as the masks
+ * do. */
 typedef struct attnpool_execution {
-  int threads; /* OpenMP threads; 0: OMP_NUM_THREADS */
+  size_t struct_size;
+  int64_t threads;                     /* OpenMP threads; 0: OMP_NUM_THREADS */
+  attnpool_progress_callback progress; /* NULL: none */
+  void* progress_context;
 } attnpool_execution;
+
+/* {struct_size}, threads 0, no callback. Inline, so that struct_size is
+ * the caller's sizeof. */
+static inline attnpool_execution attnpool_execution_init(void) {
+  attnpool_execution execution;
+  memset(&execution, 0, sizeof execution);
+  execution.struct_size = sizeof execution;
+  return execution;
+}
 
 /* {gaussian, bandwidth 1, no scale}. */
 attnpool_kernel_spec attnpool_kernel_spec_init(void);

@@ -10,6 +10,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,11 +38,30 @@ void WithDtype(const char* name, const Array& first, const Compute& compute) {
   }
 }
 
+// The calls' progress callback: Python's signal handlers run (Ctrl-C's
+// among them) at most every kSignalPoll, the GIL taken for it; a handler
+// that raises cancels the call, its exception kept for the caller (the
+// translator of attnpool::Cancelled, module.cc). Between polls it costs a
+// clock read. (Only the main thread runs handlers: calls from the others go
+// on, as Python's own blocking calls do.)
+constexpr std::chrono::milliseconds kSignalPoll{20};
+inline int PollSignals(void*, double) {
+  thread_local auto next = std::chrono::steady_clock::time_point();
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next) return 1;
+  next = now + kSignalPoll;
+  nb::gil_scoped_acquire acquire;
+  return PyErr_CheckSignals() == 0 ? 1 : 0;
+}
+
 inline attnpool::Execution ExecutionOf(int threads) {
   if (threads < 0) {
     ThrowValue("threads", "must be ≥ 0 (0: the OpenMP default)");
   }
-  return {threads};
+  attnpool::Execution execution;
+  execution.threads = threads;
+  execution.progress = &PollSignals;
+  return execution;
 }
 
 inline attnpool::EmptyRows EmptyRowsOf(const std::string& name) {

@@ -59,6 +59,10 @@ NB_MODULE(_core, m) {
       std::rethrow_exception(p);
     } catch (const attnpool::Error& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const attnpool::Cancelled& e) {
+      // Cancelled by a signal handler that raised (PollSignals), its
+      // exception (KeyboardInterrupt for Ctrl-C) still set.
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     }
   });
   m.attr("__version__") = ATTNPOOL_VERSION;
