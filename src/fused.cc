@@ -527,7 +527,8 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
   }
   detail::RecordRunTarget(0);
   last_path = -1;
-  if (rows == 0) return;
+  // Nothing to write (rows of no column may be astronomically many).
+  if (rows == 0 || (out.cols == 0 && normalizer == nullptr)) return;
   const auto mode = ModeOf(spec);
   if (keys.rows == 0) {  // the log-sum-exp of the sink alone, if any
     if (normalizer != nullptr) {

@@ -30,7 +30,7 @@ void Normalize(Normalization normalization, MatrixView<T> values,
       normalization, false, empty_rows, mask, values.rows, values.cols,
       "values", value_bytes, values.cols);
   detail::RecordRunTarget(0);
-  if (values.rows == 0) return;
+  if (values.rows == 0 || values.cols == 0) return;  // (nothing to write)
   detail::ForEachRowBlock(
       values.rows, kNormalizeBlockRows, detail::WorkersOf(execution),
       [&](size_t begin, size_t end) {

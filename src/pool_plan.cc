@@ -70,7 +70,8 @@ void FillEmptyRows(EmptyRows empty_rows, bool sink, MatrixView<T> out) {
   const T fill = empty_rows == EmptyRows::zero || sink
                      ? T(0)
                      : std::numeric_limits<T>::quiet_NaN();
-  for (size_t i = 0; i < out.rows; ++i) {
+  // (Rows of no column: nothing to write, however many.)
+  for (size_t i = 0; out.cols != 0 && i < out.rows; ++i) {
     std::fill(out.row(i), out.row(i) + out.cols, fill);
   }
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -54,8 +55,14 @@ int MaxThreads();
 // starts, and Cancelled is thrown after the loop.
 // The slots ForEachRowBlock(rows, block_rows, threads, ...) gives its
 // blocks: one per thread of its region (at most one per block), else 1.
+// Blocks of `block_rows` over `rows` (without overflow: rows may be near
+// SIZE_MAX where a view holds no element).
+inline size_t BlockCount(size_t rows, size_t block_rows) {
+  return rows / block_rows + (rows % block_rows != 0);
+}
+
 inline size_t BlockSlots(size_t rows, size_t block_rows, int threads) {
-  const size_t blocks = (rows + block_rows - 1) / block_rows;
+  const size_t blocks = BlockCount(rows, block_rows);
   return threads > 1 && blocks > 1
              ? std::min(static_cast<size_t>(threads), blocks)
              : 1;
@@ -68,7 +75,9 @@ void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
   std::atomic<bool> failed{false}, cancelled{false};
   std::atomic<size_t> done{0};
   std::exception_ptr failure;
-  const long blocks = static_cast<long>((rows + block_rows - 1) / block_rows);
+  // (More than LONG_MAX blocks would hold rows no memory holds.)
+  const long blocks = static_cast<long>(
+      std::min<size_t>(BlockCount(rows, block_rows), LONG_MAX));
   const bool in_region = workers.threads > 1 && blocks > 1;
   const auto slot = [in_region] {
     return in_region ? omp_get_thread_num() : 0;
@@ -86,10 +95,6 @@ void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
     }
   };
   const auto run = [&](long index) {
-    if (failed.load(std::memory_order_relaxed) ||
-        cancelled.load(std::memory_order_relaxed)) {
-      return;
-    }
     const size_t begin = static_cast<size_t>(index) * block_rows;
     const size_t end = rows - begin < block_rows ? rows : begin + block_rows;
     try {
@@ -110,14 +115,24 @@ void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
   } catch (...) {
     keep_failure();
   }
+  const auto stopped = [&] {
+    return failed.load(std::memory_order_relaxed) ||
+           cancelled.load(std::memory_order_relaxed);
+  };
   if (!in_region) {
     // No OpenMP region at all: small calls pay nothing for threads.
-    for (long index = 0; index < blocks; ++index) run(index);
+    for (long index = 0; index < blocks && !stopped(); ++index) run(index);
   } else {
+    // Each thread takes the next block until none is left or the call
+    // stops (an OpenMP loop would still step through every index).
     const int team =
         static_cast<int>(BlockSlots(rows, block_rows, workers.threads));
-#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
-    for (long index = 0; index < blocks; ++index) run(index);
+    std::atomic<long> next{0};
+#pragma omp parallel num_threads(team)
+    for (long index = next.fetch_add(1); index < blocks && !stopped();
+         index = next.fetch_add(1)) {
+      run(index);
+    }
   }
   if (failure) std::rethrow_exception(failure);
   if (cancelled.load()) throw Cancelled();

@@ -973,6 +973,20 @@ class CliTest(unittest.TestCase):
                      "--values", y_path, "-o", self.path("out.npy"))
         self.assertEqual(np.load(self.path("out.npy")).shape, (0,))
 
+    def test_rows_of_nothing(self):
+        # A header claiming 2^63 rows of no column: nothing to compute, and
+        # the command ends at once (it used to loop over the rows).
+        with open(self.path("q.npy"), "wb") as f:
+            f.write(npy_bytes("<f4", (2**63, 0)))
+        self.save("k.npy", np.zeros((3, 0), np.float32))
+        self.save("v.npy", np.zeros((3, 0), np.float32))
+        self.run_cli("pool", "--queries", self.path("q.npy"), "--keys", self.path("k.npy"),
+                     "--values", self.path("v.npy"), "-o", self.path("out.npy"))
+        with open(self.path("out.npy"), "rb") as f:
+            self.assertIn(b"(9223372036854775808, 0)", f.read())
+        self.run_cli("distances", "--queries", self.path("q.npy"), "--keys",
+                     self.path("k.npy"), "-o", self.path("d.npy"), expect=1)
+
     def test_help(self):
         usage = self.run_cli("--help").stdout
         for word in ("pool", "distances", "regress", "sdpa", "additive", "mha", "targets",

@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <new>
@@ -76,6 +77,66 @@ TEST_CASE("huge: element offsets past 2^32 in every function",
           "[.huge_strides]") {
   HugeStrides<float>();
   HugeStrides<double>();
+}
+
+// Views of no element but astronomically many rows (0 columns: a .npy
+// header may claim 2⁶³ rows of nothing) are valid; every function of the
+// API table must then finish in O(1) or refuse (an error naming the
+// argument, or out of memory), never loop over the rows.
+// A call that loops is cancelled through Execution::progress after a
+// second, and fails here.
+template <typename T>
+void EmptyButHugeShapes() {
+  constexpr size_t kHuge = size_t{1} << 63;
+  // n, m, d, dv: every view either has 0 columns or 0 rows.
+  const size_t shapes[][kDimCount] = {{kHuge, 0, 0, 0}, {0, kHuge, 0, 0},
+                                      {kHuge, 0, 5, 0}, {kHuge, 3, 0, 0},
+                                      {3, kHuge, 0, 0}, {SIZE_MAX, 0, 0, 0}};
+  Sizes small;
+  for (const Api<T>& api : Apis<T>()) {
+    Workspace<T> ws(api, small);
+    ws.FillRandom(kSeed + 720);
+    for (const auto& shape : shapes) {
+      Sizes sizes;
+      for (int dim = 0; dim < kDimCount; ++dim) sizes.size[dim] = shape[dim];
+      INFO(api.name << (sizeof(T) == 4 ? " float" : " double")
+                    << " n=" << sizes[kN] << " m=" << sizes[kM]
+                    << " d=" << sizes[kD] << " dv=" << sizes[kDv]);
+      Args<T> args = ws.args;
+      for (size_t s = 0; s < api.slots.size(); ++s) {
+        const SlotSpec& slot = api.slots[s];
+        args.views[s] =
+            attnpool::MatrixView<T>(ws.slot(s).data, sizes[slot.rows],
+                                    sizes[slot.cols], sizes[slot.cols]);
+      }
+      if (api.setup) api.setup(args, sizes);
+      struct Deadline {
+        std::chrono::steady_clock::time_point end =
+            std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        static int Poll(void* context, double) {
+          return std::chrono::steady_clock::now() <
+                 static_cast<Deadline*>(context)->end;
+        }
+      } deadline;
+      args.execution.progress = &Deadline::Poll;
+      args.execution.progress_context = &deadline;
+      try {
+        api.run(args);
+      } catch (const attnpool::Error&) {
+        // (refused, naming the argument)
+      } catch (const std::bad_alloc&) {
+        // (the keys' packed copy of astronomically many rows, refused at
+        // once as out of memory)
+      } catch (const attnpool::Cancelled&) {
+        FAIL_CHECK("looped over the rows for a second");
+      }
+    }
+  }
+}
+
+TEST_CASE("huge: shapes of no element but 2^63 rows finish at once", "[huge]") {
+  EmptyButHugeShapes<float>();
+  EmptyButHugeShapes<double>();
 }
 
 // Peak resident set of the process so far, in bytes.

@@ -121,10 +121,14 @@ Clock::duration ComputeWithProgress(
 // Calls `block(begin, count)` on the query rows [0, rows) in calls of
 // RowsPerChunk rows, updating `progress` after each; with no rows, once on
 // none, which still checks the arguments.
+// At most kMaxChunks calls: rows of no column (a .npy header may claim
+// 2^63 of them) cost the library nothing, but a call each would.
+constexpr size_t kMaxChunks = size_t{1} << 16;
 template <class Block>
 void ForEachChunk(size_t rows, size_t key_count, const RunSettings& settings,
                   Progress* progress, const Block& block) {
-  const size_t chunk = RowsPerChunk(key_count, settings);
+  const size_t chunk =
+      std::max(RowsPerChunk(key_count, settings), rows / kMaxChunks + 1);
   if (rows == 0) block(0, 0);
   for (size_t begin = 0; begin < rows; begin += chunk) {
     const size_t count = std::min(chunk, rows - begin);
