@@ -259,6 +259,10 @@ CStruct SizedStruct(const CStruct* given, const char* name) {
 static_assert(
     std::is_same<attnpool_progress_callback, attnpool::ProgressCallback>::value,
     "attnpool_progress_callback differs");
+static_assert(sizeof(attnpool_execution) ==
+                  sizeof(size_t) + sizeof(int64_t) +
+                      sizeof(attnpool_progress_callback) + sizeof(void*),
+              "attnpool_execution has padding");
 inline attnpool::Execution ExecutionOf(const attnpool_execution* execution) {
   attnpool::Execution result;
   if (execution == nullptr) return result;

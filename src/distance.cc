@@ -3,6 +3,7 @@
 #include <attnpool/error.h>
 
 #include <algorithm>
+#include <new>
 #include <string>
 #include <type_traits>
 
@@ -73,9 +74,11 @@ OwnedPackedKeys<T> PackKeys(Distance distance, const RowList<T>& keys,
   packed.count = keys.rows;
   packed.depth = keys.cols;
   packed.panel_width = DistancePanelWidth(T());
-  const size_t panel_count =
-      (keys.rows + packed.panel_width - 1) / packed.panel_width;
-  const size_t padded_count = panel_count * packed.panel_width;
+  const size_t panel_count = BlockCount(keys.rows, packed.panel_width);
+  size_t padded_count;  // (rows of no column may be near SIZE_MAX)
+  if (__builtin_mul_overflow(panel_count, packed.panel_width, &padded_count)) {
+    throw std::bad_alloc();
+  }
   owned.panels = AllocateBuffer<T>(padded_count * keys.cols);
   owned.key_factor = AllocateBuffer<T>(padded_count);
   packed.panels = owned.panels.get();

@@ -347,15 +347,17 @@ class FusedJob {
                                  plan_.path == detail::FusedPath::tile_bf16)
             ? 2 * plan_.tuning.query_rows
             : plan_.tuning.query_rows;
-    row_calls_ = (rows + block_rows_ - 1) / block_rows_;
+    // (Counts rounded up without overflow: the keys may be rows of no
+    // column, near SIZE_MAX.)
+    row_calls_ = detail::BlockCount(rows, block_rows_);
     const size_t width = packed_.view.panel_width;
     chunk_keys_ = key_count;
     if (row_calls_ < kSplitBelowRowCalls && key_count >= 2 * kMinChunkKeys) {
       chunk_keys_ =
-          std::max(kMinChunkKeys, (key_count + kMaxChunks - 1) / kMaxChunks);
+          std::max(kMinChunkKeys, detail::BlockCount(key_count, kMaxChunks));
       chunk_keys_ = (chunk_keys_ + width - 1) / width * width;
     }
-    chunks_ = (key_count + chunk_keys_ - 1) / chunk_keys_;
+    chunks_ = detail::BlockCount(key_count, chunk_keys_);
     // Chunk 0 accumulates in `state`; the others in their own storage.
     storage_.reserve(chunks_);
     for (size_t c = 1; c < chunks_; ++c) {
@@ -406,7 +408,7 @@ class FusedJob {
   void PackBf16(const detail::RowList<T>& keys,
                 const detail::Workers& threads) {
     const size_t width = detail::kBf16PanelKeys;
-    bf16_panel_count_ = (keys.rows + width - 1) / width;
+    bf16_panel_count_ = detail::BlockCount(keys.rows, width);
     bf16_panels_ = detail::AllocateBuffer<uint32_t>(
         bf16_panel_count_ *
         detail::Bf16PanelElements(keys.cols, plan_.bf16_instruction));
@@ -589,7 +591,8 @@ void RunPoolBatch(const PoolSpec& spec,
     for (; end < calls.size() && (end == first || packed <= kBatchPackedBytes);
          ++end) {
       const auto& call = calls[end];
-      if (call.queries.rows == 0) continue;
+      // (Rows of no column, however many: nothing to write.)
+      if (call.queries.rows == 0 || call.out.cols == 0) continue;
       if (call.keys.rows == 0) {
         detail::FillEmptyRows(spec.empty_rows, detail::HasSink(call.mask),
                               call.out);

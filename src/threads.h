@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -51,8 +50,8 @@ int MaxThreads();
 // thread's number in the region opened here, so always < BlockSlots(rows,
 // block_rows, threads) (never the caller's number in an OpenMP team of its
 // own, which may be any). The calling thread polls workers.progress before
-// the first block and after each of its own; once it returns 0 no block
-// starts, and Cancelled is thrown after the loop.
+// the first block and after each of its own; once it returns 0 no thread
+// takes a further block, and Cancelled is thrown after the loop.
 // The slots ForEachRowBlock(rows, block_rows, threads, ...) gives its
 // blocks: one per thread of its region (at most one per block), else 1.
 // Blocks of `block_rows` over `rows` (without overflow: rows may be near
@@ -75,9 +74,7 @@ void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
   std::atomic<bool> failed{false}, cancelled{false};
   std::atomic<size_t> done{0};
   std::exception_ptr failure;
-  // (More than LONG_MAX blocks would hold rows no memory holds.)
-  const long blocks = static_cast<long>(
-      std::min<size_t>(BlockCount(rows, block_rows), LONG_MAX));
+  const size_t blocks = BlockCount(rows, block_rows);
   const bool in_region = workers.threads > 1 && blocks > 1;
   const auto slot = [in_region] {
     return in_region ? omp_get_thread_num() : 0;
@@ -94,8 +91,8 @@ void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
       cancelled.store(true);
     }
   };
-  const auto run = [&](long index) {
-    const size_t begin = static_cast<size_t>(index) * block_rows;
+  const auto run = [&](size_t index) {
+    const size_t begin = index * block_rows;
     const size_t end = rows - begin < block_rows ? rows : begin + block_rows;
     try {
       const int at = slot();
@@ -121,21 +118,23 @@ void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
   };
   if (!in_region) {
     // No OpenMP region at all: small calls pay nothing for threads.
-    for (long index = 0; index < blocks && !stopped(); ++index) run(index);
+    for (size_t index = 0; index < blocks && !stopped(); ++index) run(index);
   } else {
     // Each thread takes the next block until none is left or the call
     // stops (an OpenMP loop would still step through every index).
     const int team =
         static_cast<int>(BlockSlots(rows, block_rows, workers.threads));
-    std::atomic<long> next{0};
+    std::atomic<size_t> next{0};
 #pragma omp parallel num_threads(team)
-    for (long index = next.fetch_add(1); index < blocks && !stopped();
+    for (size_t index = next.fetch_add(1); index < blocks && !stopped();
          index = next.fetch_add(1)) {
       run(index);
     }
   }
-  if (failure) std::rethrow_exception(failure);
+  // (Cancelled first: a block that failed after it was asked for changes
+  // nothing the caller wanted, and Python's KeyboardInterrupt must stay.)
   if (cancelled.load()) throw Cancelled();
+  if (failure) std::rethrow_exception(failure);
   RecordRunTarget(ran.load());
 }
 

@@ -8,10 +8,11 @@ namespace attnpool {
 // A call's progress callback: called on the calling thread between blocks
 // of the call's work, with the fraction of the current pass's blocks done
 // (in [0, 1]; a call may make more than one pass), and from nowhere else.
-// Returning 0 cancels the call: no block starts after it, and the call
-// throws attnpool::Cancelled once the blocks running on other threads end.
-// A cancelled call's outputs hold unspecified values (any of its rows may
-// be written or not); it changes nothing else. The callback must not call
+// Returning 0 cancels the call: no thread takes a further block (one being
+// taken may still start), and the call throws attnpool::Cancelled once the
+// blocks under way end. A cancelled call's outputs, in-place arguments and
+// partial states included, hold unspecified values (any of their rows may
+// be written or not); nothing else changes. The callback must not call
 // attnpool.
 // (It returns an int, not a bool, so that the C API's callbacks are these.)
 using ProgressCallback = int (*)(void* context, double done);

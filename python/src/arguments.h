@@ -38,12 +38,17 @@ void WithDtype(const char* name, const Array& first, const Compute& compute) {
   }
 }
 
-// The calls' progress callback: Python's signal handlers run (Ctrl-C's
-// among them) at most every kSignalPoll, the GIL taken for it; a handler
-// that raises cancels the call, its exception kept for the caller (the
-// translator of attnpool::Cancelled, module.cc). Between polls it costs a
-// clock read. (Only the main thread runs handlers: calls from the others go
-// on, as Python's own blocking calls do.)
+// The interpreter's main thread, the one that runs signal handlers (set
+// when the module is imported, module.cc).
+inline unsigned long main_thread_ident = 0;
+
+// The progress callback of calls from the main thread: Python's signal
+// handlers run (Ctrl-C's among them) at most every kSignalPoll, the GIL
+// taken for it; a handler that raises cancels the call, its exception kept
+// for the caller (the translator of attnpool::Cancelled, module.cc).
+// Between polls it costs a clock read. Calls from other threads, which run
+// no handler, are not polled: they go on, as Python's own blocking calls
+// do.
 constexpr std::chrono::milliseconds kSignalPoll{20};
 inline int PollSignals(void*, double) {
   thread_local auto next = std::chrono::steady_clock::time_point();
@@ -60,7 +65,9 @@ inline attnpool::Execution ExecutionOf(int threads) {
   }
   attnpool::Execution execution;
   execution.threads = threads;
-  execution.progress = &PollSignals;
+  if (PyThread_get_thread_ident() == main_thread_ident) {
+    execution.progress = &PollSignals;
+  }
   return execution;
 }
 

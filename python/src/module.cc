@@ -65,6 +65,8 @@ NB_MODULE(_core, m) {
       if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     }
   });
+  main_thread_ident = nb::cast<unsigned long>(
+      nb::module_::import_("threading").attr("main_thread")().attr("ident"));
   m.attr("__version__") = ATTNPOOL_VERSION;
   DefineStages(m);
   DefinePool(m);

@@ -14,15 +14,16 @@ import attnpool
 DELAY, LATE = 0.3, 1.0
 
 
-def sized_for(seconds, make_call):
-    """make_call(scale) for a scale whose call takes about `seconds`."""
+def sized_for(seconds, make_call, largest):
+    """make_call(scale) for a scale whose call takes about `seconds` (at
+    most `largest`)."""
     scale = 1
     while True:
         start = time.perf_counter()
         make_call(scale)()
         took = time.perf_counter() - start
-        if took > 0.05:
-            return make_call(max(scale, int(scale * seconds / took)))
+        if took > 0.05 or scale >= largest:
+            return make_call(min(largest, max(scale, int(scale * seconds / took))))
         scale *= 4
 
 
@@ -60,8 +61,10 @@ def test_ctrl_c_interrupts_pooling_and_attention():
         k = rng.standard_normal((1, 2 * scale, 2048, 64), dtype=np.float32)
         return lambda: attnpool.scaled_dot_product_attention(q, k, k, threads=2)
 
-    for make_call in (pool, sdpa):
-        call = sized_for(5 * (DELAY + LATE), make_call)
+    # (Scales of at most a few hundred MB of inputs.)
+    for make_call, largest in ((pool, 1 << 16), (sdpa, 512)):
+        # (Uninterrupted, the call would end well past DELAY + LATE.)
+        call = sized_for(2.5 * (DELAY + LATE), make_call, largest)
         latency = interrupted(call)
         print(make_call.__name__, "interrupted", latency, "s after the signal")
         assert latency is not None and latency < LATE

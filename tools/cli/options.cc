@@ -89,7 +89,7 @@ const std::vector<OptionInfo> kRunOptions = {
     {"--quiet", nullptr, "no progress display"},
     {"--rows-per-call", "N",
      "query rows per library call (default: about 32 M query-key pairs per "
-     "call)"},
+     "call; at most 65536 calls)"},
 };
 
 OptionInfo EmptyRowsOption(const char* help) {

@@ -130,10 +130,11 @@ void ForEachChunk(size_t rows, size_t key_count, const RunSettings& settings,
   const size_t chunk =
       std::max(RowsPerChunk(key_count, settings), rows / kMaxChunks + 1);
   if (rows == 0) block(0, 0);
-  for (size_t begin = 0; begin < rows; begin += chunk) {
+  for (size_t begin = 0; begin < rows;) {  // (no overflow near SIZE_MAX)
     const size_t count = std::min(chunk, rows - begin);
     block(begin, count);
-    progress->Update(begin + count);
+    begin += count;
+    progress->Update(begin);
   }
 }
 
