@@ -38,6 +38,21 @@ Workers WorkersOf(const Execution& execution);
 constexpr int kThreadsPerProcessor = 4;
 int MaxThreads();
 
+// Blocks of `block_rows` over `rows` (without overflow: rows may be near
+// SIZE_MAX where a view holds no element).
+inline size_t BlockCount(size_t rows, size_t block_rows) {
+  return rows / block_rows + (rows % block_rows != 0);
+}
+
+// The slots ForEachRowBlock(rows, block_rows, threads, ...) gives its
+// blocks: one per thread of its region (at most one per block), else 1.
+inline size_t BlockSlots(size_t rows, size_t block_rows, int threads) {
+  const size_t blocks = BlockCount(rows, block_rows);
+  return threads > 1 && blocks > 1
+             ? std::min(static_cast<size_t>(threads), blocks)
+             : 1;
+}
+
 // Runs block(begin, end) over [0, rows) in fixed blocks of `block_rows`, on
 // `workers.threads` OpenMP threads, at most one per block (one block, or one
 // thread, runs on the calling thread without an OpenMP region). Blocks do not
@@ -52,21 +67,6 @@ int MaxThreads();
 // own, which may be any). The calling thread polls workers.progress before
 // the first block and after each of its own; once it returns 0 no thread
 // takes a further block, and Cancelled is thrown after the loop.
-// The slots ForEachRowBlock(rows, block_rows, threads, ...) gives its
-// blocks: one per thread of its region (at most one per block), else 1.
-// Blocks of `block_rows` over `rows` (without overflow: rows may be near
-// SIZE_MAX where a view holds no element).
-inline size_t BlockCount(size_t rows, size_t block_rows) {
-  return rows / block_rows + (rows % block_rows != 0);
-}
-
-inline size_t BlockSlots(size_t rows, size_t block_rows, int threads) {
-  const size_t blocks = BlockCount(rows, block_rows);
-  return threads > 1 && blocks > 1
-             ? std::min(static_cast<size_t>(threads), blocks)
-             : 1;
-}
-
 template <class Block>
 void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
                      const Block& block) {
@@ -131,8 +131,8 @@ void ForEachRowBlock(size_t rows, size_t block_rows, const Workers& workers,
       run(index);
     }
   }
-  // (Cancelled first: a block that failed after it was asked for changes
-  // nothing the caller wanted, and Python's KeyboardInterrupt must stay.)
+  // (Cancelled first: the caller asked for it, and Python's
+  // KeyboardInterrupt must not turn into a later block's error.)
   if (cancelled.load()) throw Cancelled();
   if (failure) std::rethrow_exception(failure);
   RecordRunTarget(ran.load());
