@@ -44,11 +44,11 @@ int attnpool_abi_version(void) { return 3; }
 const char* attnpool_mask_layout(int heads) {
   static const std::string layouts[2] = {
 #define ATTNPOOL_LAYOUT_LINE(name, heads_name, kind, needs, check, help) \
-  #name " " #kind "\n"
+#name " " #kind "\n"
       ATTNPOOL_MASK_FIELDS(ATTNPOOL_LAYOUT_LINE),
 #undef ATTNPOOL_LAYOUT_LINE
 #define ATTNPOOL_LAYOUT_LINE(name, heads_name, kind, needs, check, help) \
-  #heads_name " " #kind "\n"
+#heads_name " " #kind "\n"
       ATTNPOOL_MASK_FIELDS(ATTNPOOL_LAYOUT_LINE)
 #undef ATTNPOOL_LAYOUT_LINE
   };

@@ -129,7 +129,6 @@ inline std::optional<double> ScaleOf(const double* scale) {
   return scale != nullptr ? std::optional<double>(*scale) : std::nullopt;
 }
 
-
 // A tensor stride: `given`, or the dense value count · inner when 0.
 inline size_t StrideOf(const std::string& name, size_t given, size_t count,
                        size_t inner) {
@@ -190,7 +189,6 @@ LayerTensors<T> LayerTensorsOf(const attnpool_const_tensor* queries,
           Tensor<T>(values, "values"), Tensor<T>(out, "out")};
 }
 
-
 // A C mask struct as the library may read it: `struct_size` bytes of it
 // (which must hold the size field and end on an 8-byte member: the structs
 // have no padding), the fields past them absent, and no field set past
@@ -227,8 +225,9 @@ static_assert(sizeof(attnpool_mask) ==
                   sizeof(size_t) ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_MASK_BYTES),
               "attnpool_mask has padding");
 static_assert(sizeof(attnpool_attention_mask) ==
-                  sizeof(size_t) + sizeof(int64_t)
-                      ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_HEADS_BYTES),
+                  sizeof(size_t) +
+                      sizeof(int64_t)
+                          ATTNPOOL_MASK_FIELDS(ATTNPOOL_C_HEADS_BYTES),
               "attnpool_attention_mask has padding");
 template <class CStruct>
 CStruct SizedStruct(const CStruct* given, const char* name) {
@@ -243,10 +242,11 @@ CStruct SizedStruct(const CStruct* given, const char* name) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(given);
   for (size_t k = sizeof(CStruct); k < size; ++k) {
     if (bytes[k] != 0) {
-      throw attnpool::Error(argument,
-                            "is " + std::to_string(size) + ", and fields past "
-                            "the " + std::to_string(sizeof(CStruct)) +
-                            " bytes this library knows are set");
+      throw attnpool::Error(argument, "is " + std::to_string(size) +
+                                          ", and fields past "
+                                          "the " +
+                                          std::to_string(sizeof(CStruct)) +
+                                          " bytes this library knows are set");
     }
   }
   std::memcpy(&copy, given, std::min(size, sizeof(CStruct)));
@@ -289,10 +289,12 @@ struct COptional {
 #define ATTNPOOL_C_VALUE_lengths(c, name) c.name
 #define ATTNPOOL_C_VALUE_flag(c, name) c.name
 #define ATTNPOOL_C_VALUE_position(c, name) c.name
-#define ATTNPOOL_C_VALUE_count(c, name) COptional<size_t>{c.has_##name, c.name}
+#define ATTNPOOL_C_VALUE_count(c, name) \
+  COptional<size_t> { c.has_##name, c.name }
 #define ATTNPOOL_C_VALUE_matrix(c, name) c.name
 #define ATTNPOOL_C_VALUE_booleans(c, name) c.name
-#define ATTNPOOL_C_VALUE_number(c, name) COptional<double>{c.has_##name, c.name}
+#define ATTNPOOL_C_VALUE_number(c, name) \
+  COptional<double> { c.has_##name, c.name }
 #define ATTNPOOL_C_VALUE_head_number(c, name) ATTNPOOL_C_VALUE_number(c, name)
 #define ATTNPOOL_C_HEADS_VALUE_head_number(c, name) c.name
 
@@ -364,7 +366,7 @@ attnpool::AttentionMask<T> AttentionMaskOf(
   if (mask == nullptr) return result;
   const attnpool_attention_mask c = SizedStruct(mask, "mask");
   result.lengths_per_query = c.lengths_per_query != 0;
-#define ATTNPOOL_FROM_C(name, heads_name, kind, needs, check, help) \
+#define ATTNPOOL_FROM_C(name, heads_name, kind, needs, check, help)        \
   FromC("mask." #heads_name, ATTNPOOL_C_HEADS_VALUE_##kind(c, heads_name), \
         result.heads_name);
   ATTNPOOL_MASK_FIELDS(ATTNPOOL_FROM_C)

@@ -56,8 +56,7 @@ NormalizePlan<T> MakeNormalizePlan(Normalization normalization, bool logits,
   use.scores = logits || normalizes_scores(normalization);
   use.softmax = normalization == Normalization::softmax ||
                 (logits && normalization == Normalization::sum);
-  const MaskArrays read =
-      CheckMask(mask, rows, cols, valid_length_limit, use);
+  const MaskArrays read = CheckMask(mask, rows, cols, valid_length_limit, use);
   CheckApartFromMask(target_name, target, read);
   if (arrays != nullptr) *arrays = read;
   NormalizePlan<T> plan;

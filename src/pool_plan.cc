@@ -51,12 +51,11 @@ PoolPlans<T> CheckPoolShapes(const PoolSpec& spec, ConstMatrixView<T> queries,
   PoolPlans<T> plans;
   plans.kernel = MakeKernelPlan<T>(spec.kernel, spec.distance, queries.cols);
   plans.kernel.write_logits = logits;
-  plans.normalize =
-      MakeNormalizePlan(spec.normalization, logits, spec.empty_rows, mask, rows,
-                        key_count, weights ? "weights" : out_name.c_str(),
-                        weights ? weight_bytes : out_bytes,
-                        shard ? static_cast<size_t>(-1) : key_count,
-                        &plans.mask_arrays);
+  plans.normalize = MakeNormalizePlan(
+      spec.normalization, logits, spec.empty_rows, mask, rows, key_count,
+      weights ? "weights" : out_name.c_str(),
+      weights ? weight_bytes : out_bytes,
+      shard ? static_cast<size_t>(-1) : key_count, &plans.mask_arrays);
   // With weights, the plan above checked the mask against them; `out` must
   // not overlap it either.
   if (weights != nullptr) {

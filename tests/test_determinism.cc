@@ -91,7 +91,8 @@ TEST_CASE("determinism: thread counts past the machine's are clamped",
           "[determinism]") {
   const int default_threads = omp_get_max_threads();
   const int most = 4 * omp_get_num_procs();
-  REQUIRE(attnpool::thread_count({1 << 30}) == std::min(most, omp_get_thread_limit()));
+  REQUIRE(attnpool::thread_count({1 << 30}) ==
+          std::min(most, omp_get_thread_limit()));
   REQUIRE(attnpool::thread_count({3}) == std::min(3, most));
   uint64_t seed = kSeed + 310;
   for (const Api<float>& api : Apis<float>()) {

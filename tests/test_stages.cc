@@ -257,33 +257,32 @@ template <typename T>
 void NormalizeSweep() {
   std::mt19937_64 rng(kSeed + 20);
   INFO("seed " << kSeed + 20);
-  const MaskCase cases[] = {{false, false, false, false, 0},
-                            {true, false, false, false, 0},
-                            {false, true, false, false, 0},
-                            {false, true, false, false, -2},
-                            {true, true, false, false, 3},
-                            {false, false, true, false, 0},
-                            {false, false, false, true, 0},
-                            {true, true, true, true, 1},
-                            // Sliding windows: left only, both sides about an
-                            // offset, right only with the element-wise masks.
-                            {false, false, false, false, 0, 2},
-                            {true, true, false, false, 4, 3, 1},
-                            {false, false, true, true, -1, {}, 5},
-                            // Score adjustments, then a sink (with empty
-                            // rows: lengths 0), then all of them.
-                            {false, false, false, false, 0, {}, {}, 4.0},
-                            {false, true, false, false, 3, {}, {}, {}, 0.25},
-                            {true, false, false, false, 0, {}, {}, {}, 0, 1.5},
-                            {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0},
-                            // Chunks: causal, about negative positions, and
-                            // symmetric ALiBi with lengths, then everything.
-                            {false, true, false, false, 5, {}, {}, {}, 0, {}, 4},
-                            {false, false, false, false, -3, {}, {}, {}, 0, {}, 3},
-                            {true, false, false, false, 2, {}, {}, {}, 0.25, {},
-                             {}, true},
-                            {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0, 4,
-                             true}};
+  const MaskCase cases[] = {
+      {false, false, false, false, 0},
+      {true, false, false, false, 0},
+      {false, true, false, false, 0},
+      {false, true, false, false, -2},
+      {true, true, false, false, 3},
+      {false, false, true, false, 0},
+      {false, false, false, true, 0},
+      {true, true, true, true, 1},
+      // Sliding windows: left only, both sides about an
+      // offset, right only with the element-wise masks.
+      {false, false, false, false, 0, 2},
+      {true, true, false, false, 4, 3, 1},
+      {false, false, true, true, -1, {}, 5},
+      // Score adjustments, then a sink (with empty
+      // rows: lengths 0), then all of them.
+      {false, false, false, false, 0, {}, {}, 4.0},
+      {false, true, false, false, 3, {}, {}, {}, 0.25},
+      {true, false, false, false, 0, {}, {}, {}, 0, 1.5},
+      {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0},
+      // Chunks: causal, about negative positions, and
+      // symmetric ALiBi with lengths, then everything.
+      {false, true, false, false, 5, {}, {}, {}, 0, {}, 4},
+      {false, false, false, false, -3, {}, {}, {}, 0, {}, 3},
+      {true, false, false, false, 2, {}, {}, {}, 0.25, {}, {}, true},
+      {true, true, true, true, 2, 6, 1, 3.0, -0.5, 0.0, 4, true}};
   for (int n = 0; n < attnpool::kNormalizationCount; ++n) {
     const auto normalization = static_cast<Normalization>(n);
     const bool scores = normalization == Normalization::softmax ||

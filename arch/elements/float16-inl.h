@@ -23,7 +23,6 @@
 #define ATTNPOOL_NATIVE_F16 0
 #endif
 
-
 HWY_BEFORE_NAMESPACE();
 namespace attnpool {
 namespace HWY_NAMESPACE {

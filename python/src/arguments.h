@@ -146,8 +146,7 @@ class MaskArguments {
 
  private:
   // One field from its converted value, by the member's type.
-  void Set(const char*, nb::handle value, const size_t*& member,
-           const char*) {
+  void Set(const char*, nb::handle value, const size_t*& member, const char*) {
     const auto [lengths, per_query] =
         nb::cast<std::tuple<Lengths, bool>>(value);
     keep_.push_back(std::make_shared<Lengths>(lengths));
@@ -157,8 +156,7 @@ class MaskArguments {
   void Set(const char*, nb::handle value, bool& member, const char*) {
     member = nb::cast<bool>(value);
   }
-  void Set(const char*, nb::handle value, std::ptrdiff_t& member,
-           const char*) {
+  void Set(const char*, nb::handle value, std::ptrdiff_t& member, const char*) {
     member = nb::cast<std::ptrdiff_t>(value);
   }
   void Set(const char*, nb::handle value, std::optional<size_t>& member,

@@ -33,8 +33,8 @@ std::vector<std::string> NamesOf(const Entry (&table)[Count]) {
 
 // The mask fields (mask_fields.h), each (name, heads_name, kind, needs,
 // help): the package's mask keywords are generated from them.
-std::vector<std::tuple<std::string, std::string, std::string, std::string,
-                       std::string>>
+std::vector<
+    std::tuple<std::string, std::string, std::string, std::string, std::string>>
 MaskFields() {
   static const char* const needs[] = {"any", "scores", "softmax"};
   std::vector<std::tuple<std::string, std::string, std::string, std::string,
