@@ -1,5 +1,7 @@
 #include "tests/each_target.h"
 
+#include "tests/test_data.h"
+
 #include <attnpool/attnpool.h>
 
 #include <deque>
@@ -22,11 +24,15 @@ class ForcedTargetInvoker : public Catch::ITestInvoker {
       ~Reset() {
         attnpool::reset_target();
         Current().clear();
+        FallbackSweep() = Sweep::full;
       }
     } reset;
     attnpool::force_target(target_);
     REQUIRE(attnpool::active_target() == target_);
     Current() = target_;
+    const bool deployed =
+        target_ == attnpool::supported_targets().front() || target_ == "AVX2";
+    FallbackSweep() = deployed ? Sweep::full : Sweep::thin;
     body_();
   }
 

@@ -389,7 +389,8 @@ void TuningSweep() {
   REQUIRE(profiles.front() == attnpool::tuning());
   std::mt19937_64 rng(kSeed + 60);
   INFO("seed " << kSeed + 60);
-  for (size_t i = 0, listed = profiles.size(); i < 3; ++i) {
+  // (Thinned: one random set.)
+  for (size_t i = 0, listed = profiles.size(); i < SweepCount(3, 1); ++i) {
     profiles.push_back(RandomTuning(profiles[i % listed], true, rng));
   }
   for (const std::string& profile : profiles) {
@@ -520,9 +521,13 @@ void GroupedDecode() {
   INFO("seed " << kSeed + 64);
   const size_t batch = 2, kv_heads = 2, m = 1300, dk = 40;
   const std::vector<size_t> per_batch = {m - 100, 700}, per_query = {900, m};
+  size_t combination = 0;
   for (size_t group : {2, 4, 6, 8}) {
     for (size_t dv : {24, 64}) {
       for (bool interleaved : {false, true}) {
+        // Thinned: a third of the combinations, each group, dv and
+        // layout among them.
+        if (!InSweep(combination++)) continue;
         const size_t heads = kv_heads * group;
         const SdpaInputs<T> inputs({batch, heads, kv_heads, 1, m, dk, dv},
                                    interleaved, rng);

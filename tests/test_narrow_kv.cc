@@ -369,7 +369,8 @@ void RequireHeld(bool folded, const TestMatrix<float>& narrow,
 ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
   std::mt19937_64 rng(kSeed + 90);
   INFO("seed " << kSeed + 90);
-  for (const Case& c : kCases) {
+  for (size_t case_index = 0; case_index < std::size(kCases); ++case_index) {
+    const Case& c = kCases[case_index];
     TestMatrix<float> queries(c.n, c.d), keys(c.m, c.d), values(c.m, c.dv);
     queries.FillRandom(rng, 1);
     keys.FillRandom(rng, 0);
@@ -388,7 +389,10 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowPaths, "narrow_kv.paths", "[narrow_kv]") {
       mask.causal_offset = std::ptrdiff_t(c.m - c.n);
       mask.valid_lengths = lengths.data();
     }
-    for (const TypePair& types : kTypePairs) {
+    for (size_t t = 0; t < std::size(kTypePairs); ++t) {
+      // Thinned: a third of the pairs, rotating with the case.
+      if (!InSweep(t, case_index)) continue;
+      const TypePair& types = kTypePairs[t];
       const StoredRows stored_keys(types.keys, keys),
           stored_values(types.values, values);
       INFO(c.path << " n=" << c.n << " m=" << c.m << " d=" << c.d << " dv="
@@ -474,9 +478,14 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeProfiles, "narrow_kv.decode_profiles",
     queries.FillRandom(rng, 1);
     keys.FillRandom(rng, 0);
     values.FillRandom(rng, 1);
-    for (const std::string& profile : attnpool::tunings()) {
+    const std::vector<std::string> profiles = attnpool::tunings();
+    for (size_t p = 0; p < profiles.size(); ++p) {
+      const std::string& profile = profiles[p];
       attnpool::force_tuning(profile);
-      for (const TypePair& types : kTypePairs) {
+      for (size_t t = 0; t < std::size(kTypePairs); ++t) {
+        // Thinned: a third of the pairs, rotating with the profile.
+        if (!InSweep(t, p)) continue;
+        const TypePair& types = kTypePairs[t];
         const StoredRows stored_keys(types.keys, keys),
             stored_values(types.values, values);
         INFO("tuning " << profile << " n=" << c.n << " m=" << c.m
@@ -533,7 +542,10 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowDecodeTuningBits,
     const size_t m = 2603, dv = d == 64 ? 64 : 24;
     TestMatrix<float> q(1, d), k(m, d), v(m, dv);
     for (auto* a : {&q, &k, &v}) a->FillRandom(rng, 1);
-    for (const TypePair& types : kTypePairs) {
+    for (size_t t = 0; t < std::size(kTypePairs); ++t) {
+      // Thinned: half the pairs, rotating with d.
+      if (!InSweep(t, d == 64 ? 0 : 1, 2)) continue;
+      const TypePair& types = kTypePairs[t];
       const StoredRows stored_keys(types.keys, k),
           stored_values(types.values, v);
       for (const char* variant : {"folding", "scales apart", "query apart"}) {
@@ -683,8 +695,10 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowGroupedDecode, "narrow_kv.grouped_decode",
   std::mt19937_64 rng(kSeed + 95);
   INFO("seed " << kSeed + 95);
   const size_t batch = 2, kv_heads = 2, m = 300;
+  size_t shape_index = 0;
   for (size_t group : {3u, 6u}) {
     for (size_t d : {64u, 128u, 40u}) {
+      ++shape_index;
       const size_t heads = kv_heads * group;
       // Row (b, g, j) of the caches is row (b·Hkv + g)·m + j.
       TestMatrix<float> q(batch * heads, d), kv(batch * kv_heads * m, d),
@@ -698,7 +712,10 @@ ATTNPOOL_TEST_EACH_TARGET(NarrowGroupedDecode, "narrow_kv.grouped_decode",
           v(j + 1, c) *= 1e-33f;
         }
       }
-      for (const TypePair& types : kTypePairs) {
+      for (size_t t = 0; t < std::size(kTypePairs); ++t) {
+        // Thinned: a third of the pairs, rotating with the shape.
+        if (!InSweep(t, shape_index)) continue;
+        const TypePair& types = kTypePairs[t];
         INFO("group " << group << " d " << d << " keys "
                       << attnpool::element_type_name(types.keys) << " values "
                       << attnpool::element_type_name(types.values) << " on "
