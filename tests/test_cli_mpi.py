@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""'attnpool pool' under mpiexec: each rank maps only its part of the keys
-and values (checked from the kernel's view: /proc/self/maps and the bytes
-read), rank 0 writes the result of the whole sequence, and one rank's error
-stops every rank with one message instead of a hang.
+"""'attnpool pool' under mpiexec: each rank reads only its part of the keys
+and values (checked from the kernel's view: the bytes read), rank 0 writes
+the result of the whole sequence, a file that shrinks during the run ends
+it with an error or not at all, never with SIGBUS, and one rank's error
+(its files, its options, its command) stops every rank with one message
+instead of a hang.
 
 usage: test_cli_mpi.py path/to/attnpool path/to/mpiexec
 (the environment of tests/CMakeLists.txt's ATTNPOOL_MPI_ENVIRONMENT)
@@ -12,6 +14,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -108,6 +111,9 @@ class CliMpiTest(unittest.TestCase):
                 os.remove(self.path("split.npy"))
 
     def test_no_rank_reads_beyond_its_part(self):
+        # From the kernel's count of the bytes each rank read (/proc/self/io):
+        # the small files whole, the headers of k and v, and its own rows of
+        # their data, never the other ranks' rows.
         report = self.path("io")
         os.mkdir(report)
         env = dict(os.environ, ATTNPOOL_IO_REPORT=report)
@@ -115,31 +121,53 @@ class CliMpiTest(unittest.TestCase):
         self.run_ranks(ranks, self.pool_args("out.npy"), env=env)
         small_files = sum(os.path.getsize(self.path(name))
                           for name in ("q.npy", "lengths.npy"))
-        for name, columns in (("k.npy", self.d), ("v.npy", self.dv)):
-            file = os.path.realpath(self.path(name))
-            offset, row_bytes = data_offset(file), 4 * columns
-            covered = []
-            for rank in range(ranks):
-                first, end = self.m * rank // ranks, self.m * (rank + 1) // ranks
-                low = (offset + first * row_bytes) // PAGE * PAGE
-                high = -(-(offset + end * row_bytes) // PAGE) * PAGE
-                lines = pathlib.Path(report, "rank%d.txt" % rank).read_text().split("\n")
-                # Read: the small files whole and the headers of k and v,
-                # never a part of the keys' or values' data.
-                read = int(lines[0].split()[1])
-                self.assertLess(read, small_files + 2 * PAGE, "rank %d" % rank)
-                maps = [line.split() for line in lines[1:] if line.startswith("map ")]
-                mine = [(int(start), int(length)) for _, path, start, length in maps
-                        if path == file]
-                self.assertTrue(mine, "rank %d mapped no part of %s" % (rank, name))
-                for start, length in mine:
-                    with self.subTest(rank=rank, file=name):
-                        self.assertGreaterEqual(start, low)
-                        self.assertLessEqual(start + length, high)
-                covered.append(sum(length for _, length in mine))
-            # Together the parts cover the data (a part may round out to pages).
-            self.assertGreaterEqual(sum(covered), self.m * row_bytes)
-            self.assertLess(max(covered), self.m * row_bytes // 2)
+        headers = sum(data_offset(self.path(name)) for name in ("k.npy", "v.npy"))
+        row_bytes = 4 * (self.d + self.dv)
+        for rank in range(ranks):
+            own = (self.m * (rank + 1) // ranks - self.m * rank // ranks) * row_bytes
+            lines = pathlib.Path(report, "rank%d.txt" % rank).read_text().split("\n")
+            read = int(lines[0].split()[1])
+            with self.subTest(rank=rank):
+                self.assertGreaterEqual(read, own)
+                self.assertLessEqual(read, small_files + headers + own + 2 * PAGE)
+
+    def test_a_file_that_shrinks_during_the_run(self):
+        # Keys truncated at points from the ranks' start to their compute
+        # (a run of about a second): each rank has read its rows already (a
+        # result as without the truncation) or finds the file short (a clear
+        # error); no rank dies of SIGBUS, as one did on a mapped file.
+        rng = np.random.default_rng(20261207)
+        m = 400000
+        np.save(self.path("q2.npy"), rng.standard_normal((2000, self.d)).astype(np.float32))
+        keys = rng.standard_normal((m, self.d)).astype(np.float32)
+        np.save(self.path("v2.npy"), rng.standard_normal((m, self.dv)).astype(np.float32))
+
+        def args(out):
+            return ["pool", "--queries", self.path("q2.npy"), "--keys", self.path("k2.npy"),
+                    "--values", self.path("v2.npy"), "-o", self.path(out),
+                    "--distance", "dot", "--kernel", "exp", "--reduction", "rank_order"]
+        np.save(self.path("k2.npy"), keys)
+        self.run_ranks(2, args("whole.npy"))
+        outcomes = []
+        for delay in (0.0, 0.4, 0.8):
+            with self.subTest(delay=delay):
+                np.save(self.path("k2.npy"), keys)
+                process = subprocess.Popen([MPIEXEC, "-n", "2", CLI, *args("out.npy")],
+                                           stderr=subprocess.PIPE, text=True)
+                time.sleep(delay)
+                os.truncate(self.path("k2.npy"), 200)
+                _, stderr = process.communicate(timeout=TIMEOUT)
+                outcomes.append(process.returncode)
+                if process.returncode == 0:
+                    np.testing.assert_array_equal(np.load(self.path("out.npy")),
+                                                  np.load(self.path("whole.npy")))
+                    os.remove(self.path("out.npy"))
+                else:
+                    self.assertEqual(process.returncode, 1, stderr)
+                    self.assertIn("--keys %s:" % self.path("k2.npy"), stderr)
+                    self.assertNotIn("signal", stderr.lower())
+                    self.assertFalse(os.path.exists(self.path("out.npy")))
+        print("shrinking keys, exit statuses by delay:", outcomes, file=sys.stderr)
 
     def test_failing_rank_stops_every_rank(self):
         # Rank 1 alone names a file that does not exist (MPMD launch).
@@ -154,6 +182,29 @@ class CliMpiTest(unittest.TestCase):
         self.assertEqual(len(errors), 1, result.stderr)
         self.assertIn("rank 1: --keys %s: cannot open" % self.path("missing.npy"), errors[0])
         self.assertFalse(os.path.exists(self.path("out.npy")))
+
+    def test_one_rank_with_a_wrong_command_line_stops_every_rank(self):
+        # Rank 1 alone (MPMD launch) has a wrong option, a command other
+        # than 'pool', a bad option value, or asks for help: every rank
+        # exits with its message and code, once, instead of waiting.
+        good = self.pool_args("out.npy")
+        for bad, message in (
+                (good + ["--bogus"], "unknown option '--bogus'"),
+                (["targets"], "under mpirun only 'pool' runs"),
+                (["regress", "--help"], "under mpirun only 'pool' runs"),
+                (good + ["--kernel", "gaussian"], "--kernel is given twice"),
+                (["pool", "--help"], "--help: under mpirun")):
+            with self.subTest(bad=" ".join(bad[:1] + bad[-2:])):
+                result = subprocess.run(
+                    [MPIEXEC, "-n", "1", CLI, *good, ":", "-n", "1", CLI, *bad,
+                     ":", "-n", "1", CLI, *good],
+                    capture_output=True, text=True, timeout=TIMEOUT)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                errors = [line for line in result.stderr.splitlines()
+                          if line.startswith("attnpool: error:")]
+                self.assertEqual(len(errors), 1, result.stderr)
+                self.assertIn("rank 1: " + message, errors[0])
+                self.assertFalse(os.path.exists(self.path("out.npy")))
 
     def test_mismatched_arguments_are_named(self):
         good = self.pool_args("out.npy")

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <string>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -390,8 +389,8 @@ NpyArray ReadNpy(const std::string& path) {
   return array;
 }
 
-NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
-                    NpyRowRange* range) {
+NpyArray ReadNpyRows(const std::string& path, size_t part, size_t parts,
+                     NpyRowRange* range) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw NpyError("cannot open: " + ErrnoText());
   const std::unique_ptr<int, void (*)(int*)> closer(
@@ -431,36 +430,23 @@ NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
   array.count = rows == 0 ? 0 : count / rows * shape[0];
   const size_t begin = header.data_offset + range->first * row_bytes;
   const size_t length = shape[0] * row_bytes;
-  if (length == 0) {
-    array.storage = Allocate(0);
-    return array;
-  }
-  // numpy pads its headers to 64 bytes; a file whose data starts elsewhere
-  // would give misaligned elements in place: its rows are read instead.
-  if (begin % NpyTypeSize(header.type) != 0) {
-    array.storage = Allocate(length);
-    size_t done = 0;
-    while (done < length) {
-      const ssize_t got =
-          ::pread(fd, array.storage.get() + done, length - done, begin + done);
-      if (got <= 0) throw NpyError("cannot read: " + ErrnoText());
-      done += static_cast<size_t>(got);
+  // Read, not mapped: a mapped file that shrinks while the run uses it
+  // ends the process with SIGBUS; read data stays valid, and a file that
+  // shrinks while it is read is an error here.
+  array.storage = Allocate(length);
+  size_t done = 0;
+  while (done < length) {
+    const ssize_t got = ::pread(fd, array.storage.get() + done, length - done,
+                                static_cast<off_t>(begin + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw NpyError("cannot read: " + ErrnoText());
+    if (got == 0) {
+      throw NpyError("the file ended " + std::to_string(length - done) +
+                     " bytes short of this part's rows (did it shrink "
+                     "while being read?)");
     }
-    return array;
+    done += static_cast<size_t>(got);
   }
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t map_begin = begin / page * page;
-  const size_t map_length = begin + length - map_begin;
-  void* mapped = ::mmap(nullptr, map_length, PROT_READ, MAP_PRIVATE, fd,
-                        static_cast<off_t>(map_begin));
-  if (mapped == MAP_FAILED) throw NpyError("cannot map: " + ErrnoText());
-  // The array's storage points into the mapping and unmaps it when the
-  // last copy goes.
-  const std::shared_ptr<unsigned char> mapping(
-      static_cast<unsigned char*>(mapped),
-      [map_length](unsigned char* p) { ::munmap(p, map_length); });
-  array.storage = std::shared_ptr<unsigned char>(
-      mapping, mapping.get() + (begin - map_begin));
   return array;
 }
 

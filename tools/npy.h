@@ -80,7 +80,7 @@ void ParseNpyHeader(const std::string& header, NpyType* type,
 // caller adds which file/option it was).
 NpyArray ReadNpy(const std::string& path);
 
-// Which rows of the first axis MapNpyRows mapped: [first, first + the
+// Which rows of the first axis ReadNpyRows read: [first, first + the
 // array's shape[0]) of `total`.
 struct NpyRowRange {
   size_t first = 0, total = 0;
@@ -88,13 +88,12 @@ struct NpyRowRange {
 
 // Part `part` of `parts` (0 ≤ part < parts) of the array in `path`, split
 // along its first axis: rows [⌊R·part/parts⌋, ⌊R·(part+1)/parts⌋) of its R,
-// memory-mapped read-only. Of the file, only the header is read (exactly its
-// bytes) and only those rows' bytes are mapped (rounded out to pages; read,
-// where the data does not start at a multiple of the element size), so a
-// process that maps its part reads no other part. Checks the header and the
-// file's size as ReadNpy does. Throws NpyError.
-NpyArray MapNpyRows(const std::string& path, size_t part, size_t parts,
-                    NpyRowRange* range);
+// read into memory. Of the file, only the header and those rows' bytes are
+// read, so a process that reads its part reads no other part. (Read, not
+// mapped: a mapped file that shrank under a run would end it with SIGBUS.)
+// Checks the header and the file's size as ReadNpy does. Throws NpyError.
+NpyArray ReadNpyRows(const std::string& path, size_t part, size_t parts,
+                     NpyRowRange* range);
 
 // An array of `type` and `shape` with uninitialized contents.
 NpyArray MakeNpyArray(NpyType type, const std::vector<size_t>& shape);

@@ -40,7 +40,7 @@ InputMatrix LoadMatrixPart(const std::string& option, const std::string& path,
                            size_t part, size_t parts,
                            attnpool_tools::NpyRowRange* range) {
   try {
-    NpyArray array = attnpool_tools::MapNpyRows(path, part, parts, range);
+    NpyArray array = attnpool_tools::ReadNpyRows(path, part, parts, range);
     attnpool_tools::RememberInput(path, option + " " + path);
     return MatrixOf(option, path, std::move(array));
   } catch (const NpyError& error) {

@@ -42,8 +42,8 @@ void RequireFloat(const std::string& label, const NpyArray& array);
 InputMatrix LoadMatrix(const std::string& option, const std::string& path);
 // The same for an array of any dtype (keys and values may be narrow).
 InputMatrix LoadAnyMatrix(const std::string& option, const std::string& path);
-// Part `part` of `parts` of the rows of the array in `path`, memory-mapped
-// (npy.h, MapNpyRows; `range` says which rows of how many), any dtype.
+// Part `part` of `parts` of the rows of the array in `path`, read alone
+// (npy.h, ReadNpyRows; `range` says which rows of how many), any dtype.
 InputMatrix LoadMatrixPart(const std::string& option, const std::string& path,
                            size_t part, size_t parts,
                            attnpool_tools::NpyRowRange* range);

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "tools/cli/commands.h"
@@ -66,20 +67,39 @@ int RunCommand(const Command& command, int argc, char** argv) {
   return command.run(arguments);
 }
 
+// Under mpirun on several ranks, where only 'pool' runs: every rank reads
+// its command line, then the ranks agree before any reads a file, so that a
+// rank whose command or options are wrong (or that asks for help) stops
+// every rank with its message instead of leaving them waiting in the run's
+// first collective.
+int RunOnRanks(const std::string& command, int argc, char** argv) {
+  const Command pool = PoolCommand();
+  std::optional<Arguments> arguments;
+  OnEveryRank([&] {
+    if (command != pool.name) {
+      throw CliError{
+          "under mpirun only 'pool' runs (each rank on its part "
+          "of the keys); run '" +
+              command + "' as one process",
+          kExitUsage};
+    }
+    arguments.emplace(pool, argc, argv);
+    if (arguments->help()) {
+      throw CliError{
+          "--help: under mpirun; run 'attnpool pool --help' as "
+          "one process",
+          kExitUsage};
+    }
+  });
+  return pool.run(*arguments);
+}
+
 // The command line's main.
 int Main(int argc, char** argv) {
   const MpiSession mpi(&argc, &argv);
   const std::string command = argc > 1 ? argv[1] : "";
   try {
-    if (CurrentRanks().size > 1 && command != "pool") {
-      CliError error{
-          "under mpirun only 'pool' runs (each rank on its part "
-          "of the keys); run '" +
-              command + "' as one process",
-          kExitUsage};
-      error.agreed = true;  // every rank finds it
-      throw error;
-    }
+    if (CurrentRanks().size > 1) return RunOnRanks(command, argc, argv);
     if (command.empty() || command == "-h" || command == "--help" ||
         command == "help") {
       std::fputs(kUsage, command.empty() ? stderr : stdout);

@@ -255,10 +255,7 @@ int Pool(const Arguments& arguments) {
   const unsigned long long bytes_read = BytesRead();
   // Under mpirun every rank prepares its inputs; one rank's error stops all.
   OnEveryRank([&] { PreparePool(arguments, inputs, reading); });
-  if (CurrentRanks().launched) {
-    ReportInputReading({inputs.keys.path, inputs.values.path},
-                       BytesRead() - bytes_read);
-  }
+  if (CurrentRanks().launched) ReportInputReading(BytesRead() - bytes_read);
   return reading->Compute(ComputeType(inputs), [&](auto zero, const Run& run) {
     return RunPool<decltype(zero)>(inputs, arguments.Required("-o"),
                                    arguments.Get("--weights"), run);
@@ -302,7 +299,7 @@ Command PoolCommand() {
        },
        MaskOptions(MaskShape::matrices),
        {{"--reduction", "NAME",
-         "under mpirun (each rank maps its part of the keys and values, "
+         "under mpirun (each rank reads its part of the keys and values, "
          "rank 0 writes OUT): how the ranks' states merge: tree (default, "
          "log P steps) or rank_order (in rank order on rank 0: the same "
          "bits from run to run)"}},

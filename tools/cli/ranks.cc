@@ -1,11 +1,9 @@
 #include "tools/cli/ranks.h"
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <new>
-#include <sstream>
 
 #include "tools/cli/run.h"
 #include "tools/npy.h"
@@ -169,35 +167,12 @@ unsigned long long BytesRead() {
   return 0;
 }
 
-void ReportInputReading(const std::vector<std::string>& paths,
-                        unsigned long long bytes_read) {
+void ReportInputReading(unsigned long long bytes_read) {
   const char* directory = std::getenv("ATTNPOOL_IO_REPORT");
   if (directory == nullptr) return;
-  std::vector<std::string> real_paths;
-  for (const std::string& path : paths) {
-    char resolved[PATH_MAX];
-    if (::realpath(path.c_str(), resolved)) real_paths.push_back(resolved);
-  }
   std::ofstream report(std::string(directory) + "/rank" +
                        std::to_string(ranks.rank) + ".txt");
   report << "read " << bytes_read << "\n";
-  // "start-end perms offset dev inode path", addresses and offset in hex.
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream fields(line);
-    std::string range, permissions, offset, device, inode, path;
-    fields >> range >> permissions >> offset >> device >> inode >> path;
-    for (const std::string& input : real_paths) {
-      if (path != input) continue;
-      const size_t dash = range.find('-');
-      const unsigned long long start =
-          std::stoull(range.substr(0, dash), 0, 16);
-      const unsigned long long end = std::stoull(range.substr(dash + 1), 0, 16);
-      report << "map " << path << " " << std::stoull(offset, 0, 16) << " "
-             << end - start << "\n";
-    }
-  }
 }
 
 }  // namespace attnpool_cli

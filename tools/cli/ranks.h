@@ -60,14 +60,12 @@ void PoolAcrossRanks(const Command& command, const attnpool::PoolSpec& spec,
                      const attnpool::Execution& execution);
 
 // Bytes this process has read through read() and its kin so far
-// (/proc/self/io rchar): memory-mapped data is not among them.
+// (/proc/self/io rchar).
 unsigned long long BytesRead();
 
 // With ATTNPOOL_IO_REPORT=DIR: writes DIR/rank<r>.txt, "read <bytes>" (the
-// bytes read while loading the inputs) and then, per mapping of one of
-// `paths` in /proc/self/maps, "map <path> <file offset> <length>". For the
-// test that no rank reads beyond its part of the files.
-void ReportInputReading(const std::vector<std::string>& paths,
-                        unsigned long long bytes_read);
+// bytes read while loading the inputs). For the test that no rank reads
+// beyond its part of the files.
+void ReportInputReading(unsigned long long bytes_read);
 
 }  // namespace attnpool_cli
