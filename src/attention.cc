@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <string>
@@ -148,9 +149,21 @@ void ScaledDotProductAttention(TensorView<const T> queries, const KV& keys,
           execution);
 }
 
-// Checks `offsets` (count + 1 ascending entries from 0 to `rows`).
+// Checks `offsets` (count + 1 ascending entries from 0 to `rows`), `count`
+// named `count_name` first: a count whose count + 1 entries would overflow
+// the address space is refused before any entry is read.
 void CheckOffsets(const std::string& name, const size_t* offsets, size_t count,
-                  size_t rows, const std::string& rows_name) {
+                  const std::string& count_name, size_t rows,
+                  const std::string& rows_name) {
+  size_t bytes = 0;
+  if (count == std::numeric_limits<size_t>::max() ||
+      __builtin_mul_overflow(count + 1, sizeof(size_t), &bytes) ||
+      reinterpret_cast<uintptr_t>(offsets) + bytes <
+          reinterpret_cast<uintptr_t>(offsets)) {
+    throw Error(count_name, "is " + std::to_string(count) + ": its count + 1 " +
+                                "entries of " + name +
+                                " would overflow the address space");
+  }
   if (offsets == nullptr) throw Error(name, "is null");
   if (offsets[0] != 0) {
     throw Error(name, "entry 0 is " + std::to_string(offsets[0]) + ", not 0");
@@ -243,9 +256,9 @@ void ScaledDotProductAttentionVarlen(
                     "1 (sequences are packed along the rows)");
   const size_t count = sequences.count;
   CheckOffsets("sequences.query_offsets", sequences.query_offsets, count,
-               shape.n, "queries.rows");
-  CheckOffsets("sequences.key_offsets", sequences.key_offsets, count, shape.m,
-               "keys.rows");
+               "sequences.count", shape.n, "queries.rows");
+  CheckOffsets("sequences.key_offsets", sequences.key_offsets, count,
+               "sequences.count", shape.m, "keys.rows");
   const auto o = detail::CheckTensor("out", out, true);
   detail::CheckNoOverlap("out", o, "sequences.query_offsets",
                          detail::BiasRange(sequences.query_offsets, count + 1));
@@ -331,7 +344,7 @@ void ScaledDotProductAttentionPaged(TensorView<const T> queries,
                                         std::to_string(heads) + ")");
   }
   if (block_size == 0) throw Error("cache.keys.rows", "(the block size) is 0");
-  CheckOffsets("query_offsets", query_offsets, count, queries.rows,
+  CheckOffsets("query_offsets", query_offsets, count, "count", queries.rows,
                "queries.rows");
   if (count != 0 && cache.lengths == nullptr) {
     throw Error("cache.lengths", "is null");
@@ -340,8 +353,10 @@ void ScaledDotProductAttentionPaged(TensorView<const T> queries,
     throw Error("cache.block_table", "is null");
   }
   size_t table_entries = 0;  // read: up to the last sequence's last block
+  // (count < 2^61 here: its offsets fit.)
   if (count != 0 &&
-      cache.block_table_stride > std::numeric_limits<size_t>::max() / count) {
+      cache.block_table_stride >
+          std::numeric_limits<size_t>::max() / (count * sizeof(int32_t))) {
     throw Error("cache.block_table_stride",
                 "times the sequences overflows the address space");
   }

@@ -1539,6 +1539,113 @@ TEST_CASE("attention: ALiBi slopes and sinks at their limits", "[attention]") {
 
 // ----------------------------------------------------------------- errors
 
+// Every size symbol of each layer at 2^62, 2^63 and SIZE_MAX (the same in
+// each tensor that has it, dense strides wrapping as a caller's products
+// would), and sequence counts as large: each is refused before anything is
+// read past the small arrays given or written, naming a tensor (any of its
+// fields) or the count.
+TEST_CASE("attention: sizes past the address space are refused",
+          "[attention][errors]") {
+  std::vector<float> data(4096, 0.5f);
+  std::vector<float> outputs(256, -7.0f);
+  const size_t huge_sizes[] = {size_t{1} << 62, size_t{1} << 63,
+                               std::numeric_limits<size_t>::max()};
+  size_t cases = 0;
+  const auto require_refused = [&](const std::vector<std::string>& names,
+                                   const std::function<void()>& call) {
+    const std::vector<float> before = outputs;
+    std::string argument;
+    try {
+      call();
+    } catch (const attnpool::Error& error) {
+      argument = error.argument();
+    }
+    INFO("refused naming '" << argument << "'");
+    const std::string head = argument.substr(0, argument.find('.'));
+    const std::string cache_head =
+        argument.substr(0, argument.find('.', argument.find('.') + 1));
+    REQUIRE((std::find(names.begin(), names.end(), argument) != names.end() ||
+             std::find(names.begin(), names.end(), head) != names.end() ||
+             std::find(names.begin(), names.end(), cache_head) != names.end()));
+    REQUIRE(std::memcmp(before.data(), outputs.data(),
+                        outputs.size() * sizeof(float)) == 0);
+    ++cases;
+  };
+  const std::vector<std::string> tensors = {"queries", "keys", "values", "out"};
+  // Dense: B, H, n, m, dk, dv.
+  for (size_t symbol = 0; symbol < 6; ++symbol) {
+    for (const size_t huge : huge_sizes) {
+      size_t s[6] = {2, 2, 3, 5, 4, 4};
+      s[symbol] = huge;
+      INFO("dense, size symbol " << symbol << " = " << huge);
+      const auto q = attnpool::dense_tensor<const float>(data.data(), s[0],
+                                                         s[1], s[2], s[4]);
+      const auto k = attnpool::dense_tensor<const float>(
+          data.data() + 512, s[0], s[1], s[3], s[4]);
+      const auto v = attnpool::dense_tensor<const float>(
+          data.data() + 1024, s[0], s[1], s[3], s[5]);
+      const auto out =
+          attnpool::dense_tensor(outputs.data(), s[0], s[1], s[2], s[5]);
+      require_refused(tensors, [&] {
+        attnpool::scaled_dot_product_attention(q, k, v, out);
+      });
+    }
+  }
+  // Packed: H, Σn, Σm, dk, dv, then the count.
+  for (size_t symbol = 0; symbol < 6; ++symbol) {
+    for (const size_t huge : huge_sizes) {
+      size_t s[5] = {2, 3, 5, 4, 4};
+      size_t count = 1;
+      (symbol < 5 ? s[symbol] : count) = huge;
+      INFO("packed, size symbol " << symbol << " = " << huge);
+      const size_t query_offsets[2] = {0, s[1]}, key_offsets[2] = {0, s[2]};
+      const auto q =
+          attnpool::dense_tensor<const float>(data.data(), 1, s[0], s[1], s[3]);
+      const auto k = attnpool::dense_tensor<const float>(data.data() + 512, 1,
+                                                         s[0], s[2], s[3]);
+      const auto v = attnpool::dense_tensor<const float>(data.data() + 1024, 1,
+                                                         s[0], s[2], s[4]);
+      const auto out =
+          attnpool::dense_tensor(outputs.data(), 1, s[0], s[1], s[4]);
+      std::vector<std::string> names = tensors;
+      names.push_back("sequences.count");
+      require_refused(names, [&] {
+        attnpool::scaled_dot_product_attention_varlen(
+            q, k, v, out, {count, query_offsets, key_offsets});
+      });
+    }
+  }
+  // Paged: blocks, block size, dk, dv, the table's stride, the count.
+  for (size_t symbol = 0; symbol < 6; ++symbol) {
+    for (const size_t huge : huge_sizes) {
+      size_t s[5] = {2, 4, 4, 4, 2};
+      size_t count = 1;
+      (symbol < 5 ? s[symbol] : count) = huge;
+      INFO("paged, size symbol " << symbol << " = " << huge);
+      const int32_t table[2] = {1, 0};
+      const size_t lengths[1] = {6}, query_offsets[2] = {0, 1};
+      attnpool::PagedKVCache<float> cache;
+      cache.keys =
+          attnpool::dense_tensor<const float>(data.data(), s[0], 2, s[1], s[2]);
+      cache.values = attnpool::dense_tensor<const float>(data.data() + 1024,
+                                                         s[0], 2, s[1], s[3]);
+      cache.block_table = table;
+      cache.block_table_stride = s[4];
+      cache.lengths = lengths;
+      const auto q = attnpool::dense_tensor<const float>(data.data() + 2048, 1,
+                                                         2, 1, s[2]);
+      const auto out = attnpool::dense_tensor(outputs.data(), 1, 2, 1, s[3]);
+      require_refused({"queries", "out", "cache.keys", "cache.values",
+                       "cache.block_table_stride", "count"},
+                      [&] {
+                        attnpool::scaled_dot_product_attention_paged(
+                            q, cache, out, count, query_offsets);
+                      });
+    }
+  }
+  REQUIRE(cases == 3 * 3 * 6);
+}
+
 TEST_CASE("attention: bad input names the argument, writes nothing",
           "[attention][errors]") {
   std::vector<float> data(4096, 0.5f);

@@ -335,12 +335,18 @@ Cases<T> SizeOverflow(const Api<T>& api, Workspace<T>&) {
       if (dim == kD) ws.args.depth = size;
     }
   };
-  const size_t huge = size_t{1} << 62;
+  const std::pair<size_t, const char*> huge_sizes[] = {
+      {size_t{1} << 62, "2^62"},
+      {size_t{1} << 63, "2^63"},
+      {std::numeric_limits<size_t>::max(), "SIZE_MAX"}};
   for (Dim dim : AllDims()) {
     if (!UsesDim(api, dim)) continue;
-    cases.push_back(
-        {std::string(DimName(dim)) + " = 2^62", names({dim}),
-         [set, dim, huge](Workspace<T>& ws) { set(ws, {dim}, huge); }});
+    for (const auto& [huge, text] : huge_sizes) {
+      cases.push_back({std::string(DimName(dim)) + " = " + text, names({dim}),
+                       [set, dim, huge = huge](Workspace<T>& ws) {
+                         set(ws, {dim}, huge);
+                       }});
+    }
   }
   // Pairs whose product overflows while each size alone fits: every
   // matrix's two symbols, and the row's own products.
