@@ -61,9 +61,11 @@ struct PackedPoints {
   detail::AlignedBuffer<detail::FoldId<T>> fold_ids;  // k-fold only
 };
 
+// `range_scale`: detail::RangeScale of the grid, applied after the scales.
 template <typename T>
 PackedPoints<T> PackPoints(ConstMatrixView<T> x, ConstMatrixView<T> y,
-                           const CrossValidationOptions& options) {
+                           const CrossValidationOptions& options,
+                           double range_scale) {
   PackedPoints<T> packed;
   const size_t n = x.rows, depth = x.cols, outputs = y.cols;
   packed.count = n, packed.depth = depth, packed.outputs = outputs;
@@ -71,13 +73,14 @@ PackedPoints<T> PackPoints(ConstMatrixView<T> x, ConstMatrixView<T> y,
   std::vector<T> scaled(n * depth);
   for (size_t j = 0; j < n; ++j) {
     for (size_t k = 0; k < depth; ++k) {
-      const T value = options.scales.empty()
-                          ? x(j, k)
-                          : static_cast<T>(double(x(j, k)) / options.scales[k]);
+      const T value = static_cast<T>(
+          (options.scales.empty() ? double(x(j, k))
+                                  : double(x(j, k)) / options.scales[k]) *
+          range_scale);
       if (!std::isfinite(value)) {
-        throw Error("options.scales", "x(" + std::to_string(j) + ", " +
-                                          std::to_string(k) +
-                                          ") / scales[k] overflows");
+        throw Error(options.scales.empty() ? "bandwidths" : "options.scales",
+                    "x(" + std::to_string(j) + ", " + std::to_string(k) +
+                        ") scaled by it overflows the element type");
       }
       scaled[j * depth + k] = value;
     }
@@ -317,9 +320,15 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
                                     const Execution& execution) {
   detail::EnsureDispatchReady();
   detail::CheckCrossValidation(kernel, x, y, grid, options, execution, x.rows);
-  const PackedPoints<T> packed = PackPoints(x, y, options);
+  // Beyond T's range (a grid past 2^±40 in float), coordinates and
+  // bandwidths by one power of two: the same u = r/h.
+  const double range_scale =
+      detail::RangeScale<T>(*std::max_element(grid.begin(), grid.end()));
+  std::vector<double> scaled_grid = grid;
+  for (double& h : scaled_grid) h *= range_scale;
+  const PackedPoints<T> packed = PackPoints(x, y, options, range_scale);
   const BandwidthPlan<T> bandwidths =
-      PlanBandwidths<T>(kernel, grid, options, x.rows);
+      PlanBandwidths<T>(kernel, scaled_grid, options, x.rows);
   uint64_t formed = 0;
   const std::vector<double> errors =
       RunQueries(kernel, packed, bandwidths, execution, &formed);

@@ -30,11 +30,15 @@ NadarayaWatson<T>::NadarayaWatson(Kernel kernel, double bandwidth,
   CheckKernel(kernel);
   CheckData(x, y, 1);
   CheckPositive<T>("bandwidth", bandwidth);
+  scale_ = detail::RangeScale<T>(bandwidth);
   size_ = x.rows, depth_ = x.cols, outputs_ = y.cols;
   x_.resize(size_ * depth_);
   y_.resize(size_ * outputs_);
   for (size_t j = 0; j < size_; ++j) {
-    std::copy(x.row(j), x.row(j) + depth_, x_.data() + j * depth_);
+    for (size_t k = 0; k < depth_; ++k) {
+      x_[j * depth_ + k] =
+          detail::ScaledCoordinate(x, j, k, scale_, "bandwidth");
+    }
     std::copy(y.row(j), y.row(j) + outputs_, y_.data() + j * outputs_);
   }
 }
@@ -114,18 +118,19 @@ void NadarayaWatson<T>::predict(ConstMatrixView<T> queries, MatrixView<T> out,
 template <typename T>
 PoolSpec NadarayaWatson<T>::pool_spec() const {
   return detail::NadarayaWatsonSpec(
-      kernel_, per_dimension_ ? 1.0 : bandwidth_[0], empty_rows_);
+      kernel_, per_dimension_ ? 1.0 : bandwidth_[0] * scale_, empty_rows_);
 }
 
 template <typename T>
 ConstMatrixView<T> NadarayaWatson<T>::ScaledQueries(
     ConstMatrixView<T> queries, std::vector<T>& scaled) const {
-  if (!per_dimension_ || depth_ == 0) return queries;
+  if ((!per_dimension_ && scale_ == 1) || depth_ == 0) return queries;
   scaled.resize(queries.rows * depth_);
   for (size_t i = 0; i < queries.rows; ++i) {
     for (size_t k = 0; k < depth_; ++k) {
       scaled[i * depth_ + k] =
-          static_cast<T>(double(queries(i, k)) / bandwidth_[k]);
+          static_cast<T>(per_dimension_ ? double(queries(i, k)) / bandwidth_[k]
+                                        : double(queries(i, k)) * scale_);
     }
   }
   return ConstMatrixView<T>(scaled.data(), queries.rows, depth_);
@@ -169,9 +174,17 @@ std::vector<double> RobustSpread(ConstMatrixView<T> x) {
     double mean = 0;
     for (size_t j = 0; j < n; ++j) mean += (column[j] = double(x(j, k)));
     mean /= double(n);
+    // The deviations divided by the largest before squaring: no square
+    // under- or overflows double, whatever the data's magnitude.
+    double largest = 0;
+    for (double value : column)
+      largest = std::max(largest, std::fabs(value - mean));
     double squares = 0;
-    for (double value : column) squares += (value - mean) * (value - mean);
-    const double sd = std::sqrt(squares / double(n - 1));
+    for (double value : column) {
+      const double deviation = largest > 0 ? (value - mean) / largest : 0;
+      squares += deviation * deviation;
+    }
+    const double sd = largest * std::sqrt(squares / double(n - 1));
     std::sort(column.begin(), column.end());
     // Linear interpolation between order statistics (R type 7).
     const auto quantile = [&](double p) {

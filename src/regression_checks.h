@@ -9,6 +9,7 @@
 #include <attnpool/pool.h>
 #include <attnpool/regression.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -73,6 +74,32 @@ void CheckPositive(const std::string& name, double value) {
   }
 }
 
+// The power of two 2^-e that brings a bandwidth h into [1, 2) when h lies
+// outside [2^-40, 2^40] (float; 2^±400 for double), where squared distances
+// and h² would under- or overflow T; 1 otherwise. Coordinates and
+// bandwidths multiplied by it give the same u = r/h (a power of two rounds
+// nothing while the products stay normal), so data of any magnitude T holds
+// is fitted as data near 1 is, and data within the range bitwise as before.
+template <typename T>
+double RangeScale(double h) {
+  constexpr int kLimit = sizeof(T) == sizeof(float) ? 40 : 400;
+  const int e = std::ilogb(h);
+  return e < -kLimit || e > kLimit ? std::ldexp(1.0, -e) : 1.0;
+}
+
+// x(j, k) · scale (RangeScale), finite in T, or an error naming "bandwidth".
+template <typename T>
+T ScaledCoordinate(ConstMatrixView<T> x, size_t j, size_t k, double scale,
+                   const std::string& bandwidth) {
+  const T value = static_cast<T>(double(x(j, k)) * scale);
+  if (!std::isfinite(value)) {
+    throw Error(bandwidth, "x(" + std::to_string(j) + ", " + std::to_string(k) +
+                               ") / " + bandwidth +
+                               " overflows the element type");
+  }
+  return value;
+}
+
 // x and y of a fit or a cross-validation: views, shapes, finite elements.
 template <typename T>
 void CheckData(ConstMatrixView<T> x, ConstMatrixView<T> y, size_t least_rows) {
@@ -104,15 +131,21 @@ void CheckCrossValidation(Kernel kernel, ConstMatrixView<T> x,
   const size_t n = total;
   if (y.cols == 0) throw Error("y.cols", "is 0: nothing to score");
   if (grid.empty()) throw Error("bandwidths", "is empty");
-  // λ = 1/h² (and 1/h) must be finite normal numbers of T too.
+  // λ = 1/h² (and 1/h) must be finite normal numbers of T too, for the
+  // grid as cross-validation scales it into T's range (RangeScale).
+  for (double h : grid) CheckPositive<T>("bandwidths", h);
+  const double range_scale =
+      RangeScale<T>(*std::max_element(grid.begin(), grid.end()));
   for (size_t b = 0; b < grid.size(); ++b) {
-    const double h = grid[b], lambda = 1 / (h * h);
-    CheckPositive<T>("bandwidths", h);
+    const double h = grid[b] * range_scale, lambda = 1 / (h * h);
     if (!(lambda >= double(std::numeric_limits<T>::min()) &&
           lambda <= double(std::numeric_limits<T>::max()))) {
       std::ostringstream text;
-      text << "entry " << b << " is " << h << ": its λ = 1/h² = " << lambda
-           << " is not a normal number of the element type";
+      text << "entry " << b << " is " << grid[b]
+           << ": its λ = 1/h² is not a normal number of the element type"
+           << (range_scale == 1 ? ""
+                                : " beside the grid's largest entry (the "
+                                  "grid is scaled into its range by it)");
       throw Error("bandwidths", text.str());
     }
   }

@@ -735,6 +735,131 @@ ATTNPOOL_TEST_EACH_TARGET(SeedData, "regression.seed_data", "[regression]") {
 }
 
 // Silverman and Scott on data whose σ̂ is known in closed form.
+// Data of any magnitude T holds (10^±30 in float, 10^±300 in double),
+// bandwidths with it: the rules of thumb, fits (Gaussian and a compact
+// kernel) and cross-validation scores are those of the same data near 1,
+// scaled — never NaN, never the mean of every y that underflowed squares
+// would give; distances are their rounded values (+inf past T's largest, 0
+// or a subnormal below its smallest; euclidean the root of the square's),
+// never NaN.
+template <typename T>
+void CheckMagnitudes() {
+  std::mt19937_64 rng(kSeed + 960);
+  INFO("seed " << kSeed + 960);
+  const size_t n = 120, d = 2;
+  TestMatrix<T> unit(n, d), y(n, 1);
+  FillData(rng, unit, y, 2.0);
+  const double tolerance = sizeof(T) == 4 ? 2e-4 : 1e-11;
+  const auto near = [&](double got, double want, double scale) {
+    return std::fabs(got - want) <= tolerance * (std::fabs(want) + scale);
+  };
+  const int limit = sizeof(T) == 4 ? 30 : 300;
+  const double h = 0.4;
+  const std::vector<double> rule = attnpool::silverman_bandwidth(unit.view());
+  const auto grid = attnpool::gaussian_bandwidth_grid(0.2, 0.8, 7);
+  const auto scores = attnpool::cross_validate(Kernel::gaussian, unit.view(),
+                                               y.view(), grid, {}, {1});
+  for (int k = -limit; k <= limit; k += limit / 3) {
+    const double s = std::pow(10.0, k);
+    INFO("data and bandwidths times 1e" << k);
+    TestMatrix<T> x(n, d);
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t c = 0; c < d; ++c) x(j, c) = T(double(unit(j, c)) * s);
+    }
+    const std::vector<double> scaled_rule =
+        attnpool::silverman_bandwidth(x.view());
+    for (size_t c = 0; c < d; ++c) {
+      INFO("rule, column " << c << ": " << scaled_rule[c] << " vs " << rule[c]);
+      REQUIRE(near(scaled_rule[c] / s, rule[c], 0));
+    }
+    for (Kernel kernel : {Kernel::gaussian, Kernel::epanechnikov}) {
+      INFO(attnpool::kernel_name(kernel));
+      TestMatrix<T> want(n, 1), got(n, 1);
+      NadarayaWatson<T>(kernel, h, unit.view(), y.view())
+          .predict(unit.view(), want.view());
+      NadarayaWatson<T>(kernel, h * s, x.view(), y.view())
+          .predict(x.view(), got.view());
+      RequireRanOnTarget();
+      for (size_t j = 0; j < n; ++j) {
+        INFO("prediction " << j << ": " << got(j, 0) << " vs " << want(j, 0));
+        REQUIRE(near(got(j, 0), want(j, 0), 1));
+      }
+    }
+    std::vector<double> scaled_grid = grid;
+    for (double& b : scaled_grid) b *= s;
+    const auto scaled_scores = attnpool::cross_validate(
+        Kernel::gaussian, x.view(), y.view(), scaled_grid, {}, {1});
+    for (size_t b = 0; b < grid.size(); ++b) {
+      INFO("score " << b << ": " << scaled_scores.scores[b] << " vs "
+                    << scores.scores[b]);
+      REQUIRE(near(scaled_scores.scores[b], scores.scores[b], 0));
+    }
+    REQUIRE(scaled_scores.best == scores.best);
+    // Distances against long double (T's rounding of the exact value).
+    for (attnpool::Distance distance :
+         {attnpool::Distance::sqeuclidean, attnpool::Distance::euclidean,
+          attnpool::Distance::manhattan, attnpool::Distance::dot,
+          attnpool::Distance::cosine}) {
+      INFO(attnpool::distance_name(distance));
+      const size_t rows = 20;
+      TestMatrix<T> out(rows, rows);
+      const attnpool::ConstMatrixView<T> all = x.view();
+      const attnpool::ConstMatrixView<T> points(all.data, rows, d, all.stride);
+      attnpool::pairwise_distances(distance, points, points, out.view());
+      for (size_t i = 0; i < rows; ++i) {
+        for (size_t j = 0; j < rows; ++j) {
+          long double sum = 0, qq = 0, kk = 0;
+          for (size_t c = 0; c < d; ++c) {
+            const long double q = points(i, c), key = points(j, c);
+            switch (distance) {
+              case attnpool::Distance::sqeuclidean:
+              case attnpool::Distance::euclidean:
+                sum += (q - key) * (q - key);
+                break;
+              case attnpool::Distance::manhattan:
+                sum += std::fabs(q - key);
+                break;
+              default:
+                sum += q * key, qq += q * q, kk += key * key;
+            }
+          }
+          if (distance == attnpool::Distance::euclidean) sum = std::sqrt(sum);
+          if (distance == attnpool::Distance::cosine) {
+            sum = qq > 0 && kk > 0 ? sum / std::sqrt(qq * kk) : 0;
+          }
+          const T exact = static_cast<T>(sum);
+          INFO("(" << i << ", " << j << "): " << out(i, j) << " vs " << exact);
+          REQUIRE(!std::isnan(out(i, j)));
+          // The euclidean distance is the root of the square: where the
+          // square leaves T's range, the root of its rounding (design.md).
+          const long double square = sum * sum;
+          if (distance == attnpool::Distance::euclidean &&
+              !(square >= std::numeric_limits<T>::min() &&
+                square <= std::numeric_limits<T>::max())) {
+            const T rounded = std::sqrt(static_cast<T>(square));
+            REQUIRE((out(i, j) == rounded ||
+                     std::fabs(out(i, j) - rounded) <=
+                         std::sqrt(std::numeric_limits<T>::min())));
+          } else if (std::isinf(exact) ||
+                     std::fabs(exact) < std::numeric_limits<T>::min()) {
+            // Past T's range: its rounding, or a subnormal when the exact
+            // value is below the smallest normal number.
+            REQUIRE((out(i, j) == exact ||
+                     std::fabs(out(i, j)) <= std::numeric_limits<T>::min()));
+          } else {
+            REQUIRE(near(out(i, j), exact, 1e-5 * std::fabs(double(exact))));
+          }
+        }
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(Magnitudes, "regression.magnitudes", "[regression]") {
+  CheckMagnitudes<float>();
+  CheckMagnitudes<double>();
+}
+
 TEST_CASE("regression.rules_of_thumb", "[regression]") {
   // 1, 2, …, 10: sd = √(55/6) = 3.0277, quantiles 3.25 and 7.75 (type 7),
   // IQR/1.349 = 3.336 > sd, so σ̂ = sd. Column 2: 0, 0, …, 0, 100: IQR = 0,

@@ -30,7 +30,11 @@ namespace attnpool {
 // The constructor COPIES x and y (dense, n·(d + dy) elements): afterwards the
 // caller's buffers may change or be freed, and the object is self-contained
 // and safe to use from many threads at once (predict is const). With a
-// per-dimension bandwidth the copy holds x(j, k) / h_k, rounded to T.
+// per-dimension bandwidth the copy holds x(j, k) / h_k, rounded to T; with
+// one h beyond 2^±40 (float; 2^±400 double), x(j, k)·2^-e and h·2^-e for the
+// power of two that brings h into [1, 2) — exact, the same u = r/h — so that
+// data of any magnitude (10^±30 float, 10^±300 double) fits as data near 1
+// does, where squared distances would under- or overflow T.
 //
 // Requirements (attnpool::Error names the argument, nothing is kept):
 //   x, y: well-formed views ("x", "y", their ".data" and ".stride"), n ≥ 1
@@ -38,7 +42,8 @@ namespace attnpool {
 //   kernel: a kernel of distances, needs_distance(kernel) ("kernel");
 //   bandwidth: finite, > 0 and a normal number of T ("bandwidth"); a
 //     per-dimension one has d entries ("bandwidth.size"), and every x(j, k) /
-//     h_k must be finite in T ("bandwidth").
+//     h_k (or, scaled as above, x(j, k)·2^-e) must be finite in T
+//     ("bandwidth").
 template <typename T>
 class NadarayaWatson {
  public:
@@ -78,7 +83,8 @@ class NadarayaWatson {
                        const PoolPartial<T>& partial,
                        const Execution& execution = {}) const;
   // The pooling predict runs: {sqeuclidean, {kernel, h}, sum, empty_rows}
-  // (h = 1 with per-dimension bandwidths, which scale the coordinates).
+  // (h = 1 with per-dimension bandwidths, which scale the coordinates;
+  // h·2^-e where h is scaled, above).
   PoolSpec pool_spec() const;
 
   Kernel kernel() const { return kernel_; }
@@ -101,9 +107,10 @@ class NadarayaWatson {
   Kernel kernel_;
   std::vector<double> bandwidth_;
   bool per_dimension_ = false;
+  double scale_ = 1;  // the power of two of a scalar h beyond T's range
   size_t size_ = 0, depth_ = 0, outputs_ = 0;
   EmptyRows empty_rows_ = EmptyRows::nan;
-  std::vector<T> x_;  // n×d dense; divided by h_k when per-dimension
+  std::vector<T> x_;  // n×d dense; divided by h_k, or times scale_
   std::vector<T> y_;  // n×dy dense
 };
 

@@ -154,9 +154,11 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
     def _rule(self, rule: str) -> np.ndarray:
         if self.X_.shape[0] < 2:
             return np.ones(self.n_features_in_)  # no spread to measure
-        spread = self.X_.std(axis=0)
+        # (A range, not a standard deviation: no square to underflow for
+        # data near 1e-30 in float32.) A constant feature's rule is
+        # undefined: h = 1.
+        varying = np.ptp(self.X_, axis=0) > 0
         h = np.ones(self.n_features_in_)
-        varying = spread > 0  # a constant feature's rule is undefined: h = 1
         if varying.any():
             h[varying] = _core.rule_of_thumb(rule, np.ascontiguousarray(self.X_[:, varying]))
         return h

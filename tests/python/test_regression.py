@@ -98,3 +98,24 @@ def test_scikit_learn_check_estimator():
     results = estimator_checks.check_estimator(attnpool.NadarayaWatson(), on_fail=None)
     failed = [(r["check_name"], r["exception"]) for r in results if r["status"] == "failed"]
     assert not failed
+
+
+@pytest.mark.parametrize("dtype,power", [(np.float32, p) for p in (-30, -20, 20, 30)]
+                         + [(np.float64, p) for p in (-300, -200, 200, 300)])
+def test_any_magnitude_fits_as_data_near_one(dtype, power):
+    # Data scaled by 10^power: the rules, the cv_ls search and the
+    # predictions are those of the same data near 1 (no square underflows
+    # into a constant feature, h = 1 and the mean of every y).
+    rng = np.random.default_rng(20261207)
+    unit = rng.standard_normal((150, 2))
+    y = (np.sin(unit[:, 0]) + 0.1 * rng.standard_normal(150)).astype(dtype)
+    scaled = (unit * 10.0 ** power).astype(dtype)
+    unit = unit.astype(dtype)
+    tolerance = 1e-3 if dtype == np.float32 else 1e-9
+    for bandwidth in ("silverman", "cv_ls"):
+        want = attnpool.NadarayaWatson(bandwidth=bandwidth).fit(unit, y)
+        got = attnpool.NadarayaWatson(bandwidth=bandwidth).fit(scaled, y)
+        np.testing.assert_allclose(got.bandwidth_ / 10.0 ** power, want.bandwidth_,
+                                   rtol=tolerance)
+        np.testing.assert_allclose(got.predict(scaled), want.predict(unit),
+                                   rtol=tolerance, atol=tolerance)
