@@ -169,19 +169,26 @@ class CliMpiTest(unittest.TestCase):
                     self.assertFalse(os.path.exists(self.path("out.npy")))
         print("shrinking keys, exit statuses by delay:", outcomes, file=sys.stderr)
 
-    def test_failing_rank_stops_every_rank(self):
-        # Rank 1 alone names a file that does not exist (MPMD launch).
+    def run_with_rank_1(self, bad, code, message):
+        """Three ranks (MPMD), rank 1 alone on the command line `bad`: the
+        job exits with `code` and one error line, naming rank 1 and holding
+        `message`, and writes no output."""
         good = self.pool_args("out.npy")
-        bad = [self.path("missing.npy") if a == self.path("k.npy") else a for a in good]
         result = subprocess.run([MPIEXEC, "-n", "1", CLI, *good, ":", "-n", "1", CLI, *bad,
                                  ":", "-n", "1", CLI, *good],
                                 capture_output=True, text=True, timeout=TIMEOUT)
-        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(result.returncode, code, result.stderr)
         errors = [line for line in result.stderr.splitlines()
                   if line.startswith("attnpool: error:")]
         self.assertEqual(len(errors), 1, result.stderr)
-        self.assertIn("rank 1: --keys %s: cannot open" % self.path("missing.npy"), errors[0])
+        self.assertIn("rank 1: " + message, errors[0])
         self.assertFalse(os.path.exists(self.path("out.npy")))
+
+    def test_failing_rank_stops_every_rank(self):
+        # Rank 1 alone names a file that does not exist.
+        bad = [self.path("missing.npy") if a == self.path("k.npy") else a
+               for a in self.pool_args("out.npy")]
+        self.run_with_rank_1(bad, 1, "--keys %s: cannot open" % self.path("missing.npy"))
 
     def test_one_rank_with_a_wrong_command_line_stops_every_rank(self):
         # Rank 1 alone (MPMD launch) has a wrong option, a command other
@@ -195,16 +202,7 @@ class CliMpiTest(unittest.TestCase):
                 (good + ["--kernel", "gaussian"], "--kernel is given twice"),
                 (["pool", "--help"], "--help: under mpirun")):
             with self.subTest(bad=" ".join(bad[:1] + bad[-2:])):
-                result = subprocess.run(
-                    [MPIEXEC, "-n", "1", CLI, *good, ":", "-n", "1", CLI, *bad,
-                     ":", "-n", "1", CLI, *good],
-                    capture_output=True, text=True, timeout=TIMEOUT)
-                self.assertEqual(result.returncode, 2, result.stderr)
-                errors = [line for line in result.stderr.splitlines()
-                          if line.startswith("attnpool: error:")]
-                self.assertEqual(len(errors), 1, result.stderr)
-                self.assertIn("rank 1: " + message, errors[0])
-                self.assertFalse(os.path.exists(self.path("out.npy")))
+                self.run_with_rank_1(bad, 2, message)
 
     def test_mismatched_arguments_are_named(self):
         good = self.pool_args("out.npy")
