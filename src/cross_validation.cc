@@ -61,7 +61,7 @@ struct PackedPoints {
   detail::AlignedBuffer<detail::FoldId<T>> fold_ids;  // k-fold only
 };
 
-// `range_scale`: detail::RangeScale of the grid, applied after the scales.
+// `range_scale`: detail::GridScale of the grid, applied after the scales.
 template <typename T>
 PackedPoints<T> PackPoints(ConstMatrixView<T> x, ConstMatrixView<T> y,
                            const CrossValidationOptions& options,
@@ -320,10 +320,9 @@ CrossValidationResult CrossValidate(Kernel kernel, ConstMatrixView<T> x,
                                     const Execution& execution) {
   detail::EnsureDispatchReady();
   detail::CheckCrossValidation(kernel, x, y, grid, options, execution, x.rows);
-  // Beyond T's range (a grid past 2^±40 in float), coordinates and
-  // bandwidths by one power of two: the same u = r/h.
-  const double range_scale =
-      detail::RangeScale<T>(*std::max_element(grid.begin(), grid.end()));
+  // Beyond T's range, coordinates and bandwidths by one power of two: the
+  // same u = r/h.
+  const double range_scale = detail::GridScale<T>(grid);
   std::vector<double> scaled_grid = grid;
   for (double& h : scaled_grid) h *= range_scale;
   const PackedPoints<T> packed = PackPoints(x, y, options, range_scale);

@@ -174,17 +174,21 @@ std::vector<double> RobustSpread(ConstMatrixView<T> x) {
     double mean = 0;
     for (size_t j = 0; j < n; ++j) mean += (column[j] = double(x(j, k)));
     mean /= double(n);
-    // The deviations divided by the largest before squaring: no square
-    // under- or overflows double, whatever the data's magnitude.
+    // Deviations beyond 2^±500 divided by the largest before squaring: no
+    // square under- or overflows double, whatever the data's magnitude
+    // (and within it, the same bits as the plain sum).
     double largest = 0;
-    for (double value : column)
+    for (double value : column) {
       largest = std::max(largest, std::fabs(value - mean));
+    }
+    const double divisor =
+        largest < 0x1p-500 || largest > 0x1p500 ? largest : 1.0;
     double squares = 0;
     for (double value : column) {
-      const double deviation = largest > 0 ? (value - mean) / largest : 0;
+      const double deviation = divisor > 0 ? (value - mean) / divisor : 0;
       squares += deviation * deviation;
     }
-    const double sd = largest * std::sqrt(squares / double(n - 1));
+    const double sd = divisor * std::sqrt(squares / double(n - 1));
     std::sort(column.begin(), column.end());
     // Linear interpolation between order statistics (R type 7).
     const auto quantile = [&](double p) {

@@ -75,8 +75,8 @@ void CheckPositive(const std::string& name, double value) {
 }
 
 // The power of two 2^-e that brings a bandwidth h into [1, 2) when h lies
-// outside [2^-40, 2^40] (float; 2^±400 for double), where squared distances
-// and h² would under- or overflow T; 1 otherwise. Coordinates and
+// outside [2^-40, 2^41) (float; [2^-400, 2^401) for double), where squared
+// distances and h² would under- or overflow T; 1 otherwise. Coordinates and
 // bandwidths multiplied by it give the same u = r/h (a power of two rounds
 // nothing while the products stay normal), so data of any magnitude T holds
 // is fitted as data near 1 is, and data within the range bitwise as before.
@@ -85,6 +85,25 @@ double RangeScale(double h) {
   constexpr int kLimit = sizeof(T) == sizeof(float) ? 40 : 400;
   const int e = std::ilogb(h);
   return e < -kLimit || e > kLimit ? std::ldexp(1.0, -e) : 1.0;
+}
+
+// Whether λ = 1/h² is a normal number of T.
+template <typename T>
+bool NormalLambda(double h) {
+  const double lambda = 1 / (h * h);
+  return lambda >= double(std::numeric_limits<T>::min()) &&
+         lambda <= double(std::numeric_limits<T>::max());
+}
+
+// The scale cross-validation applies to a grid (of positive entries) and
+// the coordinates: 1 where every λ = 1/h² is a normal number of T already
+// (the scores bitwise as before), else its largest entry's RangeScale.
+template <typename T>
+double GridScale(const std::vector<double>& grid) {
+  bool normal = true;
+  for (double h : grid) normal = normal && NormalLambda<T>(h);
+  return normal ? 1.0
+                : RangeScale<T>(*std::max_element(grid.begin(), grid.end()));
 }
 
 // x(j, k) · scale (RangeScale), finite in T, or an error naming "bandwidth".
@@ -132,14 +151,11 @@ void CheckCrossValidation(Kernel kernel, ConstMatrixView<T> x,
   if (y.cols == 0) throw Error("y.cols", "is 0: nothing to score");
   if (grid.empty()) throw Error("bandwidths", "is empty");
   // λ = 1/h² (and 1/h) must be finite normal numbers of T too, for the
-  // grid as cross-validation scales it into T's range (RangeScale).
+  // grid as cross-validation scales it into T's range (GridScale).
   for (double h : grid) CheckPositive<T>("bandwidths", h);
-  const double range_scale =
-      RangeScale<T>(*std::max_element(grid.begin(), grid.end()));
+  const double range_scale = GridScale<T>(grid);
   for (size_t b = 0; b < grid.size(); ++b) {
-    const double h = grid[b] * range_scale, lambda = 1 / (h * h);
-    if (!(lambda >= double(std::numeric_limits<T>::min()) &&
-          lambda <= double(std::numeric_limits<T>::max()))) {
+    if (!NormalLambda<T>(grid[b] * range_scale)) {
       std::ostringstream text;
       text << "entry " << b << " is " << grid[b]
            << ": its λ = 1/h² is not a normal number of the element type"

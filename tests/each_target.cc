@@ -30,9 +30,10 @@ class ForcedTargetInvoker : public Catch::ITestInvoker {
     attnpool::force_target(target_);
     REQUIRE(attnpool::active_target() == target_);
     Current() = target_;
-    const bool deployed =
-        target_ == attnpool::supported_targets().front() || target_ == "AVX2";
-    FallbackSweep() = deployed ? Sweep::full : Sweep::thin;
+    const bool fallback = target_ == "SSE4" || target_ == "SSSE3" ||
+                          target_ == "SSE2" || target_ == "EMU128" ||
+                          target_ == "SCALAR";
+    FallbackSweep() = fallback ? Sweep::thin : Sweep::full;
     body_();
   }
 

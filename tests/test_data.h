@@ -23,10 +23,10 @@ constexpr uint64_t kSeed = 20261126;
 // large sweeps' cases, chosen so that every kernel, shape class and fused
 // path still runs on every target; `smoke` a third of that again (a second
 // vector length, whose emulation is slower still on some hosts). Natively,
-// the full sweep on the targets that machines run (the CPU's best, and
-// AVX2, the most widely deployed), and the thin one on the fallbacks (SSE4,
-// scalar...), which only the oldest machines dispatch to: each_target.cc
-// sets FallbackSweep() around a test forced to one of those.
+// the full sweep on the targets machines run (AVX2 and up, NEON, SVE), and
+// the thin one on the fallbacks (SSE4, SSSE3, SSE2, EMU128, scalar), which
+// only the oldest machines dispatch to: each_target.cc sets FallbackSweep()
+// around a test forced to one of those.
 enum class Sweep { full, thin, smoke };
 inline Sweep& FallbackSweep() {
   static Sweep sweep = Sweep::full;

@@ -734,7 +734,6 @@ ATTNPOOL_TEST_EACH_TARGET(SeedData, "regression.seed_data", "[regression]") {
   CheckSeedData<double>();
 }
 
-// Silverman and Scott on data whose σ̂ is known in closed form.
 // Data of any magnitude T holds (10^±30 in float, 10^±300 in double),
 // bandwidths with it: the rules of thumb, fits (Gaussian and a compact
 // kernel) and cross-validation scores are those of the same data near 1,
@@ -860,6 +859,7 @@ ATTNPOOL_TEST_EACH_TARGET(Magnitudes, "regression.magnitudes", "[regression]") {
   CheckMagnitudes<double>();
 }
 
+// Silverman and Scott on data whose σ̂ is known in closed form.
 TEST_CASE("regression.rules_of_thumb", "[regression]") {
   // 1, 2, …, 10: sd = √(55/6) = 3.0277, quantiles 3.25 and 7.75 (type 7),
   // IQR/1.349 = 3.336 > sd, so σ̂ = sd. Column 2: 0, 0, …, 0, 100: IQR = 0,

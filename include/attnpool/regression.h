@@ -252,7 +252,10 @@ struct CrossValidationResult {
 // Throws attnpool::Error, before any work: "x", "y" (views, non-finite
 // elements), "x.rows" (n < 2), "y.rows", "y.cols" (0), "kernel", "bandwidths"
 // (empty, or an entry not finite and > 0, or whose λ = 1/h² is not a normal
-// number of T), "options.folds" (1, or more than n),
+// number of T once the grid is scaled into T's range — where any λ leaves
+// it, coordinates and grid are multiplied by the power of two that brings
+// the largest entry into [1, 2), the same u = r/h — or a coordinate that
+// scaling overflows), "options.folds" (1, or more than n),
 // "options.scales" (not d entries, or an entry not finite and > 0),
 // "execution.threads"; with float, "options.folds" also above 2³² − 1.
 CrossValidationResult cross_validate(Kernel kernel, ConstMatrixView<float> x,

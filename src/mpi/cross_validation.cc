@@ -95,8 +95,12 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
   // predictable points; then every rank's (`all`), summed in rank order.
   const int size = detail::Size(comm);
   std::vector<double> local, all;
+  // (As one process's cross_validate: coordinates and grid scaled into T's
+  // range where they leave it.)
+  double range_scale = 1;
   detail::Collectively(comm, [&] {
     core::CheckCrossValidation(kernel, x, y, grid, options, execution, total);
+    range_scale = core::GridScale<T>(grid);
     points.resize(rows * depth);
     targets.resize(rows * outputs);
     for (size_t b = 0; b < bandwidths; ++b) states.emplace_back(rows, outputs);
@@ -114,13 +118,14 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
     for (size_t i = 0; i < rows; ++i) {
       for (size_t k = 0; k < depth; ++k) {
         const double value = x(order[i], k);
-        const T scaled = options.scales.empty()
-                             ? T(value)
-                             : static_cast<T>(value / options.scales[k]);
+        const T scaled = static_cast<T>(
+            (options.scales.empty() ? value : value / options.scales[k]) *
+            range_scale);
         if (!std::isfinite(scaled)) {
-          throw Error("options.scales", "x(" + std::to_string(order[i]) + ", " +
-                                            std::to_string(k) +
-                                            ") / scales[k] overflows");
+          throw Error(options.scales.empty() ? "bandwidths" : "options.scales",
+                      "x(" + std::to_string(order[i]) + ", " +
+                          std::to_string(k) +
+                          ") scaled by it overflows the element type");
         }
         points[i * depth + k] = scaled;
       }
@@ -133,7 +138,8 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
   const std::vector<size_t> groups = FoldGroups(offset, rows, folds);
   std::vector<PoolSpec> specs(bandwidths);
   for (size_t b = 0; b < bandwidths; ++b) {
-    specs[b] = core::NadarayaWatsonSpec(kernel, grid[b], EmptyRows::nan);
+    specs[b] =
+        core::NadarayaWatsonSpec(kernel, grid[b] * range_scale, EmptyRows::nan);
   }
   uint64_t formed = 0;
   // Pools query rows [begin, end) over keys [key_begin, key_end) of the

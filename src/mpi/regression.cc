@@ -67,8 +67,11 @@ DistributedNadarayaWatson<T>::DistributedNadarayaWatson(
   offset_ = offset_and_total.first;
   size_ = offset_and_total.second;
   local_size_ = x.rows, depth_ = x.cols, outputs_ = y.cols;
-  spec_ = core::NadarayaWatsonSpec(kernel, per_dimension ? 1.0 : bandwidths[0],
-                                   EmptyRows::nan);
+  // (The shards' pool_spec(): a bandwidth beyond T's range is scaled.)
+  spec_ = core::NadarayaWatsonSpec(
+      kernel,
+      per_dimension ? 1.0 : bandwidths[0] * core::RangeScale<T>(bandwidths[0]),
+      EmptyRows::nan);
   MPI_Comm_dup(comm, &comm_);
 }
 

@@ -589,6 +589,43 @@ void CrossValidationCases() {
   }
 }
 
+// Data and grid of any magnitude T holds: the scores of the same data near
+// 1, as one process's (scaled into T's range alike).
+template <typename T>
+void CrossValidationMagnitudes() {
+  const int rank = Rank();
+  const size_t n = 151, d = 2;
+  const std::vector<T> x = Random<T>(n * d, kSeed + 43, 0, 5);
+  const std::vector<T> y = Random<T>(n, kSeed + 44, -1, 1);
+  const std::vector<size_t> begin = ShardBegins(n, Ranks());
+  const size_t b = begin[rank], e = begin[rank + 1];
+  const std::vector<double> grid = {0.1, 0.2, 0.4, 0.8};
+  const auto want = attnpool::cross_validate(
+      attnpool::Kernel::gaussian, ConstMatrixView<T>(x.data(), n, d),
+      ConstMatrixView<T>(y.data(), n, 1), grid);
+  for (double magnitude :
+       {sizeof(T) == 4 ? 1e-30 : 1e-300, sizeof(T) == 4 ? 1e30 : 1e300}) {
+    INFO("data and grid times " << magnitude << ", rank " << rank);
+    std::vector<T> scaled_x(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      scaled_x[i] = T(double(x[i]) * magnitude);
+    }
+    std::vector<double> scaled_grid = grid;
+    for (double& h : scaled_grid) h *= magnitude;
+    const auto got = mpi::cross_validate(
+        MPI_COMM_WORLD, attnpool::Kernel::gaussian, Rows(scaled_x, d, b, e),
+        ConstMatrixView<T>(y.data() + b, e - b, 1), scaled_grid);
+    CHECK(got.best == want.best);
+    CHECK(Mismatches(got.scores, want.scores, sizeof(T) == 4 ? 1e-3 : 1e-9) ==
+          0);
+  }
+}
+
+TEST_CASE("mpi.cross_validate.magnitudes") {
+  CrossValidationMagnitudes<float>();
+  CrossValidationMagnitudes<double>();
+}
+
 TEST_CASE("mpi.cross_validate.float") { CrossValidationCases<float>(); }
 TEST_CASE("mpi.cross_validate.double") { CrossValidationCases<double>(); }
 

@@ -142,7 +142,7 @@ bool IsNarrow(const NpyArray& array);
 // checked against `dtype_option`, and int8's scales from `scales_option`,
 // of shape `rows_shape` (the array's shape without its last axis). With
 // parts > 1, `array` is part `part` of its file's rows (LoadMatrixPart),
-// and the scales are mapped likewise.
+// and the scales are read likewise.
 StoredElements ReadStoredElements(
     const Arguments& arguments, const std::string& label,
     const std::string& option, const NpyArray& array,
