@@ -73,15 +73,8 @@ PackedPoints<T> PackPoints(ConstMatrixView<T> x, ConstMatrixView<T> y,
   std::vector<T> scaled(n * depth);
   for (size_t j = 0; j < n; ++j) {
     for (size_t k = 0; k < depth; ++k) {
-      const T value = static_cast<T>(
-          (options.scales.empty() ? double(x(j, k))
-                                  : double(x(j, k)) / options.scales[k]) *
-          range_scale);
-      if (!std::isfinite(value)) {
-        throw Error(options.scales.empty() ? "bandwidths" : "options.scales",
-                    "x(" + std::to_string(j) + ", " + std::to_string(k) +
-                        ") scaled by it overflows the element type");
-      }
+      const T value = detail::ScaledCoordinate(
+          x, j, k, options.scales, "options.scales", range_scale, "bandwidths");
       scaled[j * depth + k] = value;
     }
   }

@@ -37,7 +37,7 @@ NadarayaWatson<T>::NadarayaWatson(Kernel kernel, double bandwidth,
   for (size_t j = 0; j < size_; ++j) {
     for (size_t k = 0; k < depth_; ++k) {
       x_[j * depth_ + k] =
-          detail::ScaledCoordinate(x, j, k, scale_, "bandwidth");
+          detail::ScaledCoordinate(x, j, k, {}, "", scale_, "bandwidth");
     }
     std::copy(y.row(j), y.row(j) + outputs_, y_.data() + j * outputs_);
   }
@@ -57,13 +57,8 @@ NadarayaWatson<T>::NadarayaWatson(Kernel kernel,
   y_.resize(size_ * outputs_);
   for (size_t j = 0; j < size_; ++j) {
     for (size_t k = 0; k < depth_; ++k) {
-      const T scaled = static_cast<T>(double(x(j, k)) / bandwidths[k]);
-      if (!std::isfinite(scaled)) {
-        throw Error("bandwidth", "x(" + std::to_string(j) + ", " +
-                                     std::to_string(k) + ") / bandwidth[" +
-                                     std::to_string(k) + "] overflows");
-      }
-      x_[j * depth_ + k] = scaled;
+      x_[j * depth_ + k] =
+          detail::ScaledCoordinate(x, j, k, bandwidths, "bandwidth", 1.0, "");
     }
     std::copy(y.row(j), y.row(j) + outputs_, y_.data() + j * outputs_);
   }

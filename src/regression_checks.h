@@ -106,17 +106,25 @@ double GridScale(const std::vector<double>& grid) {
                 : RangeScale<T>(*std::max_element(grid.begin(), grid.end()));
 }
 
-// x(j, k) · scale (RangeScale), finite in T, or an error naming "bandwidth".
+// x(j, k) divided by divisors[k] (none when empty: per-dimension
+// bandwidths, cross-validation's options.scales) and times range_scale
+// (RangeScale, GridScale), as the fits and cross-validation store it:
+// finite in T, or an error naming `divisors_name` where divisors are given,
+// else `range_name`.
 template <typename T>
-T ScaledCoordinate(ConstMatrixView<T> x, size_t j, size_t k, double scale,
-                   const std::string& bandwidth) {
-  const T value = static_cast<T>(double(x(j, k)) * scale);
-  if (!std::isfinite(value)) {
-    throw Error(bandwidth, "x(" + std::to_string(j) + ", " + std::to_string(k) +
-                               ") / " + bandwidth +
-                               " overflows the element type");
+T ScaledCoordinate(ConstMatrixView<T> x, size_t j, size_t k,
+                   const std::vector<double>& divisors,
+                   const char* divisors_name, double range_scale,
+                   const char* range_name) {
+  const double value = double(x(j, k));
+  const T scaled = static_cast<T>(
+      (divisors.empty() ? value : value / divisors[k]) * range_scale);
+  if (!std::isfinite(scaled)) {
+    throw Error(divisors.empty() ? range_name : divisors_name,
+                "x(" + std::to_string(j) + ", " + std::to_string(k) +
+                    ") scaled by it overflows the element type");
   }
-  return value;
+  return scaled;
 }
 
 // x and y of a fit or a cross-validation: views, shapes, finite elements.

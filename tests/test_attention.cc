@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -1572,77 +1573,73 @@ TEST_CASE("attention: sizes past the address space are refused",
     ++cases;
   };
   const std::vector<std::string> tensors = {"queries", "keys", "values", "out"};
+  // Each of a layer's six size symbols in turn at each huge size, the
+  // others as in `base`.
+  using Sizes = std::array<size_t, 6>;
+  const auto each_huge = [&](const char* layer, const Sizes& base,
+                             const std::function<void(const Sizes&)>& call) {
+    for (size_t symbol = 0; symbol < base.size(); ++symbol) {
+      for (const size_t huge : huge_sizes) {
+        Sizes s = base;
+        s[symbol] = huge;
+        INFO(layer << ", size symbol " << symbol << " = " << huge);
+        call(s);
+      }
+    }
+  };
   // Dense: B, H, n, m, dk, dv.
-  for (size_t symbol = 0; symbol < 6; ++symbol) {
-    for (const size_t huge : huge_sizes) {
-      size_t s[6] = {2, 2, 3, 5, 4, 4};
-      s[symbol] = huge;
-      INFO("dense, size symbol " << symbol << " = " << huge);
-      const auto q = attnpool::dense_tensor<const float>(data.data(), s[0],
-                                                         s[1], s[2], s[4]);
-      const auto k = attnpool::dense_tensor<const float>(
-          data.data() + 512, s[0], s[1], s[3], s[4]);
-      const auto v = attnpool::dense_tensor<const float>(
-          data.data() + 1024, s[0], s[1], s[3], s[5]);
-      const auto out =
-          attnpool::dense_tensor(outputs.data(), s[0], s[1], s[2], s[5]);
-      require_refused(tensors, [&] {
-        attnpool::scaled_dot_product_attention(q, k, v, out);
-      });
-    }
-  }
-  // Packed: H, Σn, Σm, dk, dv, then the count.
-  for (size_t symbol = 0; symbol < 6; ++symbol) {
-    for (const size_t huge : huge_sizes) {
-      size_t s[5] = {2, 3, 5, 4, 4};
-      size_t count = 1;
-      (symbol < 5 ? s[symbol] : count) = huge;
-      INFO("packed, size symbol " << symbol << " = " << huge);
-      const size_t query_offsets[2] = {0, s[1]}, key_offsets[2] = {0, s[2]};
-      const auto q =
-          attnpool::dense_tensor<const float>(data.data(), 1, s[0], s[1], s[3]);
-      const auto k = attnpool::dense_tensor<const float>(data.data() + 512, 1,
-                                                         s[0], s[2], s[3]);
-      const auto v = attnpool::dense_tensor<const float>(data.data() + 1024, 1,
-                                                         s[0], s[2], s[4]);
-      const auto out =
-          attnpool::dense_tensor(outputs.data(), 1, s[0], s[1], s[4]);
-      std::vector<std::string> names = tensors;
-      names.push_back("sequences.count");
-      require_refused(names, [&] {
-        attnpool::scaled_dot_product_attention_varlen(
-            q, k, v, out, {count, query_offsets, key_offsets});
-      });
-    }
-  }
+  each_huge("dense", {2, 2, 3, 5, 4, 4}, [&](const Sizes& s) {
+    const auto q = attnpool::dense_tensor<const float>(data.data(), s[0], s[1],
+                                                       s[2], s[4]);
+    const auto k = attnpool::dense_tensor<const float>(data.data() + 512, s[0],
+                                                       s[1], s[3], s[4]);
+    const auto v = attnpool::dense_tensor<const float>(data.data() + 1024, s[0],
+                                                       s[1], s[3], s[5]);
+    const auto out =
+        attnpool::dense_tensor(outputs.data(), s[0], s[1], s[2], s[5]);
+    require_refused(
+        tensors, [&] { attnpool::scaled_dot_product_attention(q, k, v, out); });
+  });
+  // Packed: H, Σn, Σm, dk, dv, the count.
+  each_huge("packed", {2, 3, 5, 4, 4, 1}, [&](const Sizes& s) {
+    const size_t query_offsets[2] = {0, s[1]}, key_offsets[2] = {0, s[2]};
+    const auto q =
+        attnpool::dense_tensor<const float>(data.data(), 1, s[0], s[1], s[3]);
+    const auto k = attnpool::dense_tensor<const float>(data.data() + 512, 1,
+                                                       s[0], s[2], s[3]);
+    const auto v = attnpool::dense_tensor<const float>(data.data() + 1024, 1,
+                                                       s[0], s[2], s[4]);
+    const auto out =
+        attnpool::dense_tensor(outputs.data(), 1, s[0], s[1], s[4]);
+    std::vector<std::string> names = tensors;
+    names.push_back("sequences.count");
+    require_refused(names, [&] {
+      attnpool::scaled_dot_product_attention_varlen(
+          q, k, v, out, {s[5], query_offsets, key_offsets});
+    });
+  });
   // Paged: blocks, block size, dk, dv, the table's stride, the count.
-  for (size_t symbol = 0; symbol < 6; ++symbol) {
-    for (const size_t huge : huge_sizes) {
-      size_t s[5] = {2, 4, 4, 4, 2};
-      size_t count = 1;
-      (symbol < 5 ? s[symbol] : count) = huge;
-      INFO("paged, size symbol " << symbol << " = " << huge);
-      const int32_t table[2] = {1, 0};
-      const size_t lengths[1] = {6}, query_offsets[2] = {0, 1};
-      attnpool::PagedKVCache<float> cache;
-      cache.keys =
-          attnpool::dense_tensor<const float>(data.data(), s[0], 2, s[1], s[2]);
-      cache.values = attnpool::dense_tensor<const float>(data.data() + 1024,
-                                                         s[0], 2, s[1], s[3]);
-      cache.block_table = table;
-      cache.block_table_stride = s[4];
-      cache.lengths = lengths;
-      const auto q = attnpool::dense_tensor<const float>(data.data() + 2048, 1,
-                                                         2, 1, s[2]);
-      const auto out = attnpool::dense_tensor(outputs.data(), 1, 2, 1, s[3]);
-      require_refused({"queries", "out", "cache.keys", "cache.values",
-                       "cache.block_table_stride", "count"},
-                      [&] {
-                        attnpool::scaled_dot_product_attention_paged(
-                            q, cache, out, count, query_offsets);
-                      });
-    }
-  }
+  each_huge("paged", {2, 4, 4, 4, 2, 1}, [&](const Sizes& s) {
+    const int32_t table[2] = {1, 0};
+    const size_t lengths[1] = {6}, query_offsets[2] = {0, 1};
+    attnpool::PagedKVCache<float> cache;
+    cache.keys =
+        attnpool::dense_tensor<const float>(data.data(), s[0], 2, s[1], s[2]);
+    cache.values = attnpool::dense_tensor<const float>(data.data() + 1024, s[0],
+                                                       2, s[1], s[3]);
+    cache.block_table = table;
+    cache.block_table_stride = s[4];
+    cache.lengths = lengths;
+    const auto q =
+        attnpool::dense_tensor<const float>(data.data() + 2048, 1, 2, 1, s[2]);
+    const auto out = attnpool::dense_tensor(outputs.data(), 1, 2, 1, s[3]);
+    require_refused({"queries", "out", "cache.keys", "cache.values",
+                     "cache.block_table_stride", "count"},
+                    [&] {
+                      attnpool::scaled_dot_product_attention_paged(
+                          q, cache, out, s[5], query_offsets);
+                    });
+  });
   REQUIRE(cases == 3 * 3 * 6);
 }
 

@@ -117,16 +117,9 @@ CrossValidationResult CrossValidate(MPI_Comm caller, Kernel kernel,
     }
     for (size_t i = 0; i < rows; ++i) {
       for (size_t k = 0; k < depth; ++k) {
-        const double value = x(order[i], k);
-        const T scaled = static_cast<T>(
-            (options.scales.empty() ? value : value / options.scales[k]) *
-            range_scale);
-        if (!std::isfinite(scaled)) {
-          throw Error(options.scales.empty() ? "bandwidths" : "options.scales",
-                      "x(" + std::to_string(order[i]) + ", " +
-                          std::to_string(k) +
-                          ") scaled by it overflows the element type");
-        }
+        const T scaled =
+            core::ScaledCoordinate(x, order[i], k, options.scales,
+                                   "options.scales", range_scale, "bandwidths");
         points[i * depth + k] = scaled;
       }
       std::copy(y.row(order[i]), y.row(order[i]) + outputs,

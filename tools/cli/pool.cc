@@ -102,8 +102,7 @@ int RunPool(const PoolInputs& inputs, const std::string& out_path,
     return ComputeInChunks(
         run, rows, key_count, [&](size_t begin, size_t count) {
           const auto out = MatrixRows<T>(results.out, begin, count);
-          const auto block_mask =
-              attnpool::mask_rows(mask, begin, count);
+          const auto block_mask = attnpool::mask_rows(mask, begin, count);
           if constexpr (std::is_same<T, float>::value) {
             if (inputs.stored_queries) {
               return attnpool::attention_pool(
