@@ -2,8 +2,9 @@
 # non-finite data, determinism, concurrency, huge shapes; the fuzz target and
 # the replay of its corpus. Included by tests/CMakeLists.txt.
 
-# The table and its workspace, shared by the Catch2 suite and the fuzzers.
-add_library(attnpool_test_api OBJECT api_table.cc)
+# The tables (functions on matrices, attention layers) and the workspace,
+# shared by the Catch2 suite and the fuzzers.
+add_library(attnpool_test_api OBJECT api_table.cc layer_table.cc)
 target_link_libraries(attnpool_test_api PUBLIC attnpool_testing)
 target_include_directories(attnpool_test_api PUBLIC ${PROJECT_SOURCE_DIR})
 

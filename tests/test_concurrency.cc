@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/api_table.h"
+#include "tests/layer_table.h"
 #include "tests/test_data.h"
 
 namespace attnpool_test {
@@ -60,6 +61,18 @@ void AddJobs(std::vector<Job>& jobs, uint64_t seed) {
         copy->api().run(copy->args);
         return OutputBytes(copy->api(), copy->args);
       };
+      jobs.push_back(std::move(job));
+    }
+  }
+  for (const Layer& layer : Layers()) {
+    for (int threads : {1, 2}) {
+      std::shared_ptr<const LayerCall<T>> call =
+          MakeLayerCall<T>(layer, seed++);
+      Job job;
+      job.name = std::string(layer.name) +
+                 (sizeof(T) == 4 ? "/float/" : "/double/") +
+                 std::to_string(threads);
+      job.run = [call, threads] { return call->Fresh(threads); };
       jobs.push_back(std::move(job));
     }
   }

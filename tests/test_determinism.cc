@@ -1,10 +1,10 @@
-// Determinism (docs/design.md §4): every function of the API table gives
-// bitwise the same outputs for 1, 2, 3 and 7 threads — set per call
-// (Execution::threads) or through the OpenMP default (omp_set_num_threads,
-// what OMP_NUM_THREADS sets) — and on repeated runs, on every target. CTest
-// also runs this file's cases under OMP_NUM_THREADS=1, 2, 3, 7
-// (determinism.OMP_NUM_THREADS=…), where the default thread count is the
-// environment's.
+// Determinism (docs/design.md §4): every function of the API table, and
+// every attention layer of the layer table, gives bitwise the same outputs for
+// 1, 2, 3 and 7 threads — set per call (Execution::threads) or through the
+// OpenMP default (omp_set_num_threads, what OMP_NUM_THREADS sets) — and on
+// repeated runs, on every target. CTest also runs this file's cases under
+// OMP_NUM_THREADS=1, 2, 3, 7 (determinism.OMP_NUM_THREADS=…), where the default
+// thread count is the environment's.
 #include <attnpool/attnpool.h>
 #include <omp.h>
 
@@ -18,6 +18,7 @@
 
 #include "tests/api_table.h"
 #include "tests/each_target.h"
+#include "tests/layer_table.h"
 #include "tests/test_data.h"
 
 namespace attnpool_test {
@@ -80,6 +81,25 @@ void Determinism() {
         // The process default (OMP_NUM_THREADS under ctest's variants).
         REQUIRE(RunOnce(ws, 0) == reference);
       }
+    }
+  }
+  for (const Layer& layer : Layers()) {
+    for (int draw = 0; draw < 4; ++draw) {
+      const auto call = MakeLayerCall<T>(layer, ++seed);
+      INFO(layer.name << " seed " << seed);
+      const auto reference = call->Fresh(1);
+      RequireRanOnTarget();
+      call->Run();  // (a call that wrote nothing would leave NaN canaries)
+      REQUIRE(call->OutputFinite());
+      for (int threads : {2, 3, 7}) {
+        INFO("threads " << threads);
+        REQUIRE(call->Fresh(threads) == reference);
+        omp_set_num_threads(threads);
+        const auto by_default = call->Fresh(0);
+        omp_set_num_threads(default_threads);
+        REQUIRE(by_default == reference);
+      }
+      REQUIRE(call->Fresh(0) == reference);
     }
   }
 }

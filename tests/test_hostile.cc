@@ -19,11 +19,14 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tests/api_table.h"
+#include "tests/layer_table.h"
 
 namespace attnpool_test {
 namespace {
@@ -595,12 +598,12 @@ void PrintCounts(const std::string& title, const Counts& counts) {
   }
   int total = 0;
   std::ostringstream table;
-  table << std::left << std::setw(34) << "function";
+  table << std::left << std::setw(36) << "function";
   for (const auto& name : classes) table << " | " << name;
   table << " | all\n";
   for (const auto& row : counts) {
     int sum = 0;
-    table << std::left << std::setw(34) << row.first;
+    table << std::left << std::setw(36) << row.first;
     for (const auto& name : classes) {
       const auto cell = row.second.find(name);
       const int count = cell == row.second.end() ? 0 : cell->second;
@@ -617,12 +620,145 @@ void PrintCounts(const std::string& title, const Counts& counts) {
             << table.str() << std::flush;
 }
 
-TEST_CASE("hostile: every function x every invalid-argument class",
+// ---------------------------------------------------------------- layers
+
+// The values a mask field's check column refuses (mask_fields.h).
+std::vector<double> Refused(attnpool::MaskCheck check) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  switch (check) {
+    case attnpool::MaskCheck::any:
+      return {};
+    case attnpool::MaskCheck::positive:
+      return {0};
+    case attnpool::MaskCheck::span:
+      return {0, 0x1p63};
+    case attnpool::MaskCheck::finite:
+      return {kInf, -kInf, kNaN};
+    case attnpool::MaskCheck::not_nan:
+      return {kNaN};
+    case attnpool::MaskCheck::cap:
+      return {0, -1, kInf, kNaN};
+  }
+  return {};
+}
+
+// Every layer of the layer table from a valid call with every mask field it
+// takes: each input null, and the output over each input; each refused
+// value of each checked mask field (from the field list: a new field's
+// check reaches every layer); the per-query fields a packed layer does not
+// take; a non-finite scale; a negative thread count. Each is rejected
+// naming its argument, the output buffer (canaries included) untouched.
+template <typename T>
+void RunLayers(Counts& counts) {
+  LayerOptions every;
+  every.every_field = true;
+  for (const Layer& layer : Layers()) {
+    const uint64_t seed = kHostileSeed + (&layer - Layers().data());
+    {
+      const auto call = MakeLayerCall<T>(layer, seed, every);
+      INFO(layer.name << " (" << TypeName<T>() << ") base call");
+      call->Run();
+      REQUIRE(call->OutputFinite());
+    }
+    const auto reject = [&](const std::string& hostile,
+                            const std::string& argument,
+                            const std::function<void(LayerCall<T>&)>& mutate) {
+      const auto call = MakeLayerCall<T>(layer, seed, every);
+      mutate(*call);
+      INFO(layer.name << " (" << TypeName<T>() << ") / " << hostile
+                      << "; expected: " << argument);
+      const auto before = call->OutBytes();
+      try {
+        call->Run();
+        FAIL("no error");
+      } catch (const attnpool::Error& error) {
+        INFO(error.what());
+        REQUIRE(error.argument() == argument);
+      }
+      REQUIRE(call->OutBytes() == before);
+      ++counts[layer.name][hostile];
+    };
+    const size_t inputs = MakeLayerCall<T>(layer, seed)->Inputs().size();
+    for (size_t k = 0; k < inputs; ++k) {
+      const std::string name = MakeLayerCall<T>(layer, seed)->Inputs()[k].first;
+      reject("null data", name + ".data",
+             [k](LayerCall<T>& c) { c.Inputs()[k].second->data = nullptr; });
+      reject("overlap", "out", [k](LayerCall<T>& c) {
+        c.Inputs()[k].second->data = c.out_view.data;
+      });
+    }
+    const size_t heads = MakeLayerCall<T>(layer, seed)->query_heads;
+    attnpool::VisitMaskFields([&](auto field) {
+      using Kind = typename decltype(field)::Kind;
+      for (double value : Refused(field.check)) {
+        std::vector<T> per_head(heads, T(0.5));
+        per_head.back() = T(value);
+        const std::string argument =
+            std::string(field.heads_argument) +
+            (std::is_same<Kind, attnpool::mask_kind::head_number>::value
+                 ? "[" + std::to_string(heads - 1) + "]"
+                 : "");
+        reject("mask value", argument, [&](LayerCall<T>& c) {
+          attnpool::VisitMask(c.mask, [&](auto f, auto& member) {
+            if (std::string(f.name) != field.name) return;
+            using Member = std::remove_reference_t<decltype(member)>;
+            if constexpr (std::is_same<Member, std::optional<size_t>>::value) {
+              member = size_t(value);
+            } else if constexpr (std::is_same<Member,
+                                              std::optional<T>>::value) {
+              member = T(value);
+            } else if constexpr (std::is_same<Member, const T*>::value) {
+              member = per_head.data();
+            } else {
+              FAIL(f.name << ": no refused value for this kind of field");
+            }
+          });
+        });
+      }
+      // A packed layer's sequences have no common rows for these.
+      constexpr bool kPerQuery =
+          std::is_same<Kind, attnpool::mask_kind::lengths>::value ||
+          std::is_same<Kind, attnpool::mask_kind::matrix>::value ||
+          std::is_same<Kind, attnpool::mask_kind::booleans>::value;
+      if (!kPerQuery || layer.per_query_masks) return;
+      static const size_t lengths[4] = {1, 1, 1, 1};
+      static const T bias[1] = {T(0)};
+      static const uint8_t visible[1] = {1};
+      reject("packed mask", field.heads_argument, [&](LayerCall<T>& c) {
+        attnpool::VisitMask(c.mask, [&](auto f, auto& member) {
+          if (std::string(f.name) != field.name) return;
+          using Member = std::remove_reference_t<decltype(member)>;
+          if constexpr (std::is_same<Member, const size_t*>::value) {
+            member = lengths;
+          } else if constexpr (std::is_same<Member, attnpool::TensorView<
+                                                        const T>>::value) {
+            member = attnpool::dense_tensor(bias, 1, 1, 1, 1);
+          } else if constexpr (std::is_same<Member,
+                                            attnpool::TensorView<
+                                                const uint8_t>>::value) {
+            member = attnpool::dense_tensor(visible, 1, 1, 1, 1);
+          }
+        });
+      });
+    });
+    for (double scale : {std::numeric_limits<double>::quiet_NaN(),
+                         std::numeric_limits<double>::infinity()}) {
+      reject("scale", "scale", [scale](LayerCall<T>& c) { c.scale = scale; });
+    }
+    reject("threads", "execution.threads",
+           [](LayerCall<T>& c) { c.execution.threads = -1; });
+  }
+}
+
+TEST_CASE("hostile: every function and layer x every invalid-argument class",
           "[hostile][errors]") {
   attnpool::reset_target();
   Counts counts;
   RunTable<float>(counts);
   RunTable<double>(counts);
+  RunLayers<float>(counts);
+  RunLayers<double>(counts);
   PrintCounts("hostile inputs", counts);
 }
 

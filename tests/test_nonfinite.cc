@@ -13,6 +13,7 @@
 
 #include "tests/api_table.h"
 #include "tests/each_target.h"
+#include "tests/layer_table.h"
 #include "tests/pool_specs.h"
 #include "tests/test_data.h"
 
@@ -137,6 +138,44 @@ ATTNPOOL_TEST_EACH_TARGET(PlantedFloat, "nonfinite.every_function.float",
 ATTNPOOL_TEST_EACH_TARGET(PlantedDouble, "nonfinite.every_function.double",
                           "[nonfinite]") {
   PlantedSpecialsAll<double>();
+}
+
+// ------------------------------------------------- every layer, hidden keys
+
+// Keys that no query sees (past the valid lengths, past every query's
+// causal position, in a paged pool's unlisted rows) are never read: NaN or
+// ±inf in them and in their values changes no bit of any layer's output.
+template <typename T>
+void HiddenKeysUnread() {
+  uint64_t seed = kSeed + 950;
+  for (const Layer& layer : Layers()) {
+    for (int draw = 0; draw < 6; ++draw) {
+      LayerOptions options;
+      options.hide_keys = true;
+      const auto call = MakeLayerCall<T>(layer, ++seed, options);
+      INFO(layer.name << " seed " << seed);
+      REQUIRE(!call->hidden_keys.empty());
+      call->Run();
+      RequireRanOnTarget();
+      REQUIRE(call->OutputFinite());
+      const auto clean = call->OutBytes();
+      for (T planted : {kNaN<T>, kInf<T>, -kInf<T>}) {
+        INFO("hidden keys and values hold " << planted);
+        call->FillHidden(planted);
+        REQUIRE(call->Fresh(call->execution.threads) == clean);
+      }
+    }
+  }
+}
+
+ATTNPOOL_TEST_EACH_TARGET(HiddenFloat, "nonfinite.layers.float",
+                          "[nonfinite]") {
+  HiddenKeysUnread<float>();
+}
+
+ATTNPOOL_TEST_EACH_TARGET(HiddenDouble, "nonfinite.layers.double",
+                          "[nonfinite]") {
+  HiddenKeysUnread<double>();
 }
 
 // ------------------------------------------------ the policy, spelled out
