@@ -1,16 +1,11 @@
 // The C API (include/attnpool/attnpool_c.h): status and names, the stages,
 // the pools and their shards, the targets. The layers and regression are in
 // src/c_api_layers.cc; the conversions in src/c_api_convert.h.
-#include <attnpool/attnpool.h>
 #include <attnpool/attnpool_c.h>
 
 #include <string>
 
 #include "src/c_api_convert.h"
-
-#ifndef ATTNPOOL_VERSION
-#define ATTNPOOL_VERSION "unknown"
-#endif
 
 using namespace attnpool_c_api;  // NOLINT: this file is its implementation
 
@@ -38,8 +33,6 @@ const char* attnpool_last_error(void) { return last_error.c_str(); }
 const char* attnpool_last_error_argument(void) {
   return last_error_argument.c_str();
 }
-const char* attnpool_version(void) { return ATTNPOOL_VERSION; }
-int attnpool_abi_version(void) { return 3; }
 
 const char* attnpool_mask_layout(int heads) {
   static const std::string layouts[2] = {

@@ -3,7 +3,20 @@
 // every exception to a status code with a thread-local message.
 #pragma once
 
-#include <attnpool/attnpool.h>
+// The library's headers, not attnpool.h: its version.h lies in the build
+// tree, which only src/version.cc sees.
+#include <attnpool/attention.h>
+#include <attnpool/distance.h>
+#include <attnpool/element.h>
+#include <attnpool/error.h>
+#include <attnpool/execution.h>
+#include <attnpool/kernel.h>
+#include <attnpool/matrix.h>
+#include <attnpool/normalize.h>
+#include <attnpool/pool.h>
+#include <attnpool/regression.h>
+#include <attnpool/targets.h>
+#include <attnpool/weighted_sum.h>
 #include <attnpool/attnpool_c.h>
 
 #include <algorithm>

@@ -1,7 +1,6 @@
 // The C API of element.h: keys and values of reduced-precision element
 // types for the pooling and scaled dot-product attention, and the
 // conversions.
-#include <attnpool/attnpool.h>
 #include <attnpool/attnpool_c.h>
 
 #include <string>

@@ -1,6 +1,5 @@
 // The C API (include/attnpool/attnpool_c.h): the attention layers and
 // Nadaraya–Watson regression.
-#include <attnpool/attnpool.h>
 #include <attnpool/attnpool_c.h>
 
 #include <vector>

@@ -7,6 +7,7 @@ usage: test_cli.py path/to/attnpool
 """
 import os
 import pwd
+import re
 import shutil
 import stat
 import struct
@@ -1007,7 +1008,11 @@ class CliTest(unittest.TestCase):
                        "--time", "--valid-lengths", "--causal", "--visible", "--bias"):
             self.assertIn(option, pool_help)
         self.assertIn("usage", self.run_cli(expect=2).stderr)
-        self.assertIn("attnpool", self.run_cli("--version").stdout)
+        # The version CMake's project() states (the one place it is written).
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                               "CMakeLists.txt"), encoding="utf-8") as cmake:
+            version = re.search(r"project\(attnpool VERSION ([0-9.]+)", cmake.read())[1]
+        self.assertEqual(self.run_cli("--version").stdout, f"attnpool {version}\n")
 
     # ------------------------------------------------------------ regress
 

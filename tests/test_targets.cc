@@ -1,5 +1,6 @@
 // Target listing and forcing.
 #include <attnpool/attnpool.h>
+#include <attnpool/attnpool_c.h>
 
 #include <catch2/catch.hpp>
 
@@ -176,6 +177,22 @@ TEST_CASE("targets: a tuning profile forced with parameters of its own",
   attnpool::force_tuning("SMALL_L2");
   REQUIRE(attnpool::tuning() == "small_l2");
   attnpool::reset_target();
+}
+
+// One version: CMake's project() states it; version.h's macros, the
+// library's version() and the C API's repeat it (the CLI and Python are
+// checked by their own tests).
+TEST_CASE("version: the headers and the library agree with CMake",
+          "[targets]") {
+  const std::string stated = ATTNPOOL_TEST_CMAKE_VERSION;
+  REQUIRE(std::string(ATTNPOOL_VERSION_STRING) == stated);
+  REQUIRE(std::to_string(ATTNPOOL_VERSION_MAJOR) + "." +
+              std::to_string(ATTNPOOL_VERSION_MINOR) + "." +
+              std::to_string(ATTNPOOL_VERSION_PATCH) ==
+          stated);
+  REQUIRE(std::string(attnpool::version()) == stated);
+  REQUIRE(std::string(attnpool_version()) == stated);
+  REQUIRE(attnpool_abi_version() == ATTNPOOL_ABI_VERSION);
 }
 
 }  // namespace

@@ -13,4 +13,5 @@
 #include <attnpool/matrix.h>
 #include <attnpool/regression.h>
 #include <attnpool/targets.h>
+#include <attnpool/version.h>
 #include <attnpool/weighted_sum.h>

@@ -67,7 +67,7 @@ NB_MODULE(_core, m) {
   });
   main_thread_ident = nb::cast<unsigned long>(
       nb::module_::import_("threading").attr("main_thread")().attr("ident"));
-  m.attr("__version__") = ATTNPOOL_VERSION;
+  m.attr("__version__") = attnpool::version();
   DefineStages(m);
   DefinePool(m);
   DefineLayers(m);

@@ -1,8 +1,10 @@
 /* Uses the installed attnpool from C99: exact distances on small integer
  * data through the C API. */
 #include <attnpool/attnpool_c.h>
+#include <attnpool/version.h>
 
 #include <stdio.h>
+#include <string.h>
 
 int main(void) {
   const float queries[2 * 2] = {0, 0, 1, 1};
@@ -22,6 +24,14 @@ int main(void) {
       printf("out[%d] = %g, expected %g\n", i, out[i], expected[i]);
       return 1;
     }
+  }
+  /* The headers' version is the library's. */
+  if (strcmp(attnpool_version(), ATTNPOOL_VERSION_STRING) != 0 ||
+      attnpool_abi_version() != ATTNPOOL_ABI_VERSION) {
+    printf("c consumer: library %s (ABI %d), headers %s (ABI %d)\n",
+           attnpool_version(), attnpool_abi_version(), ATTNPOOL_VERSION_STRING,
+           ATTNPOOL_ABI_VERSION);
+    return 1;
   }
   printf("c consumer: distances correct on %s\n", attnpool_last_run_target());
   return 0;

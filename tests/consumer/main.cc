@@ -2,6 +2,7 @@
 #include <attnpool/attnpool.h>
 
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 int main() {
@@ -37,6 +38,11 @@ int main() {
   attnpool::AttentionMask<float> mask;
   const std::vector<float> slopes = attnpool::alibi_slopes<float>(4);
   mask.alibi_slopes = slopes.data();
+  if (std::strcmp(attnpool::version(), ATTNPOOL_VERSION_STRING) != 0) {
+    std::printf("library %s, headers %s\n", attnpool::version(),
+                ATTNPOOL_VERSION_STRING);
+    return 1;
+  }
   std::printf("consumer: distances and pooling correct on %s\n",
               attnpool::last_run_target().c_str());
   return 0;

@@ -449,3 +449,15 @@ def test_thread_counts_past_the_machine_are_clamped():
     many = attnpool.attention_pool(q, k, k, kernel="exp", normalize="softmax",
                                    distance="dot", threads=2**31 - 1)
     np.testing.assert_array_equal(one, many)
+
+
+def test_versions_agree():
+    """The extension's version (the library's), pip's metadata and CMake's
+    project() (the one place it is written) are one."""
+    import importlib.metadata
+    import pathlib
+    import re
+    cmake = pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt"
+    stated = re.search(r"project\(attnpool VERSION ([0-9.]+)", cmake.read_text())[1]
+    assert attnpool.__version__ == stated
+    assert importlib.metadata.version("attnpool") == stated

@@ -106,7 +106,7 @@ int Main(int argc, char** argv) {
       return command.empty() ? kExitUsage : 0;
     }
     if (command == "--version") {
-      std::printf("attnpool %s\n", ATTNPOOL_VERSION);
+      std::printf("attnpool %s\n", attnpool::version());
       return 0;
     }
     // The commands with options.
