@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -645,10 +646,11 @@ std::vector<double> Refused(attnpool::MaskCheck check) {
 
 // Every layer of the layer table from a valid call with every mask field it
 // takes: each input null, and the output over each input; each refused
-// value of each checked mask field (from the field list: a new field's
-// check reaches every layer); the per-query fields a packed layer does not
-// take; a non-finite scale; a negative thread count. Each is rejected
-// naming its argument, the output buffer (canaries included) untouched.
+// value of each checked mask field, and the output over each array a field
+// reads (from the field list: a new field reaches every layer); the per-query
+// fields a packed layer does not take; a non-finite scale; a negative thread
+// count. Each is rejected naming its argument, the output buffer (canaries
+// included) untouched.
 template <typename T>
 void RunLayers(Counts& counts) {
   LayerOptions every;
@@ -716,11 +718,43 @@ void RunLayers(Counts& counts) {
           });
         });
       }
-      // A packed layer's sequences have no common rows for these.
       constexpr bool kPerQuery =
           std::is_same<Kind, attnpool::mask_kind::lengths>::value ||
           std::is_same<Kind, attnpool::mask_kind::matrix>::value ||
           std::is_same<Kind, attnpool::mask_kind::booleans>::value;
+      // The output over the array a field reads (its values moved there,
+      // still valid): refused naming the output.
+      if ((kPerQuery && layer.per_query_masks) ||
+          std::is_same<Kind, attnpool::mask_kind::head_number>::value) {
+        reject("overlap", "out", [&](LayerCall<T>& c) {
+          auto* at = reinterpret_cast<unsigned char*>(c.out_view.data);
+          while (reinterpret_cast<uintptr_t>(at) % alignof(size_t) != 0) {
+            at += sizeof(T);  // still in the view's rows
+          }
+          attnpool::VisitMask(c.mask, [&](auto f, auto& member) {
+            if (std::string(f.name) != field.name) return;
+            using Member = std::remove_reference_t<decltype(member)>;
+            if constexpr (std::is_same<Member, const size_t*>::value) {
+              std::memcpy(at, c.valid_lengths.data(),
+                          c.valid_lengths.size() * sizeof(size_t));
+              member = reinterpret_cast<const size_t*>(at);
+            } else if constexpr (std::is_same<Member, const T*>::value) {
+              std::memcpy(at, member, heads * sizeof(T));
+              member = reinterpret_cast<const T*>(at);
+            } else if constexpr (std::is_same<Member, attnpool::TensorView<
+                                                          const T>>::value) {
+              member.data = reinterpret_cast<const T*>(at);
+            } else if constexpr (std::is_same<Member,
+                                              attnpool::TensorView<
+                                                  const uint8_t>>::value) {
+              member.data = at;
+            } else {
+              FAIL(f.name << ": no array to move into the output");
+            }
+          });
+        });
+      }
+      // A packed layer's sequences have no common rows for these.
       if (!kPerQuery || layer.per_query_masks) return;
       static const size_t lengths[4] = {1, 1, 1, 1};
       static const T bias[1] = {T(0)};
