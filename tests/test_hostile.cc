@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tests/api_table.h"
+#include "tests/hostile_sizes.h"
 #include "tests/layer_table.h"
 
 namespace attnpool_test {
@@ -43,18 +44,6 @@ template <typename T>
 const char* TypeName() {
   return sizeof(T) == 4 ? "float" : "double";
 }
-
-template <typename T>
-struct HostileCase {
-  std::string what;                   // printed on failure
-  std::vector<std::string> accepted;  // argument names the error may give
-  std::function<void(Workspace<T>&)> mutate;  // plants the bad argument
-  // What runs; empty: the row's function with the mutated arguments.
-  std::function<void(const Api<T>&, const Args<T>&)> call;
-};
-
-template <typename T>
-using Cases = std::vector<HostileCase<T>>;
 
 // The places a size symbol occurs: slot dimensions, and the mask's matrices
 // (rows n, cols m) for rows that take a mask.
@@ -86,32 +75,11 @@ std::vector<Occurrence> Occurrences(const Api<T>& api, Dim dim,
   return found;
 }
 
-// Sets dimension `rows ? rows : cols` of a view, keeping stride ≥ cols.
-template <typename V>
-void Resize(V& view, bool rows, size_t size) {
-  if (rows) {
-    view.rows = size;
-  } else {
-    view.cols = size;
-    view.stride = std::max(view.stride, size);
-  }
-}
-
 template <typename T>
 void ResizeOccurrence(Workspace<T>& ws, const Occurrence& at, size_t size) {
   if (at.slot >= 0) return Resize(ws.args.views[at.slot], at.rows, size);
   if (at.slot == -1) return Resize(ws.args.mask.bias, at.rows, size);
   Resize(ws.args.mask.visible, at.rows, size);
-}
-
-std::vector<Dim> AllDims() { return {kN, kM, kD, kDv}; }
-
-template <typename T>
-bool UsesDim(const Api<T>& api, Dim dim) {
-  for (const SlotSpec& slot : api.slots) {
-    if (slot.rows == dim || slot.cols == dim) return true;
-  }
-  return false;
 }
 
 // ---------------------------------------------------------------- classes
@@ -299,75 +267,6 @@ Cases<T> Overlap(const Api<T>& api, Workspace<T>& base) {
                        ws.args.mask.valid_lengths =
                            reinterpret_cast<const size_t*>(
                                (address + align - 1) / align * align);
-                     }});
-  }
-  return cases;
-}
-
-template <typename T>
-Cases<T> SizeOverflow(const Api<T>& api, Workspace<T>&) {
-  Cases<T> cases;
-  // The argument names an overflow of these symbols may give: the views
-  // that use them, and the row's own products.
-  const auto names = [&api](std::vector<Dim> dims) {
-    std::vector<std::string> accepted;
-    for (const SlotSpec& slot : api.slots) {
-      for (Dim dim : dims) {
-        if (slot.rows == dim || slot.cols == dim) accepted.push_back(slot.name);
-      }
-    }
-    for (const auto& product : api.products) {
-      for (Dim dim : dims) {
-        if (product.first.first == dim || product.first.second == dim) {
-          accepted.push_back(product.second);
-        }
-      }
-    }
-    return accepted;
-  };
-  // Consistent shapes (no mismatch to catch first) with huge sizes: every
-  // occurrence of the symbols changes together.
-  const auto set = [&api](Workspace<T>& ws, std::vector<Dim> dims,
-                          size_t size) {
-    for (size_t s = 0; s < api.slots.size(); ++s) {
-      for (Dim dim : dims) {
-        if (api.slots[s].rows == dim) Resize(ws.args.views[s], true, size);
-        if (api.slots[s].cols == dim) Resize(ws.args.views[s], false, size);
-      }
-    }
-    for (Dim dim : dims) {
-      if (dim == kD) ws.args.depth = size;
-    }
-  };
-  const std::pair<size_t, const char*> huge_sizes[] = {
-      {size_t{1} << 62, "2^62"},
-      {size_t{1} << 63, "2^63"},
-      {std::numeric_limits<size_t>::max(), "SIZE_MAX"}};
-  for (Dim dim : AllDims()) {
-    if (!UsesDim(api, dim)) continue;
-    for (const auto& [huge, text] : huge_sizes) {
-      cases.push_back({std::string(DimName(dim)) + " = " + text, names({dim}),
-                       [set, dim, huge = huge](Workspace<T>& ws) {
-                         set(ws, {dim}, huge);
-                       }});
-    }
-  }
-  // Pairs whose product overflows while each size alone fits: every
-  // matrix's two symbols, and the row's own products.
-  std::vector<std::pair<Dim, Dim>> pairs;
-  for (const SlotSpec& slot : api.slots) {
-    if (slot.rows != slot.cols) pairs.emplace_back(slot.rows, slot.cols);
-  }
-  for (const auto& product : api.products) pairs.push_back(product.first);
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  const size_t half = (size_t{1} << 32) + 1;
-  for (const auto& pair : pairs) {
-    const std::vector<Dim> dims = {pair.first, pair.second};
-    cases.push_back({std::string(DimName(pair.first)) + " = " +
-                         DimName(pair.second) + " = 2^32 + 1",
-                     names(dims), [set, dims, half](Workspace<T>& ws) {
-                       set(ws, dims, half);
                      }});
   }
   return cases;

@@ -25,7 +25,13 @@
 //       the largest of n, m halved until n·m·(d + dv + 1) is at most 2¹²,
 //       or 2¹⁶ for large inputs (bit 128 of [1], [6] and [7]): most inputs
 //       are small and cheap to check, an eighth of random ones are large
-//   [6] layout: padding b % 4, offset b / 4 % 4; 128: large (above)
+//   [6] layout: padding b % 4, offset b / 4 % 4; 128: large (above); 64:
+//       the size class — after the checks above, one of the hostile
+//       test's size cases (tests/hostile_sizes.h: a size symbol at 2^62,
+//       2^63 or SIZE_MAX, or two whose product overflows; the case
+//       ([7] ^ [1]) % count) planted into this call, which must be
+//       refused with an attnpool::Error naming its argument (where a
+//       view with a huge size has elements), nothing written
 //   [7] threads: 0 (default), 1, 2, 3 (b % 4); 128: large (above); the
 //       tuning profile (b / 4 % 32): this CPU's choice below 16, else it
 //       forced with small blocks and other decode parameters (Tuning())
@@ -73,6 +79,7 @@
 #include "tests/fuzz/fuzz_decode.h"
 #include "tests/fuzz/fuzz_layers.h"
 #include "tests/fuzz/fuzz_regression.h"
+#include "tests/hostile_sizes.h"
 
 namespace attnpool_test {
 namespace {
@@ -203,6 +210,39 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
       if (OutputBytes(api, single->args) != OutputBytes(api, run->args)) {
         Fail("differs from the same call on one thread", where());
       }
+    }
+  }
+  if (decoded.layout_byte & 64) {
+    auto planted = ws.Clone();
+    const Cases<T> cases = SizeOverflow(api, *planted);
+    if (cases.empty()) return;
+    const HostileCase<T>& size_case =
+        cases[(decoded.threads_byte ^ flags) % cases.size()];
+    size_case.mutate(*planted);
+    // A view with no element addresses nothing, whatever its other size
+    // (n = 0 queries over 2^62 keys is an empty call): refusal is owed
+    // where a view with a huge size has elements.
+    bool owed = false;
+    for (const auto& view : planted->args.views) {
+      owed |= view.rows != 0 && view.cols != 0 &&
+              std::max(view.rows, view.cols) > (size_t{1} << 32);
+    }
+    const auto snapshot = planted->Snapshot();
+    std::string problem = owed ? "no error" : "";
+    try {
+      api.run(planted->args);
+    } catch (const attnpool::Error& error) {
+      problem =
+          std::string(error.what()).find(error.argument()) == std::string::npos
+              ? "an error that does not name its argument"
+              : "";
+    } catch (const std::exception& error) {
+      problem = std::string("unexpected exception: ") + error.what();
+    }
+    if (!problem.empty() || planted->Snapshot() != snapshot) {
+      Fail((problem.empty() ? "wrote while refusing" : problem) +
+               " for the size case " + size_case.what,
+           decoded.Describe(api));
     }
   }
 }
