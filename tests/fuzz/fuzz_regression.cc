@@ -14,7 +14,9 @@
 //    skipping as not (regression.h), and never form more weights skipping;
 //  - leave x and y (and their padding) untouched, run on the forced target
 //    and (on one target per input, in turn) give bitwise the result of one
-//    thread.
+//    thread;
+//  - (the magnitude class) with x scaled by 2^±96 in float, 2^±960 in
+//    double, and y by a power of two, give the same result scaled.
 //
 // The oracle, per held-out point i and bandwidth h: each training point's
 // weight lies in an interval around its exact value, from
@@ -50,6 +52,8 @@
 //   − 8)   [12] targets' magnitude 2^(b % 9 − 4); bit 128: noise only
 //   [13..16] the values' seed
 //   then with flag 4 one byte per dimension: scale 2^(b % 9 − 4), times 1.3
+//   for bit 128; then with bit 64 of [8] the magnitude class (below): x
+//   times 2^a, a = (b % 64 − 32)·3 (float) or ·30 (double), y times 2^(−a/4)
 //   for bit 128.
 // The bandwidths are halved (then n) until n²·bandwidths ≤ 2¹⁶, or 2²⁰
 // for large inputs.
@@ -273,6 +277,8 @@ void FuzzRegressionOf(Bytes& bytes, uint8_t flags) {
       scales.push_back(std::ldexp(b & 128 ? 1.3 : 1.0, b % 9 - 4));
     }
   }
+  const bool magnitudes = h_byte & 64;
+  const uint8_t magnitude_byte = magnitudes ? bytes.Next() : 0;
   const size_t budget = large ? size_t{1} << 20 : size_t{1} << 16;
   while (p.n * p.n * count > budget) {
     if (count > 1) {
@@ -512,6 +518,64 @@ void FuzzRegressionOf(Bytes& bytes, uint8_t flags) {
       Fail("wrote into x or y (or their padding)", where());
     }
   }
+  if (!magnitudes) return;
+  // The magnitude class: x (and the grid, or the per-dimension scales)
+  // times 2^a, y times 2^b. Powers of two: every distance, ratio and weight
+  // the library forms is the original's as long as its own scaling keeps
+  // them normal (design.md §5, "Magnitudes"), so the unpredictable points,
+  // the path and best are the same and each score is the original's times
+  // 2^2b, bitwise (on one target).
+  const int range = sizeof(T) == 4 ? 3 : 30;
+  const int a = range * (magnitude_byte % 64 - 32);
+  const int b = magnitude_byte & 128 ? -a / 4 : 0;
+  std::vector<T> x_moved = x, y_moved = y;
+  for (size_t j = 0; j < p.n; ++j) {
+    for (size_t k = 0; k < p.d; ++k) {
+      T& value = x_moved[j * x_stride + k];
+      value = T(std::ldexp(double(value), a));
+    }
+    for (size_t c = 0; c < p.dy; ++c) {
+      T& value = y_moved[j * y_stride + c];
+      value = T(std::ldexp(double(value), b));
+    }
+  }
+  std::vector<double> grid = p.grid;
+  CrossValidationOptions moved_options = options;
+  for (double& h : scales.empty() ? grid : moved_options.scales) {
+    h = std::ldexp(h, a);
+  }
+  attnpool::force_target(targets[rerun_target]);
+  CrossValidationResult original, moved;
+  const auto where = [&] {
+    return call() + " target=" + targets[rerun_target] + " x times 2^" +
+           std::to_string(a) + ", y times 2^" + std::to_string(b);
+  };
+  try {
+    original = attnpool::cross_validate(p.kernel, x_view, y_view, p.grid,
+                                        options, {threads});
+    moved = attnpool::cross_validate(
+        p.kernel, ConstMatrixView<T>(x_moved.data(), p.n, p.d, x_stride),
+        ConstMatrixView<T>(y_moved.data(), p.n, p.dy, y_stride), grid,
+        moved_options, {threads});
+  } catch (const std::exception& error) {
+    Fail(std::string("unexpected exception: ") + error.what(), where());
+  }
+  bool same = original.unpredictable == moved.unpredictable &&
+              original.best == moved.best &&
+              original.used_powers == moved.used_powers;
+  for (size_t k = 0; k < count && same; ++k) {
+    const double want = std::ldexp(original.scores[k], 2 * b);
+    same = std::isnan(want) ? std::isnan(moved.scores[k])
+                            : moved.scores[k] == want;
+    if (!same) {
+      std::ostringstream text;
+      text.precision(17);
+      text << "bandwidth " << k << ": score " << moved.scores[k]
+           << ", the original's times 2^" << 2 * b << " " << want;
+      Fail(text.str(), where());
+    }
+  }
+  if (!same) Fail("a different path, best or unpredictable points", where());
 }
 
 }  // namespace
