@@ -22,6 +22,10 @@ const std::vector<Layer>& Layers() {
 
 namespace {
 
+// Keys of the long sequences some calls draw: past two of the fused
+// kernel's key chunks (src/fused.cc), for a few queries.
+constexpr size_t kLongKeys = 9000;
+
 // (rows, heads, cols) storage as a (1 or batch, heads, rows, cols) view:
 // the packed layout of varlen calls, whose heads interleave along a row.
 template <typename T>
@@ -47,19 +51,22 @@ void LayerCall<T>::Run(std::vector<T>& into,
     case LayerKind::varlen:
       attnpool::scaled_dot_product_attention_varlen(
           queries, keys, values, target,
-          {query_offsets.size() - 1, query_offsets.data(), key_offsets.data()},
+          {query_offsets.size() - 1,
+           static_cast<const size_t*>(index_arrays[0].at),
+           static_cast<const size_t*>(index_arrays[1].at)},
           mask, scale, empty, how);
       return;
     case LayerKind::paged: {
       attnpool::PagedKVCache<T> cache;
       cache.keys = keys;
       cache.values = values;
-      cache.block_table = block_table.data();
+      cache.block_table = static_cast<const int32_t*>(index_arrays[1].at);
       cache.block_table_stride = block_table_stride;
-      cache.lengths = cache_lengths.data();
+      cache.lengths = static_cast<const size_t*>(index_arrays[2].at);
       attnpool::scaled_dot_product_attention_paged(
           queries, cache, target, query_offsets.size() - 1,
-          query_offsets.data(), mask, scale, empty, how);
+          static_cast<const size_t*>(index_arrays[0].at), mask, scale, empty,
+          how);
       return;
     }
   }
@@ -142,14 +149,16 @@ std::unique_ptr<LayerCall<T>> MakeLayerCall(const Layer& layer, uint64_t seed,
   std::vector<size_t> n_of, m_of;
   if (layer.kind == LayerKind::dense) {
     c.batch = 2;
-    const size_t n = pick({1, 5, 37}), m = 2 + rng() % 70;
+    // One in four a decode past two key chunks of the fused kernel.
+    const size_t n = pick({1, 5, 37});
+    const size_t m = n == 1 && rng() % 4 == 0 ? kLongKeys : 2 + rng() % 70;
     n_of.assign(c.batch, n);
     m_of.assign(c.batch, m);
   } else {
     c.batch = 1 + rng() % 3;
     for (size_t s = 0; s < c.batch; ++s) {
       n_of.push_back(pick({0, 1, 3, 5}));
-      m_of.push_back(1 + rng() % 40);
+      m_of.push_back(rng() % 16 == 0 ? kLongKeys : 1 + rng() % 40);
     }
     n_of[rng() % c.batch] = pick({1, 4});  // some query
   }
@@ -162,24 +171,29 @@ std::unique_ptr<LayerCall<T>> MakeLayerCall(const Layer& layer, uint64_t seed,
     c.key_offsets.push_back(c.key_offsets.back() + m_of[s]);
   }
 
-  // Queries and the output (its rows padded by 2: canaries between them).
-  const size_t out_pad = 2, tail = 8;
+  // Queries and the output's layout (its rows padded by 2: canaries
+  // between them; the buffer comes last).
+  const size_t out_pad = 2;
+  size_t out_elements = 0;
   if (layer.kind == LayerKind::dense) {
     const size_t n = n_of[0];
     c.query_data.resize(c.batch * hq * n * dk);
     c.queries = attnpool::dense_tensor<const T>(c.query_data.data(), c.batch,
                                                 hq, n, dk);
-    c.out.assign(c.batch * hq * n * (dv + out_pad) + tail,
-                 std::numeric_limits<T>::quiet_NaN());
-    c.out_view = {
-        c.out.data() + 1,   c.batch,     hq, n, dv, hq * n * (dv + out_pad),
-        n * (dv + out_pad), dv + out_pad};
+    out_elements = c.batch * hq * n * (dv + out_pad);
+    c.out_view = {nullptr,
+                  c.batch,
+                  hq,
+                  n,
+                  dv,
+                  hq * n * (dv + out_pad),
+                  n * (dv + out_pad),
+                  dv + out_pad};
   } else {
     c.query_data.resize(total_n * hq * dk);
     c.queries = Interleaved<const T>(c.query_data.data(), 1, hq, total_n, dk);
-    c.out.assign(total_n * hq * (dv + out_pad) + tail,
-                 std::numeric_limits<T>::quiet_NaN());
-    c.out_view = Interleaved<T>(c.out.data() + 1, 1, hq, total_n, dv, out_pad);
+    out_elements = total_n * hq * (dv + out_pad);
+    c.out_view = Interleaved<T>(nullptr, 1, hq, total_n, dv, out_pad);
   }
   fill(c.query_data);
 
@@ -283,6 +297,21 @@ std::unique_ptr<LayerCall<T>> MakeLayerCall(const Layer& layer, uint64_t seed,
         }
   }
 
+  const auto bytes = [](const auto& array) {
+    return array.size() * sizeof(array[0]);
+  };
+  if (layer.kind == LayerKind::varlen) {
+    c.index_arrays = {
+        {"sequences.query_offsets", c.query_offsets.data(),
+         bytes(c.query_offsets)},
+        {"sequences.key_offsets", c.key_offsets.data(), bytes(c.key_offsets)}};
+  } else if (layer.kind == LayerKind::paged) {
+    c.index_arrays = {
+        {"query_offsets", c.query_offsets.data(), bytes(c.query_offsets)},
+        {"cache.block_table", c.block_table.data(), bytes(c.block_table)},
+        {"cache.lengths", c.cache_lengths.data(), bytes(c.cache_lengths)}};
+  }
+
   // The mask: a random choice of the fields the layer takes (every one,
   // with every_field), each drawn as its users give it.
   auto& mask = c.mask;
@@ -333,6 +362,18 @@ std::unique_ptr<LayerCall<T>> MakeLayerCall(const Layer& layer, uint64_t seed,
     mask.sinks = c.sinks.data();
   }
   if (rng() % 2) c.scale = 0.3;
+
+  // The output buffer: canaries before the view, between its rows and
+  // after it, a tail where any index array or mask array fits (the hostile
+  // test moves them onto the output).
+  size_t tail = 64;
+  for (const auto& array : c.index_arrays) {
+    tail = std::max(tail, array.bytes / sizeof(T) + 4);
+  }
+  tail =
+      std::max(tail, c.valid_lengths.size() * sizeof(size_t) / sizeof(T) + 4);
+  c.out.assign(1 + out_elements + tail, std::numeric_limits<T>::quiet_NaN());
+  c.out_view.data = c.out.data() + 1;
   return call;
 }
 

@@ -5,15 +5,15 @@
 // (test_nonfinite.cc) and bad input (test_hostile.cc). A row builds a valid
 // call of its layer from a seed — grouped query heads, random sizes, a
 // random mask of the fields the layer takes — and runs it. Adding a layer is
-// one row in layer_table.cc; a mask field of the list (mask_fields.h)
-// reaches every row through the builder and the hostile test's visit.
+// one row in layer_table.cc. The hostile test visits the mask's field list
+// (mask_fields.h), so a new field with a check or an array reaches every
+// row; the builder draws each field a layer takes (layer_table.cc).
 #pragma once
 
 #include <attnpool/attnpool.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +42,15 @@ struct LayerCall {
   std::vector<size_t> query_offsets, key_offsets, cache_lengths;
   std::vector<int32_t> block_table;
   size_t block_table_stride = 0;
+  // The index arrays the call reads (those above a packed or paged call
+  // takes), as errors name them, with what it reads them through (into the
+  // vectors; the hostile test points them elsewhere) and their bytes.
+  struct IndexArray {
+    std::string name;
+    const void* at;
+    size_t bytes;
+  };
+  std::vector<IndexArray> index_arrays;
   // The mask and its storage.
   attnpool::AttentionMask<T> mask;
   std::vector<size_t> valid_lengths;

@@ -544,12 +544,12 @@ std::vector<double> Refused(attnpool::MaskCheck check) {
 }
 
 // Every layer of the layer table from a valid call with every mask field it
-// takes: each input null, and the output over each input; each refused
-// value of each checked mask field, and the output over each array a field
-// reads (from the field list: a new field reaches every layer); the per-query
-// fields a packed layer does not take; a non-finite scale; a negative thread
-// count. Each is rejected naming its argument, the output buffer (canaries
-// included) untouched.
+// takes: each input and index array null, and the output over each; each
+// refused value of each checked mask field, and the output over each array a
+// field reads (from the field list: a new field reaches every layer); the
+// per-query fields a packed layer does not take; a non-finite scale; a negative
+// thread count. Each is rejected naming its argument, the output buffer
+// (canaries included) untouched.
 template <typename T>
 void RunLayers(Counts& counts) {
   LayerOptions every;
@@ -621,14 +621,15 @@ void RunLayers(Counts& counts) {
           std::is_same<Kind, attnpool::mask_kind::lengths>::value ||
           std::is_same<Kind, attnpool::mask_kind::matrix>::value ||
           std::is_same<Kind, attnpool::mask_kind::booleans>::value;
-      // The output over the array a field reads (its values moved there,
-      // still valid): refused naming the output.
+      // The output over the array a field reads (lengths and per-head
+      // values copied there, valid; bias and visible over the canaries):
+      // refused naming the output.
       if ((kPerQuery && layer.per_query_masks) ||
           std::is_same<Kind, attnpool::mask_kind::head_number>::value) {
         reject("overlap", "out", [&](LayerCall<T>& c) {
           auto* at = reinterpret_cast<unsigned char*>(c.out_view.data);
           while (reinterpret_cast<uintptr_t>(at) % alignof(size_t) != 0) {
-            at += sizeof(T);  // still in the view's rows
+            at += sizeof(T);  // an element on: in the view's extent
           }
           attnpool::VisitMask(c.mask, [&](auto f, auto& member) {
             if (std::string(f.name) != field.name) return;
@@ -638,7 +639,8 @@ void RunLayers(Counts& counts) {
                           c.valid_lengths.size() * sizeof(size_t));
               member = reinterpret_cast<const size_t*>(at);
             } else if constexpr (std::is_same<Member, const T*>::value) {
-              std::memcpy(at, member, heads * sizeof(T));
+              const std::vector<T> valid(heads, T(0.5));
+              std::memcpy(at, valid.data(), heads * sizeof(T));
               member = reinterpret_cast<const T*>(at);
             } else if constexpr (std::is_same<Member, attnpool::TensorView<
                                                           const T>>::value) {
@@ -675,6 +677,24 @@ void RunLayers(Counts& counts) {
         });
       });
     });
+    // The index arrays of packed and paged calls: null, and moved onto the
+    // output (their values copied there).
+    const size_t arrays = MakeLayerCall<T>(layer, seed)->index_arrays.size();
+    for (size_t k = 0; k < arrays; ++k) {
+      const std::string name =
+          MakeLayerCall<T>(layer, seed)->index_arrays[k].name;
+      reject("null data", name,
+             [k](LayerCall<T>& c) { c.index_arrays[k].at = nullptr; });
+      reject("overlap", "out", [k](LayerCall<T>& c) {
+        auto& array = c.index_arrays[k];
+        auto* at = reinterpret_cast<unsigned char*>(c.out_view.data);
+        while (reinterpret_cast<uintptr_t>(at) % alignof(size_t) != 0) {
+          at += sizeof(T);  // an element on: in the view's extent
+        }
+        std::memcpy(at, array.at, array.bytes);  // (the tail holds it)
+        array.at = at;
+      });
+    }
     for (double scale : {std::numeric_limits<double>::quiet_NaN(),
                          std::numeric_limits<double>::infinity()}) {
       reject("scale", "scale", [scale](LayerCall<T>& c) { c.scale = scale; });

@@ -77,10 +77,11 @@ const char* attnpool_last_error(void);
  * "target", ...), or "" if none. Never NULL. */
 const char* attnpool_last_error_argument(void);
 
-/* "0.1.0". */
+/* The library's version, "major.minor.patch" (attnpool/version.h:
+ * ATTNPOOL_VERSION_STRING, the headers'). */
 const char* attnpool_version(void);
-/* The C binary interface's number (3: masks and executions with
- * struct_size). */
+/* The C binary interface's number (attnpool/version.h:
+ * ATTNPOOL_ABI_VERSION, the headers'; the N of libattnpool_c.so.N). */
 int attnpool_abi_version(void);
 
 /* ---------------------------------------------------------------- types */

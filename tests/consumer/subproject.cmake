@@ -2,8 +2,9 @@
 # through FetchContent and through add_subdirectory, and configures the
 # latter once more without a build type (which attnpool must leave empty).
 # Invoked by CTest with -DSOURCE_DIR -DWORK_DIR -DGENERATOR -DMAKE_PROGRAM
-# [-DLAUNCHER]: with ccache as the launcher, the library's objects are those
-# of attnpool's own build (the same commands), not compiled again.
+# -DC_COMPILER -DCXX_COMPILER [-DLAUNCHER]: with ccache as the launcher,
+# the library's objects are those of attnpool's own build where it used
+# ccache too (the same commands), not compiled again.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE result)
   if(NOT result EQUAL 0)
@@ -11,7 +12,8 @@ function(run)
   endif()
 endfunction()
 
-set(generator -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+set(generator -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}
+    -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
 if(LAUNCHER)
   list(APPEND generator -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}
        -DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER})

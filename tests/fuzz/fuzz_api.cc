@@ -30,8 +30,9 @@
 //       test's size cases (tests/hostile_sizes.h: a size symbol at 2^62,
 //       2^63 or SIZE_MAX, or two whose product overflows; the case
 //       ([7] ^ [1]) % count) planted into this call, which must be
-//       refused with an attnpool::Error naming its argument (where a
-//       view with a huge size has elements), nothing written
+//       refused with an attnpool::Error naming one of the case's arguments
+//       or a mask's (where a view with a huge size has elements), nothing
+//       written
 //   [7] threads: 0 (default), 1, 2, 3 (b % 4); 128: large (above); the
 //       tuning profile (b / 4 % 32): this CPU's choice below 16, else it
 //       forced with small blocks and other decode parameters (Tuning())
@@ -232,10 +233,14 @@ void FuzzOne(const Api<T>& api, Bytes& bytes, uint8_t flags) {
     try {
       api.run(planted->args);
     } catch (const attnpool::Error& error) {
-      problem =
-          std::string(error.what()).find(error.argument()) == std::string::npos
-              ? "an error that does not name its argument"
-              : "";
+      // The case's names, or the mask's matrices, whose shapes follow n, m.
+      const std::string argument = error.argument();
+      const auto& accepted = size_case.accepted;
+      problem = std::find(accepted.begin(), accepted.end(), argument) !=
+                            accepted.end() ||
+                        argument.rfind("mask.", 0) == 0
+                    ? ""
+                    : "an error naming " + argument;
     } catch (const std::exception& error) {
       problem = std::string("unexpected exception: ") + error.what();
     }
