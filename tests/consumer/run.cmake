@@ -1,12 +1,7 @@
 # Installs the build tree into a scratch prefix, then builds and runs
 # tests/consumer against it twice: through find_package and through
 # pkg-config. Invoked by CTest with -DBUILD_DIR -DSOURCE_DIR -DWORK_DIR.
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "failed (${result}): ${ARGN}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 
 # The consumer is configured with the generator that built attnpool: a
 # machine may have Ninja and no make.
