@@ -433,11 +433,12 @@ void FuzzRegressionOf(Bytes& bytes, uint8_t flags) {
   const int range = sizeof(T) == 4 ? 3 : 30;
   const int a = range * (magnitude_byte % 64 - 32);
   const int b = magnitude_byte & 128 ? -a / 4 : 0;
-  std::vector<T> x_moved = x, y_moved = y;
-  std::vector<double> grid = p.grid;
+  std::vector<T> x_moved, y_moved;
+  std::vector<double> grid;
   CrossValidationOptions moved_options = options;
   moved_options.skip_distant = true;
   if (magnitudes) {
+    x_moved = x, y_moved = y, grid = p.grid;
     for (size_t j = 0; j < p.n; ++j) {
       for (size_t k = 0; k < p.d; ++k) {
         T& value = x_moved[j * x_stride + k];
