@@ -97,14 +97,16 @@ void AttentionPoolStagedAllocating(const PoolSpec& spec,
                                    const Execution& execution) {
   // Everything is checked before the workspace is allocated: bad views are
   // attnpool::Error naming them, not std::bad_alloc (nor a short workspace).
+  // The workspace's size first, from the shapes alone: the mask's arrays
+  // (n entries, n × m) are read only for a call that can run.
   detail::EnsureDispatchReady();
-  detail::CheckPool<T>(spec, queries, keys, values, out, nullptr, mask,
-                       execution);
   size_t count = 0, bytes = 0;
   if (__builtin_mul_overflow(queries.rows, keys.rows, &count) ||
       __builtin_mul_overflow(count, sizeof(T), &bytes)) {
     throw Error("queries", "n × m weights overflow the address space");
   }
+  detail::CheckPool<T>(spec, queries, keys, values, out, nullptr, mask,
+                       execution);
   auto weights = detail::AllocateBuffer<T>(count);
   AttentionPoolStaged(spec, queries, keys, values, out,
                       MatrixView<T>(weights.get(), queries.rows, keys.rows),
