@@ -87,10 +87,14 @@ fi
 
 git clone --quiet --no-hardlinks "$source_dir" "$root/work/attnpool"
 echo "   checkout: $(git -C "$root/work/attnpool" log -1 --format='%h %s' | cut -c1-72)"
-# This machine's network as the fresh system's: its name servers, and the
-# certificate authorities and pip settings it trusts (an egress proxy's
-# among them), so that pip reaches PyPI from there as it does from here.
+# This machine's network as the fresh system's: its name servers and host
+# names, and the certificate authorities and pip settings it trusts (an
+# egress proxy's among them), so that pip reaches PyPI from there as it
+# does from here. (debootstrap writes no /etc/hosts, which an installed
+# Debian has: without it each MPI rank past the second waited 5 s for its
+# own host name.)
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+if [[ -f /etc/hosts ]]; then cp /etc/hosts "$root/etc/hosts"; fi
 if [[ -d /usr/local/share/ca-certificates ]]; then
   mkdir -p "$root/usr/local/share"
   cp -r /usr/local/share/ca-certificates "$root/usr/local/share/"
