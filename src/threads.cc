@@ -21,8 +21,14 @@ Workers WorkersOf(const Execution& execution) {
 }
 
 int MaxThreads() {
-  const int most = kThreadsPerProcessor * std::max(1, omp_get_num_procs());
-  return std::max(1, std::min(most, omp_get_thread_limit()));
+  // Read at the first call: omp_get_num_procs() asks the OS for the
+  // process's affinity each time, a system call that cost a small call
+  // more than its work. A later, narrower affinity still leaves a bound.
+  static const int max_threads = [] {
+    const int most = kThreadsPerProcessor * std::max(1, omp_get_num_procs());
+    return std::max(1, std::min(most, omp_get_thread_limit()));
+  }();
+  return max_threads;
 }
 
 }  // namespace detail

@@ -33,8 +33,8 @@ struct Workers {
 Workers WorkersOf(const Execution& execution);
 
 // kThreadsPerProcessor threads per processor available to the process
-// (omp_get_num_procs(), which follows its affinity), within OpenMP's thread
-// limit; at least 1.
+// (omp_get_num_procs() at the first call: the affinity it then had), within
+// OpenMP's thread limit; at least 1.
 constexpr int kThreadsPerProcessor = 4;
 int MaxThreads();
 
