@@ -43,6 +43,11 @@ def scaled_dot_product_attention(queries, keys, values, *,
     the result is float32. Decoding reads them in place; bfloat16 queries
     and keys take the CPU's bf16 dot-product instruction where it has one.
     """
+    result = _core.scaled_dot_product_attention_plain(
+        queries, keys, values, scale, empty_rows, out, threads, mask)
+    if result is not NotImplemented:
+        return result
+    # (Arguments that need converting: the core's plain path took none.)
     if is_narrow(queries) or is_narrow(keys) or is_narrow(values):
         queries = element("queries", queries)
         keys, values = element("keys", keys), element("values", values)

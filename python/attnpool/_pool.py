@@ -52,6 +52,12 @@ def attention_pool(queries, keys, values, *, distance: str = "sqeuclidean",
     ``return_weights``). bfloat16 dot products run on the CPU's bf16
     dot-product instruction where it has one.
     """
+    result = _core.attention_pool_plain(
+        queries, keys, values, distance, kernel, bandwidth, scale, normalize,
+        empty_rows, out, threads, return_weights, mask)
+    if result is not NotImplemented:
+        return result
+    # (Arguments that need converting: the core's plain path took none.)
     if is_narrow(queries) or is_narrow(keys) or is_narrow(values):
         if return_weights:
             raise ValueError("return_weights: not with reduced-precision "

@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "python/src/arguments.h"
+#include "python/src/plain.h"
 
 namespace attnpool_python {
 namespace {
@@ -45,6 +46,52 @@ void ScaledDotProductAttention(const InArray& queries, const InArray& keys,
         t.q.tensor(), t.k.tensor(), t.v.tensor(), t.o.tensor(), masks.mask(),
         scale, empty, execution);
   });
+}
+
+// scaled_dot_product_attention's plain path (plain.h): the result, or
+// NotImplemented where the package must convert.
+nb::object ScaledDotProductAttentionPlain(nb::handle queries, nb::handle keys,
+                                          nb::handle values, nb::handle scale,
+                                          nb::handle empty_rows, nb::handle out,
+                                          nb::handle threads, nb::handle mask) {
+  const nb::object converting = nb::borrow(Py_NotImplemented);
+  HeldArray q, k, v, o;
+  if (!q.Take<4>(queries.ptr(), false) || !k.Take<4>(keys.ptr(), false) ||
+      !v.Take<4>(values.ptr(), false) || k.is_double() != q.is_double() ||
+      v.is_double() != q.is_double()) {
+    return converting;
+  }
+  std::optional<double> score_scale;
+  if (!scale.is_none()) {
+    score_scale = PlainDouble(scale.ptr());
+    if (!score_scale) return converting;
+  }
+  const auto empty_name = PlainString(empty_rows.ptr());
+  const auto thread_count = PlainThreads(threads.ptr());
+  if (!empty_name || !thread_count ||
+      (*empty_name != "nan" && *empty_name != "zero")) {
+    return converting;
+  }
+  const bool is_double = q.is_double();
+  const auto run = [&](auto zero) -> nb::object {
+    using T = decltype(zero);
+    attnpool::AttentionMask<T> plain_mask;
+    if (!PlainMask(mask.ptr(), plain_mask)) return converting;
+    const nb::object result = PlainOut<4>(
+        out, {q.shape(0), q.shape(1), q.shape(2), v.shape(3)}, is_double, o);
+    if (!result.is_valid()) return converting;
+    const auto empty = EmptyRowsOf(std::string(*empty_name));
+    const auto execution = ExecutionOf(*thread_count);
+    {
+      nb::gil_scoped_release release;
+      attnpool::scaled_dot_product_attention(
+          q.tensor<const T>(), k.tensor<const T>(), v.tensor<const T>(),
+          o.tensor<T>(), plain_mask, score_scale, empty, execution);
+    }
+    ++g_plain_calls;
+    return result;
+  };
+  return is_double ? run(double()) : run(float());
 }
 
 // Packed sequences: (1, H, Σn, d) views of (Σn, H, d) arrays, and the
@@ -169,6 +216,10 @@ void MultiHeadAttention(size_t heads, const InArray& w_q, const InArray& w_k,
 
 void DefineLayers(nb::module_& m) {
   m.def("scaled_dot_product_attention", &ScaledDotProductAttention);
+  // (Every argument may be None: the function says what it takes.)
+  m.def("scaled_dot_product_attention_plain", &ScaledDotProductAttentionPlain,
+        nb::arg().none(), nb::arg().none(), nb::arg().none(), nb::arg().none(),
+        nb::arg().none(), nb::arg().none(), nb::arg().none(), nb::arg().none());
   m.def("scaled_dot_product_attention_varlen",
         &ScaledDotProductAttentionVarlen);
   m.def("scaled_dot_product_attention_paged", &ScaledDotProductAttentionPaged);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "python/src/arguments.h"
+#include "python/src/plain.h"
 
 namespace attnpool_python {
 namespace {
@@ -89,6 +90,7 @@ NB_MODULE(_core, m) {
   m.def("force_tuning", &attnpool::force_tuning);
   m.def("last_fused_path", &attnpool::last_fused_path);
   m.def("input_copies", [] { return g_input_copies.load(); });
+  m.def("plain_calls", [] { return g_plain_calls.load(); });
   m.def("kernel_names", [] { return NamesOf(attnpool::kKernels); });
   m.def("distance_names", [] { return NamesOf(attnpool::kDistances); });
   m.def("normalization_names",

@@ -6,6 +6,7 @@
 
 #include "python/src/arguments.h"
 #include "python/src/element_arrays.h"
+#include "python/src/plain.h"
 
 namespace attnpool_python {
 namespace {
@@ -50,6 +51,60 @@ void AttentionPool(const SpecArguments& spec, const InArray& queries,
                                execution);
     }
   });
+}
+
+// attention_pool's plain path (plain.h): the result (with its weights
+// where asked), or NotImplemented where the package must convert.
+nb::object AttentionPoolPlain(nb::handle queries, nb::handle keys,
+                              nb::handle values, nb::handle distance,
+                              nb::handle kernel, nb::handle bandwidth,
+                              nb::handle scale, nb::handle normalize,
+                              nb::handle empty_rows, nb::handle out,
+                              nb::handle threads, nb::handle return_weights,
+                              nb::handle mask) {
+  const nb::object converting = nb::borrow(Py_NotImplemented);
+  HeldArray q, k, v, o, w;
+  if (!q.Take<2>(queries.ptr(), false) || !k.Take<2>(keys.ptr(), false) ||
+      !v.Take<2>(values.ptr(), false) || k.is_double() != q.is_double() ||
+      v.is_double() != q.is_double() ||
+      (return_weights.ptr() != Py_True && return_weights.ptr() != Py_False)) {
+    return converting;
+  }
+  const auto spec =
+      PlainPoolSpec(distance.ptr(), kernel.ptr(), bandwidth.ptr(), scale.ptr(),
+                    normalize.ptr(), empty_rows.ptr());
+  const auto thread_count = PlainThreads(threads.ptr());
+  if (!spec || !thread_count) return converting;
+  const bool is_double = q.is_double();
+  const auto run = [&](auto zero) -> nb::object {
+    using T = decltype(zero);
+    attnpool::Mask<T> plain_mask;
+    if (!PlainMask(mask.ptr(), plain_mask)) return converting;
+    const size_t n = q.shape(0);
+    const nb::object result = PlainOut<2>(out, {n, v.shape(1)}, is_double, o);
+    if (!result.is_valid()) return converting;
+    nb::object weights;
+    if (return_weights.ptr() == Py_True) {
+      weights = NewArray<2>({n, k.shape(0)}, is_double, w);
+    }
+    const auto execution = ExecutionOf(*thread_count);
+    {
+      nb::gil_scoped_release release;
+      if (weights.is_valid()) {
+        attnpool::attention_pool_staged(*spec, q.matrix<const T>(),
+                                        k.matrix<const T>(),
+                                        v.matrix<const T>(), o.matrix<T>(),
+                                        w.matrix<T>(), plain_mask, execution);
+      } else {
+        attnpool::attention_pool(*spec, q.matrix<const T>(),
+                                 k.matrix<const T>(), v.matrix<const T>(),
+                                 o.matrix<T>(), plain_mask, execution);
+      }
+    }
+    ++g_plain_calls;
+    return weights.is_valid() ? nb::make_tuple(result, weights) : result;
+  };
+  return is_double ? run(double()) : run(float());
 }
 
 // A PoolState's arrays: accumulator (n, dv), max, sum and best (n each,
@@ -195,6 +250,11 @@ void PoolFinish(const SpecArguments& spec, const ReadStateArrays& state,
 
 void DefinePool(nb::module_& m) {
   m.def("attention_pool", &AttentionPool);
+  // (Every argument may be None: the function says what it takes.)
+  m.def("attention_pool_plain", &AttentionPoolPlain, nb::arg().none(),
+        nb::arg().none(), nb::arg().none(), nb::arg().none(), nb::arg().none(),
+        nb::arg().none(), nb::arg().none(), nb::arg().none(), nb::arg().none(),
+        nb::arg().none(), nb::arg().none(), nb::arg().none(), nb::arg().none());
   m.def("pool_partial_elements", &PoolPartialElements);
   m.def("pool_partial", &PoolPartial);
   m.def("pool_merge", &PoolMerge);

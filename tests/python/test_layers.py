@@ -38,6 +38,50 @@ def test_scaled_dot_product_attention(target, dtype):
     close(got, want, dtype, scale=10)
 
 
+# scaled_dot_product_attention's options as the core reads them itself
+# (its plain path), and forms of some that the package converts first (its
+# converting path): the same call either way. Arrays, by their names,
+# become converting forms through a function.
+SDPA_PLAIN_AND_CONVERTED = [
+    ({}, {"queries": memoryview}),
+    ({"scale": 0.3}, {"keys": lambda a: a.astype(a.dtype.newbyteorder())}),
+    ({"threads": 2, "empty_rows": "zero"}, {"threads": np.int16(2)}),
+    ({"causal": True, "causal_offset": 3, "window_left": 4, "chunk": 5,
+      "softcap": 2.5, "alibi_symmetric": False},
+     {"causal_offset": np.int64(3), "softcap": np.float32(2.5)}),
+    ({"out": "out", "causal": False}, {"out": lambda a: a.view(_Sub)}),
+]
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("plain, converted", SDPA_PLAIN_AND_CONVERTED)
+def test_sdpa_plain_and_converted_arguments_agree(dtype, plain, converted):
+    rng = rng_for("sdpa plain", np.dtype(dtype).name, repr(plain))
+    arrays = {"queries": rng.standard_normal((2, 4, 6, 8)).astype(dtype),
+              "keys": rng.standard_normal((2, 2, 9, 8)).astype(dtype),
+              "values": rng.standard_normal((2, 2, 9, 3)).astype(dtype)}
+    options = dict(plain)
+    if "out" in options:
+        options["out"] = np.empty((2, 4, 6, 3), dtype)
+    before = attnpool._core.plain_calls()
+    want = attnpool.scaled_dot_product_attention(*arrays.values(), **options)
+    assert attnpool._core.plain_calls() == before + 1
+    for name, value in converted.items():
+        if name in arrays:
+            arrays[name] = value(arrays[name])
+        elif callable(value):
+            options[name] = value(np.empty((2, 4, 6, 3), dtype))
+        else:
+            options[name] = value
+    got = attnpool.scaled_dot_product_attention(*arrays.values(), **options)
+    assert attnpool._core.plain_calls() == before + 1
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_sdpa_sliding_window(target, dtype):
     rng = rng_for("window", target, dtype)

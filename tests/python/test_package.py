@@ -237,6 +237,61 @@ def test_foreign_byte_order_and_misaligned_inputs_are_copied():
         queries, keys.astype(">f2"), swapped).tobytes() == want
 
 
+class _Subclass(np.ndarray):
+    pass
+
+
+# attention_pool's options as the core reads them itself (its plain path),
+# and forms of some that the package converts first (its converting path):
+# the same call either way. Arrays, by their names, become converting forms
+# through a function.
+PLAIN_AND_CONVERTED = [
+    ({}, {"queries": memoryview}),
+    ({}, {"keys": lambda a: a.view(_Subclass)}),
+    ({"bias": None}, {"values": lambda a: a.astype(a.dtype.newbyteorder())}),
+    ({"threads": 1}, {"threads": np.int64(1)}),
+    ({"bandwidth": 0.75}, {"bandwidth": np.float32(0.75)}),
+    ({"bandwidth": 2}, {"bandwidth": np.int32(2)}),
+    ({"kernel": "exp", "scale": 0.5, "normalize": "softmax", "causal": True,
+      "causal_offset": 2, "window_left": 3, "softcap": 4.0},
+     {"causal": 1, "causal_offset": np.int8(2)}),
+    ({"kernel": "exp", "normalize": "softmax", "alibi_slope": 0.25, "sink": 1,
+      "chunk": 2}, {"chunk": np.uint8(2), "sink": np.float16(1)}),
+    ({"return_weights": True}, {"return_weights": 1}),
+    ({"normalize": "none", "empty_rows": "zero", "out": "out"},
+     {"out": lambda a: a.view(_Subclass)}),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("plain, converted", PLAIN_AND_CONVERTED)
+def test_plain_and_converted_arguments_agree(dtype, plain, converted):
+    rng = rng_for("plain", np.dtype(dtype).name, repr(plain))
+    arrays = {"queries": rng.standard_normal((5, 3)).astype(dtype),
+              "keys": rng.standard_normal((7, 3)).astype(dtype),
+              "values": rng.standard_normal((7, 2)).astype(dtype)}
+    options = dict(plain)
+    if "out" in options:
+        options["out"] = np.empty((5, 2), dtype)
+    before = _core.plain_calls()
+    want = attnpool.attention_pool(*arrays.values(), **options)
+    assert _core.plain_calls() == before + 1
+    for name, value in converted.items():
+        if name in arrays:
+            arrays[name] = value(arrays[name])
+        elif callable(value):
+            options[name] = value(np.empty((5, 2), dtype))
+        else:
+            options[name] = value
+    got = attnpool.attention_pool(*arrays.values(), **options)
+    assert _core.plain_calls() == before + 1
+    want, got = (x if isinstance(x, tuple) else (x,) for x in (want, got))
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        assert type(g) is type(w) or "out" in converted
+        assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
+
+
 def test_empty_and_broadcast_inputs():
     q = np.ones((3, 4))
     assert attnpool.attention_pool(q[:0], q, q).shape == (0, 4)
