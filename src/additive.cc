@@ -19,6 +19,7 @@
 #include "src/dispatch.h"
 #include "src/pool_plan.h"
 #include "src/threads.h"
+#include "src/kept_outputs.h"
 
 namespace attnpool {
 namespace {
@@ -66,6 +67,8 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
 
   const size_t n = shape.n, m = shape.m, dv = values.cols;
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
   const detail::Workers threads = detail::WorkersOf(execution);
   // Each slot's block of scores (ForEachRowBlock over a head's n queries).
   const size_t slots =

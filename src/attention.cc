@@ -21,6 +21,7 @@
 #include "src/attention_checks.h"
 #include "src/dispatch.h"
 #include "src/fused_batch.h"
+#include "src/kept_outputs.h"
 #include "core/validate.h"
 #include "core/visible_run.h"
 
@@ -531,6 +532,8 @@ void MultiHeadAttention(const MultiHeadWeights<T>& weights,
     throw Error("queries", "the projections overflow the address space");
   }
   auto storage = detail::AllocateBuffer<T>(elements);
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
   T* const projected_q = storage.get();
   T* const projected_k = projected_q + q_elements;
   T* const projected_v = projected_k + batch * m * w_q.cols;

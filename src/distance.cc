@@ -13,6 +13,7 @@
 #include "src/enum_names.h"
 #include "src/packed_keys.h"
 #include "src/threads.h"
+#include "src/kept_outputs.h"
 #include "core/validate.h"
 
 namespace attnpool {
@@ -51,6 +52,8 @@ void PairwiseDistances(Distance distance, ConstMatrixView<T> queries,
   detail::RecordRunTarget(0);
   if (rows == 0 || key_count == 0) return;
 
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
   const detail::Workers threads = detail::WorkersOf(execution);
   // (Narrow keys, T = float, are widened as they are packed.)
   const detail::RowList<T> key_rows(keys);

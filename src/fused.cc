@@ -30,6 +30,7 @@
 #include "src/threads.h"
 #include "core/tuning.h"
 #include "src/enum_names.h"
+#include "src/kept_outputs.h"
 #include "core/validate.h"
 
 namespace attnpool {
@@ -541,6 +542,9 @@ void AttentionPool(const PoolSpec& spec, ConstMatrixView<T> queries,
     }
     return detail::FillEmptyRows(spec.empty_rows, detail::HasSink(mask), out);
   }
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
+  kept.Keep(normalizer, rows);
   // The state accumulates in `out`, then finishes in place.
   StateStorage<T> state(rows, out);
   AccumulateAll<T>(spec, plans, queries, detail::RowList<T>(keys),
@@ -580,6 +584,8 @@ void RunPoolBatch(const PoolSpec& spec,
   }
   detail::RecordRunTarget(0);
   last_path = -1;
+  detail::KeptOutputs kept(execution);
+  for (const auto& call : calls) kept.Keep(call.out);
   const detail::Workers threads = detail::WorkersOf(execution);
   const auto mode = ModeOf(spec);
   for (size_t first = 0; first < calls.size();) {
@@ -694,6 +700,11 @@ void AttentionPoolPartial(const PoolSpec& spec, ConstMatrixView<T> queries,
   detail::RecordRunTarget(0);
   last_path = -1;
   if (queries.rows == 0) return;
+  detail::KeptOutputs kept(execution);
+  kept.Keep(partial.accumulator);
+  kept.Keep(partial.max, queries.rows);
+  kept.Keep(partial.sum, queries.rows);
+  kept.Keep(partial.best, queries.rows);
   AccumulateAll<T>(spec, plans, queries, detail::RowList<T>(keys),
                    detail::RowList<T>(values), key_offset, state,
                    detail::WorkersOf(execution));

@@ -11,6 +11,7 @@
 #include "src/enum_names.h"
 #include "src/kernel_plan.h"
 #include "src/threads.h"
+#include "src/kept_outputs.h"
 #include "core/validate.h"
 
 namespace attnpool {
@@ -29,6 +30,8 @@ void ApplyKernel(const KernelSpec& spec, Distance input, MatrixView<T> values,
   detail::CheckView("values", values);
   detail::RecordRunTarget(0);
   if (values.rows == 0 || values.cols == 0) return;
+  detail::KeptOutputs kept(execution);
+  kept.Keep(values);
   detail::ForEachRowBlock(
       values.rows, kKernelBlockRows, detail::WorkersOf(execution),
       [&](size_t begin, size_t end) {

@@ -11,6 +11,7 @@
 #include "core/mask.h"
 #include "src/kernel_plan.h"
 #include "src/threads.h"
+#include "src/kept_outputs.h"
 #include "core/validate.h"
 
 namespace attnpool {
@@ -31,6 +32,8 @@ void Normalize(Normalization normalization, MatrixView<T> values,
       "values", value_bytes, values.cols);
   detail::RecordRunTarget(0);
   if (values.rows == 0 || values.cols == 0) return;  // (nothing to write)
+  detail::KeptOutputs kept(execution);
+  kept.Keep(values);
   detail::ForEachRowBlock(
       values.rows, kNormalizeBlockRows, detail::WorkersOf(execution),
       [&](size_t begin, size_t end) {

@@ -14,6 +14,7 @@
 #include "src/dispatch.h"
 #include "src/pool_plan.h"
 #include "src/threads.h"
+#include "src/kept_outputs.h"
 
 namespace attnpool {
 namespace {
@@ -53,6 +54,9 @@ void AttentionPoolStaged(const PoolSpec& spec, ConstMatrixView<T> queries,
   if (keys.rows == 0) {
     return detail::FillEmptyRows(spec.empty_rows, detail::HasSink(mask), out);
   }
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
+  kept.Keep(weights);
   pairwise_distances(spec.distance, queries, keys, weights, execution);
   const detail::Workers threads = detail::WorkersOf(execution);
   const size_t rows = queries.rows;

@@ -9,6 +9,7 @@
 #include "src/aligned_buffer.h"
 #include "src/dispatch.h"
 #include "src/threads.h"
+#include "src/kept_outputs.h"
 #include "core/validate.h"
 
 namespace attnpool {
@@ -37,6 +38,8 @@ void WeightedSum(ConstMatrixView<T> weights, ConstMatrixView<T> values,
   detail::RecordRunTarget(0);
   if (rows == 0 || columns == 0) return;
 
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
   detail::Workers threads = detail::WorkersOf(execution);
   if (double(rows) * double(depth) * double(columns) < kMinParallelWork) {
     threads.threads = 1;

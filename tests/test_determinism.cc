@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -143,11 +144,12 @@ struct ProgressLog {
   }
 };
 
-// Execution::progress, through every function of the API table on 1 and 3
-// threads: polled on the calling thread only, changing no bit while it goes
-// on; returning 0 at its first or second call throws Cancelled and is not
-// called again (a function that polls once finishes first); an exception
-// it throws leaves the call.
+// Execution::progress, through every function of the API table and every
+// layer on 1 and 3 threads: polled on the calling thread only, changing no
+// bit while it goes on; returning 0 at its first or second call throws
+// Cancelled and is not called again (a function that polls once finishes
+// first); an exception it throws leaves the call. A call it stops writes
+// nothing: every output byte (canaries and gaps included) as before.
 TEST_CASE("determinism: a progress callback polls and cancels",
           "[determinism]") {
   uint64_t seed = kSeed + 320;
@@ -160,6 +162,7 @@ TEST_CASE("determinism: a progress callback polls and cancels",
       for (int stop_at : {0, 1, 2}) {
         INFO("stop at " << stop_at);
         const auto run = ws.Clone();
+        const auto before = run->Snapshot();
         ProgressLog log;
         log.stop_at = stop_at;
         run->args.execution = {threads, &ProgressLog::Poll, &log};
@@ -178,13 +181,49 @@ TEST_CASE("determinism: a progress callback polls and cancels",
         } else {
           REQUIRE(cancelled);
           REQUIRE(log.calls == stop_at);
+          REQUIRE((run->Snapshot() == before));
         }
       }
       const auto run = ws.Clone();
+      const auto before = run->Snapshot();
       run->args.execution.progress = [](void*, double) -> int {
         throw std::runtime_error("from the callback");
       };
       REQUIRE_THROWS_WITH(run->api().run(run->args), "from the callback");
+      REQUIRE((run->Snapshot() == before));
+    }
+  }
+  for (const Layer& layer : Layers()) {
+    for (int threads : {1, 3}) {
+      const auto call = MakeLayerCall<float>(layer, ++seed);
+      INFO(layer.name << " seed " << seed << " threads " << threads);
+      const auto reference = call->Fresh(threads);
+      for (int stop_at : {0, 1, 2}) {
+        INFO("stop at " << stop_at);
+        // (As Fresh's: NaN, which every row the call writes replaces.)
+        const std::vector<float> before(
+            call->out.size(), std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> out = before;
+        ProgressLog log;
+        log.stop_at = stop_at;
+        bool cancelled = false;
+        try {
+          call->Run(out, {threads, &ProgressLog::Poll, &log});
+        } catch (const attnpool::Cancelled&) {
+          cancelled = true;
+        }
+        CHECK_FALSE(log.elsewhere);
+        const bool same = std::memcmp(out.data(), before.data(),
+                                      out.size() * sizeof(float)) == 0;
+        if (stop_at == 0 || log.calls < stop_at) {
+          REQUIRE_FALSE(cancelled);
+          REQUIRE(std::memcmp(out.data(), reference.data(), reference.size()) ==
+                  0);
+        } else {
+          REQUIRE(cancelled);
+          REQUIRE(same);
+        }
+      }
     }
   }
 }

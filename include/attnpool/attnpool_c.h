@@ -201,8 +201,9 @@ static inline attnpool_mask attnpool_mask_init(void) {
  * calling thread between blocks of the call's work, with the fraction of
  * the current pass done (a call may make more than one pass), and from
  * nowhere else. Returning 0 cancels the call: it returns
- * ATTNPOOL_CANCELLED once the blocks under way end, its outputs holding
- * unspecified values. It must not call attnpool. */
+ * ATTNPOOL_CANCELLED once the blocks under way end, its outputs as they
+ * were (a call with a callback keeps a copy of them until it returns). It
+ * must not call attnpool. */
 typedef int (*attnpool_progress_callback)(void* context, double done);
 
 /* Per-call settings; NULL means the defaults. Initialize it with

@@ -10,10 +10,11 @@ namespace attnpool {
 // (in [0, 1]; a call may make more than one pass), and from nowhere else.
 // Returning 0 cancels the call: no thread takes a further block (one being
 // taken may still start), and the call throws attnpool::Cancelled once the
-// blocks under way end. A cancelled call's outputs, in-place arguments and
-// partial states included, hold unspecified values (any of their rows may
-// be written or not); nothing else changes. The callback must not call
-// attnpool.
+// blocks under way end. A cancelled call writes nothing: its outputs,
+// in-place arguments and partial states included, are put back as they
+// were (a call given a callback keeps a copy of its outputs' rows until it
+// returns: their size in memory), as they are when the callback throws.
+// The callback must not call attnpool.
 // (It returns an int, not a bool, so that the C API's callbacks are these.)
 using ProgressCallback = int (*)(void* context, double done);
 

@@ -72,3 +72,22 @@ def test_ctrl_c_interrupts_pooling_and_attention():
         assert attnpool.attention_pool(np.ones((1, 1), np.float32),
                                        np.ones((1, 1), np.float32),
                                        np.ones((1, 1), np.float32))[0, 0] == 1
+
+
+def test_an_interrupted_call_leaves_out_as_it_was():
+    rng = np.random.default_rng(12)
+
+    def pool(scale):
+        q = rng.standard_normal((64 * scale, 16), dtype=np.float32)
+        k = rng.standard_normal((4096, 16), dtype=np.float32)
+        v = rng.standard_normal((4096, 8), dtype=np.float32)
+        out = np.full((len(q), 8), 7.0, np.float32)
+
+        def call():
+            attnpool.attention_pool(q, k, v, out=out, threads=2)
+        call.out = out
+        return call
+
+    call = sized_for(2.5 * (DELAY + LATE), pool, 1 << 16)
+    assert interrupted(call) is not None
+    assert (call.out == 7).all()
