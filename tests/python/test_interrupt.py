@@ -47,13 +47,18 @@ def interrupted(call):
     return None
 
 
+def pool_arrays(rng, scale):
+    """Queries, keys and values of a pooling call that grows with scale."""
+    return (rng.standard_normal((64 * scale, 16), dtype=np.float32),
+            rng.standard_normal((4096, 16), dtype=np.float32),
+            rng.standard_normal((4096, 8), dtype=np.float32))
+
+
 def test_ctrl_c_interrupts_pooling_and_attention():
     rng = np.random.default_rng(11)
 
     def pool(scale):
-        q = rng.standard_normal((64 * scale, 16), dtype=np.float32)
-        k = rng.standard_normal((4096, 16), dtype=np.float32)
-        v = rng.standard_normal((4096, 8), dtype=np.float32)
+        q, k, v = pool_arrays(rng, scale)
         return lambda: attnpool.attention_pool(q, k, v, threads=2)
 
     def sdpa(scale):
@@ -78,9 +83,7 @@ def test_an_interrupted_call_leaves_out_as_it_was():
     rng = np.random.default_rng(12)
 
     def pool(scale):
-        q = rng.standard_normal((64 * scale, 16), dtype=np.float32)
-        k = rng.standard_normal((4096, 16), dtype=np.float32)
-        v = rng.standard_normal((4096, 8), dtype=np.float32)
+        q, k, v = pool_arrays(rng, scale)
         out = np.full((len(q), 8), 7.0, np.float32)
 
         def call():
