@@ -21,10 +21,11 @@ Workers WorkersOf(const Execution& execution) {
 }
 
 int MaxThreads() {
-  // Read at the first call: omp_get_num_procs() asks the OS for the
-  // process's affinity each time, a system call that cost a small call
-  // more than its work. A later, narrower affinity still leaves a bound.
-  static const int max_threads = [] {
+  // Read at a thread's first call: omp_get_num_procs() asks the OS for the
+  // calling thread's affinity each time, a system call that cost a small
+  // call more than its work. (Per thread: threads may be pinned apart.) A
+  // later, narrower affinity still leaves a bound.
+  static thread_local const int max_threads = [] {
     const int most = kThreadsPerProcessor * std::max(1, omp_get_num_procs());
     return std::max(1, std::min(most, omp_get_thread_limit()));
   }();

@@ -32,9 +32,9 @@ struct Workers {
 };
 Workers WorkersOf(const Execution& execution);
 
-// kThreadsPerProcessor threads per processor available to the process
-// (omp_get_num_procs() at the first call: the affinity it then had), within
-// OpenMP's thread limit; at least 1.
+// kThreadsPerProcessor threads per processor available to the calling
+// thread (omp_get_num_procs() at its first call: the affinity it then had),
+// within OpenMP's thread limit; at least 1.
 constexpr int kThreadsPerProcessor = 4;
 int MaxThreads();
 

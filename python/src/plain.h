@@ -31,6 +31,7 @@ namespace attnpool_python {
 // type stubs are generated where NumPy is not installed).
 struct NumPyObjects {
   PyTypeObject* ndarray = nullptr;
+  PyTypeObject* float64_scalar = nullptr;  // numpy.float64
   PyObject* empty = nullptr;
   PyObject* float32 = nullptr;
   PyObject* float64 = nullptr;
@@ -42,12 +43,19 @@ inline bool NumPyReady() {
   if (g_numpy.ndarray != nullptr) return true;
   try {
     const nb::module_ numpy = nb::module_::import_("numpy");
-    const auto held = [](nb::object object) { return object.release().ptr(); };
-    g_numpy.empty = held(numpy.attr("empty"));
-    g_numpy.float32 = held(numpy.attr("dtype")("float32"));
-    g_numpy.float64 = held(numpy.attr("dtype")("float64"));
-    g_numpy.ndarray =
-        reinterpret_cast<PyTypeObject*>(held(numpy.attr("ndarray")));
+    nb::object ndarray = numpy.attr("ndarray"), scalar = numpy.attr("float64"),
+               empty = numpy.attr("empty"),
+               float32 = numpy.attr("dtype")("float32"),
+               float64 = numpy.attr("dtype")("float64");
+    // (Set once, all or none: another thread may have set them meanwhile,
+    // the import having let go of the GIL.)
+    if (g_numpy.ndarray != nullptr) return true;
+    g_numpy.float64_scalar =
+        reinterpret_cast<PyTypeObject*>(scalar.release().ptr());
+    g_numpy.empty = empty.release().ptr();
+    g_numpy.float32 = float32.release().ptr();
+    g_numpy.float64 = float64.release().ptr();
+    g_numpy.ndarray = reinterpret_cast<PyTypeObject*>(ndarray.release().ptr());
   } catch (const nb::python_error&) {
     return false;  // (the package's path then says why)
   }
@@ -133,11 +141,14 @@ class HeldArray {
   Py_buffer view_{};
 };
 
-// Python numbers as the package converts them, where no conversion is
-// needed: exact ints within range, floats (and their subclasses, NumPy's
-// float64 among them).
+// Python numbers as the package converts them (float(x)), where no
+// conversion is needed: exact ints, floats and NumPy's float64 (not other
+// float subclasses, whose __float__ may say otherwise).
 inline std::optional<double> PlainDouble(PyObject* object) {
-  if (PyFloat_Check(object)) return PyFloat_AS_DOUBLE(object);
+  if (PyFloat_CheckExact(object) ||
+      (NumPyReady() && Py_TYPE(object) == g_numpy.float64_scalar)) {
+    return PyFloat_AS_DOUBLE(object);
+  }
   if (PyLong_CheckExact(object)) {
     const double value = PyLong_AsDouble(object);
     if (value == -1.0 && PyErr_Occurred()) {
@@ -187,20 +198,18 @@ template <class MaskT>
 bool PlainMask(PyObject* keywords, MaskT& mask) {
   constexpr bool kHeads = attnpool::IsAttentionMask<MaskT>::value;
   if (!PyDict_CheckExact(keywords)) return false;
-  if (PyDict_GET_SIZE(keywords) == 0) return true;
-  Py_ssize_t position = 0, matched = 0, given = 0;
-  PyObject *key = nullptr, *value = nullptr;
-  while (PyDict_Next(keywords, &position, &key, &value)) {
-    given += value != Py_None;
-  }
+  const Py_ssize_t given = PyDict_GET_SIZE(keywords);
+  if (given == 0) return true;
+  Py_ssize_t matched = 0;
   bool plain = true;
   attnpool::VisitMask(mask, [&](auto field, auto& member) {
     using Kind = typename decltype(field)::Kind;
     namespace kind = attnpool::mask_kind;
     PyObject* item =
         PyDict_GetItemString(keywords, kHeads ? field.heads_name : field.name);
-    if (item == nullptr || item == Py_None || !plain) return;
+    if (item == nullptr || !plain) return;
     ++matched;
+    if (item == Py_None) return;
     if constexpr (std::is_same_v<Kind, kind::flag>) {
       plain = item == Py_True || item == Py_False;
       member = item == Py_True;
@@ -222,7 +231,7 @@ bool PlainMask(PyObject* keywords, MaskT& mask) {
       plain = false;
     }
   });
-  // (A keyword no field has: the package's TypeError.)
+  // (A keyword no field has, even None: the package's TypeError.)
   return plain && matched == given;
 }
 

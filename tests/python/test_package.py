@@ -292,6 +292,64 @@ def test_plain_and_converted_arguments_agree(dtype, plain, converted):
         assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
 
 
+class _Float(float):
+    """A float whose float() is another number."""
+    def __float__(self):
+        return 2.0
+
+
+# Arguments the plain path leaves to the package (its reading would differ,
+# or the package copies them first): the call on them, through the package,
+# gives what it gives on plain forms of them.
+DECLINED = [
+    ("queries", _misaligned, {}),
+    ("queries", lambda a: a[::-1], {}),                        # negative stride
+    ("keys", lambda a: np.broadcast_to(a[:1], a.shape), {}),   # row stride 0
+    ("values", lambda a: np.repeat(a, 2, axis=1)[:, ::2], {}),  # strided rows
+    ("bandwidth", lambda _: _Float(1.0), {"bandwidth": 2.0}),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name, form, plain", DECLINED)
+def test_plain_path_declines(dtype, name, form, plain):
+    rng = rng_for("declined", np.dtype(dtype).name, name)
+    arrays = {"queries": rng.standard_normal((5, 3)).astype(dtype),
+              "keys": rng.standard_normal((7, 3)).astype(dtype),
+              "values": rng.standard_normal((7, 2)).astype(dtype)}
+    options = {}
+    if name in arrays:
+        arrays[name] = form(arrays[name])
+    else:
+        options[name] = form(None)
+    before = _core.plain_calls()
+    got = attnpool.attention_pool(*arrays.values(), **options)
+    assert _core.plain_calls() == before
+    want = attnpool.attention_pool(
+        *(np.ascontiguousarray(a) for a in arrays.values()), **plain)
+    assert _core.plain_calls() == before + 1
+    assert got.tobytes() == want.tobytes()
+
+
+def _read_only(array):
+    array.flags.writeable = False
+    return array
+
+
+@pytest.mark.parametrize("out, kind", [
+    (np.zeros((5, 3)), ValueError),                 # shape
+    (np.zeros((5, 2), np.float32), TypeError),      # dtype
+    (np.zeros((5, 4))[:, ::2], ValueError),         # rows not contiguous
+    (_read_only(np.zeros((5, 2))), ValueError),
+])
+def test_plain_path_declines_outs(out, kind):
+    before = _core.plain_calls()
+    with pytest.raises(kind, match="out"):
+        attnpool.attention_pool(np.ones((5, 3)), np.ones((7, 3)),
+                                np.ones((7, 2)), out=out)
+    assert _core.plain_calls() == before
+
+
 def test_empty_and_broadcast_inputs():
     q = np.ones((3, 4))
     assert attnpool.attention_pool(q[:0], q, q).shape == (0, 4)
@@ -352,6 +410,11 @@ def test_out_is_written_in_place():
                                      window_left=np.inf), TypeError, "window_left"),
     (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
                                      threads=2**40), ValueError, "threads"),
+    (lambda: attnpool.attention_pool(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
+                                     bogus=None), TypeError, "bogus"),
+    (lambda: attnpool.scaled_dot_product_attention(
+        np.ones((1, 1, 3, 2)), np.ones((1, 1, 4, 2)), np.ones((1, 1, 4, 2)),
+        window=None), TypeError, "window"),
     (lambda: attnpool.PoolState.partial(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 1)),
                                         key_offset=None), TypeError, "key_offset"),
     (lambda: attnpool.scaled_dot_product_attention_varlen(
