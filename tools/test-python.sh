@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Python package: `pip install .` into a virtual environment of pip's
 # python3 (never Debian's, whose NumPy comes from apt), then its tests
-# (tests/python) on every target this CPU supports; then its manylinux
-# wheel in build/wheelhouse.
+# (tests/python) on every target this CPU supports; its manylinux wheel in
+# build/wheelhouse; its sdist in build/sdist.
 # usage: tools/test-python.sh [venv-dir]   (default build/python-venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,3 +36,15 @@ PATH="$(pwd)/$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w build/wheelhouse 
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps \
   build/wheelhouse/attnpool-*.whl
 "$venv/bin/python" -m pytest -q tests/python
+# The sdist holds every file the build reads (building from it is a full
+# compile, its paths not the checkout's: not repeated here).
+"$venv/bin/python" -m pip install -q build
+rm -rf build/sdist
+"$venv/bin/python" -m build --sdist -o build/sdist . >/dev/null 2>&1 ||
+  { echo "sdist: the build failed"; exit 1; }
+missing=$(comm -23 \
+  <(find CMakeLists.txt pyproject.toml LICENSE README.md cmake include core \
+      src arch python -type f ! -name '*.pyc' | sort) \
+  <(tar tzf build/sdist/attnpool-*.tar.gz | sed 's|^[^/]*/||' | sort))
+[[ -z $missing ]] || { echo "sdist: missing $missing"; exit 1; }
+echo "sdist: $(basename build/sdist/attnpool-*.tar.gz), every file of the build"
