@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The Python package: `pip install .` into a virtual environment of pip's
-# python3 (never Debian's, whose NumPy comes from apt), then its tests
-# (tests/python) on every target this CPU supports; its manylinux wheel in
-# build/wheelhouse; its sdist in build/sdist.
+# The Python package, built as `pip install .` builds it, into a virtual
+# environment of pip's python3 (never Debian's, whose NumPy comes from apt):
+# its manylinux wheel in build/wheelhouse, installed and tested
+# (tests/python) on every target this CPU supports; its sdist in
+# build/sdist.
 # usage: tools/test-python.sh [venv-dir]   (default build/python-venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "python/src/arguments.h"
 
@@ -200,13 +201,23 @@ bool PlainMask(PyObject* keywords, MaskT& mask) {
   if (!PyDict_CheckExact(keywords)) return false;
   const Py_ssize_t given = PyDict_GET_SIZE(keywords);
   if (given == 0) return true;
+  // The keywords' names, interned once (their hashes kept).
+  static const std::vector<PyObject*> names = [] {
+    std::vector<PyObject*> interned;
+    attnpool::VisitMaskFields([&](auto field) {
+      interned.push_back(
+          PyUnicode_InternFromString(kHeads ? field.heads_name : field.name));
+    });
+    return interned;
+  }();
   Py_ssize_t matched = 0;
+  size_t index = 0;
   bool plain = true;
   attnpool::VisitMask(mask, [&](auto field, auto& member) {
     using Kind = typename decltype(field)::Kind;
     namespace kind = attnpool::mask_kind;
-    PyObject* item =
-        PyDict_GetItemString(keywords, kHeads ? field.heads_name : field.name);
+    PyObject* const name = names[index++];
+    PyObject* item = name != nullptr ? PyDict_GetItem(keywords, name) : nullptr;
     if (item == nullptr || !plain) return;
     ++matched;
     if (item == Py_None) return;
