@@ -203,7 +203,7 @@ if ((and_tests)); then
   fresh_system "$wheel_root"
   cp "$wheel" "$wheel_root/work/"
   in_system "$wheel_root" "
-    set -e
+    set -eo pipefail
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       python3 python3-venv >/dev/null
