@@ -67,8 +67,6 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
 
   const size_t n = shape.n, m = shape.m, dv = values.cols;
   const size_t group = shape.kv_heads == 0 ? 1 : shape.heads / shape.kv_heads;
-  detail::KeptOutputs kept(execution);
-  kept.Keep(out);
   const detail::Workers threads = detail::WorkersOf(execution);
   // Each slot's block of scores (ForEachRowBlock over a head's n queries).
   const size_t slots =
@@ -87,6 +85,8 @@ void AdditiveAttention(const AdditiveWeights<T>& weights,
     throw Error("weights.w_q.rows",
                 "the projections overflow the address space");
   }
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
   const auto w_q_t = Transpose(w_q), w_k_t = Transpose(w_k);
   auto projected_q = detail::AllocateBuffer<T>(n * hidden);
   auto projected_k = detail::AllocateBuffer<T>(m * hidden);

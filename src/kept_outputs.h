@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace attnpool {
@@ -58,6 +60,7 @@ class KeptOutputs {
   struct Block {
     char* data;
     size_t outer, outer_stride, middle, middle_stride, rows, row_stride, bytes;
+    std::unique_ptr<char[]> kept;  // the rows, one after another
     template <class Row>
     void EachRow(const Row& row) const {
       for (size_t a = 0; a < outer; ++a) {
@@ -77,28 +80,30 @@ class KeptOutputs {
         middle == 0 || rows == 0) {
       return;
     }
-    const Block block{static_cast<char*>(data),
-                      outer,
-                      outer_stride,
-                      middle,
-                      middle_stride,
-                      rows,
-                      row_stride,
-                      bytes};
-    size_t at = kept_.size();
-    kept_.resize(at + outer * middle * rows * bytes);  // (sizes checked)
+    Block block{static_cast<char*>(data),
+                outer,
+                outer_stride,
+                middle,
+                middle_stride,
+                rows,
+                row_stride,
+                bytes,
+                nullptr};
+    // (Sizes checked by the call; not zeroed: every byte is copied in.)
+    block.kept.reset(new char[outer * middle * rows * bytes]);
+    char* at = block.kept.get();
     block.EachRow([&](const char* row) {
-      std::memcpy(kept_.data() + at, row, bytes);
+      std::memcpy(at, row, bytes);
       at += bytes;
     });
-    blocks_.push_back(block);
+    blocks_.push_back(std::move(block));
   }
 
   void Restore() const {
-    size_t at = 0;
     for (const Block& block : blocks_) {
+      const char* at = block.kept.get();
       block.EachRow([&](char* row) {
-        std::memcpy(row, kept_.data() + at, block.bytes);
+        std::memcpy(row, at, block.bytes);
         at += block.bytes;
       });
     }
@@ -108,7 +113,6 @@ class KeptOutputs {
   const bool active_;
   const int exceptions_;
   std::vector<Block> blocks_;
-  std::vector<char> kept_;
 };
 
 }  // namespace detail

@@ -112,6 +112,10 @@ void AttentionPoolStagedAllocating(const PoolSpec& spec,
   detail::CheckPool<T>(spec, queries, keys, values, out, nullptr, mask,
                        execution);
   auto weights = detail::AllocateBuffer<T>(count);
+  // (Its output alone kept: the guard inside, on the workspace too, keeps
+  // nothing within this one.)
+  detail::KeptOutputs kept(execution);
+  kept.Keep(out);
   AttentionPoolStaged(spec, queries, keys, values, out,
                       MatrixView<T>(weights.get(), queries.rows, keys.rows),
                       mask, execution);

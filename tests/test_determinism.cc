@@ -11,10 +11,13 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/api_table.h"
@@ -130,26 +133,70 @@ TEST_CASE("determinism: thread counts past the machine's are clamped",
 }
 
 // A progress callback that records its calls (all on the calling thread,
-// with fractions in [0, 1]) and returns 0 from its `stop_at`-th (0: never).
+// with fractions in [0, 1]), returns 0 from its `stop_at`-th (0: never) and
+// throws at its `throw_at`-th.
 struct ProgressLog {
   std::thread::id caller = std::this_thread::get_id();
-  int calls = 0, stop_at = 0;
+  int calls = 0, stop_at = 0, throw_at = 0;
   bool elsewhere = false, out_of_range = false;
 
   static int Poll(void* context, double done) {
     auto* log = static_cast<ProgressLog*>(context);
     log->elsewhere |= std::this_thread::get_id() != log->caller;
     log->out_of_range |= !(done >= 0 && done <= 1);
-    return ++log->calls != log->stop_at;
+    if (++log->calls == log->throw_at) {
+      throw std::runtime_error("from the callback");
+    }
+    return log->calls != log->stop_at;
   }
 };
 
+// One call with a ProgressLog stopping at `stop_at` or throwing at
+// `throw_at`, checked: polled on the calling thread only; a call it lets
+// run gives `reference`'s bytes (`bytes()`, its outputs'), one it stops
+// or throws through leaves `before`'s (`after()`, every output byte,
+// canaries and gaps included). `run(execution)` makes the call. Returns
+// the polls the callback saw.
+template <class Run, class Bytes, class After, class Before>
+int CheckProgress(int threads, int stop_at, int throw_at, const Run& run,
+                  const Bytes& bytes, const Before& before, const After& after,
+                  const std::vector<unsigned char>& reference) {
+  INFO("stop at " << stop_at << ", throw at " << throw_at);
+  ProgressLog log;
+  log.stop_at = stop_at;
+  log.throw_at = throw_at;
+  bool cancelled = false, threw = false;
+  try {
+    run(attnpool::Execution{threads, &ProgressLog::Poll, &log});
+  } catch (const attnpool::Cancelled&) {
+    cancelled = true;
+  } catch (const std::runtime_error& error) {
+    threw = std::string(error.what()) == "from the callback";
+  }
+  CHECK_FALSE(log.elsewhere);
+  CHECK_FALSE(log.out_of_range);
+  CHECK(log.calls >= 1);
+  const bool stopped = stop_at != 0 && log.calls >= stop_at;
+  const bool thrown = throw_at != 0 && log.calls >= throw_at;
+  REQUIRE(cancelled == stopped);
+  REQUIRE(threw == thrown);
+  if (stopped || thrown) {
+    // Not called again after it stopped the call.
+    REQUIRE(log.calls == (stopped ? stop_at : throw_at));
+    REQUIRE((after() == before));
+  } else {
+    REQUIRE((bytes() == reference));
+  }
+  return log.calls;
+}
+
 // Execution::progress, through every function of the API table and every
 // layer on 1 and 3 threads: polled on the calling thread only, changing no
-// bit while it goes on; returning 0 at its first or second call throws
-// Cancelled and is not called again (a function that polls once finishes
-// first); an exception it throws leaves the call. A call it stops writes
-// nothing: every output byte (canaries and gaps included) as before.
+// bit while it goes on; returning 0 at a call throws Cancelled and is not
+// called again, and so does an exception it throws. A call it stops
+// writes nothing: every output byte as before, whether it stops the call
+// at its first poll, its second or its last (after every block has
+// written), or throws at its last.
 TEST_CASE("determinism: a progress callback polls and cancels",
           "[determinism]") {
   uint64_t seed = kSeed + 320;
@@ -159,38 +206,21 @@ TEST_CASE("determinism: a progress callback polls and cancels",
       Workspace<float> ws(api, DeterminismShapes()[0]);
       ws.FillRandom(++seed);
       const auto reference = RunOnce(ws, threads);
-      for (int stop_at : {0, 1, 2}) {
-        INFO("stop at " << stop_at);
+      const auto check = [&](int stop_at, int throw_at) {
         const auto run = ws.Clone();
         const auto before = run->Snapshot();
-        ProgressLog log;
-        log.stop_at = stop_at;
-        run->args.execution = {threads, &ProgressLog::Poll, &log};
-        bool cancelled = false;
-        try {
-          run->api().run(run->args);
-        } catch (const attnpool::Cancelled&) {
-          cancelled = true;
-        }
-        CHECK_FALSE(log.elsewhere);
-        CHECK_FALSE(log.out_of_range);
-        CHECK(log.calls >= 1);
-        if (stop_at == 0 || log.calls < stop_at) {
-          REQUIRE_FALSE(cancelled);
-          REQUIRE(OutputBytes(run->api(), run->args) == reference);
-        } else {
-          REQUIRE(cancelled);
-          REQUIRE(log.calls == stop_at);
-          REQUIRE((run->Snapshot() == before));
-        }
-      }
-      const auto run = ws.Clone();
-      const auto before = run->Snapshot();
-      run->args.execution.progress = [](void*, double) -> int {
-        throw std::runtime_error("from the callback");
+        return CheckProgress(
+            threads, stop_at, throw_at,
+            [&](const attnpool::Execution& how) {
+              run->args.execution = how;
+              run->api().run(run->args);
+            },
+            [&] { return OutputBytes(run->api(), run->args); }, before,
+            [&] { return run->Snapshot(); }, reference);
       };
-      REQUIRE_THROWS_WITH(run->api().run(run->args), "from the callback");
-      REQUIRE((run->Snapshot() == before));
+      const int polls = check(0, 0);
+      for (int stop_at : {1, 2, polls}) check(stop_at, 0);
+      check(0, polls);
     }
   }
   for (const Layer& layer : Layers()) {
@@ -198,32 +228,98 @@ TEST_CASE("determinism: a progress callback polls and cancels",
       const auto call = MakeLayerCall<float>(layer, ++seed);
       INFO(layer.name << " seed " << seed << " threads " << threads);
       const auto reference = call->Fresh(threads);
-      for (int stop_at : {0, 1, 2}) {
-        INFO("stop at " << stop_at);
-        // (As Fresh's: NaN, which every row the call writes replaces.)
-        const std::vector<float> before(
-            call->out.size(), std::numeric_limits<float>::quiet_NaN());
-        std::vector<float> out = before;
-        ProgressLog log;
-        log.stop_at = stop_at;
-        bool cancelled = false;
-        try {
-          call->Run(out, {threads, &ProgressLog::Poll, &log});
-        } catch (const attnpool::Cancelled&) {
-          cancelled = true;
-        }
-        CHECK_FALSE(log.elsewhere);
-        const bool same = std::memcmp(out.data(), before.data(),
-                                      out.size() * sizeof(float)) == 0;
-        if (stop_at == 0 || log.calls < stop_at) {
-          REQUIRE_FALSE(cancelled);
-          REQUIRE(std::memcmp(out.data(), reference.data(), reference.size()) ==
-                  0);
-        } else {
-          REQUIRE(cancelled);
-          REQUIRE(same);
-        }
-      }
+      // (As Fresh's: NaN, which every row the call writes replaces.)
+      const std::vector<float> fill(call->out.size(),
+                                    std::numeric_limits<float>::quiet_NaN());
+      const auto as_bytes = [](const std::vector<float>& values) {
+        const auto* first =
+            reinterpret_cast<const unsigned char*>(values.data());
+        return std::vector<unsigned char>(
+            first, first + values.size() * sizeof(float));
+      };
+      const auto check = [&](int stop_at, int throw_at) {
+        std::vector<float> out = fill;
+        return CheckProgress(
+            threads, stop_at, throw_at,
+            [&](const attnpool::Execution& how) { call->Run(out, how); },
+            [&] { return as_bytes(out); }, as_bytes(fill),
+            [&] { return as_bytes(out); }, reference);
+      };
+      const int polls = check(0, 0);
+      for (int stop_at : {1, 2, polls}) check(stop_at, 0);
+      check(0, polls);
+    }
+  }
+}
+
+// The composite layers, additive and multi-head (projections, then the
+// attention, then the output's): stopped at any of their polls, or thrown
+// through at the last, they write nothing.
+TEST_CASE("determinism: a stopped additive or multi-head call writes nothing",
+          "[determinism]") {
+  std::mt19937_64 rng(kSeed + 330);
+  std::normal_distribution<float> normal;
+  const auto random = [&](size_t count) {
+    std::vector<float> values(count);
+    for (float& x : values) x = normal(rng);
+    return values;
+  };
+  constexpr size_t batch = 2, n = 24, m = 300, d = 8, heads = 2, hidden = 4;
+  const auto q = random(batch * n * d), k = random(batch * m * d),
+             w = random(2 * hidden * d + hidden), p = random(4 * d * d);
+  const attnpool::TensorView<const float> queries{q.data(), batch, 1,     n,
+                                                  d,        n * d, n * d, d},
+      keys{k.data(), batch, 1, m, d, m * d, m * d, d};
+  const attnpool::AdditiveWeights<float> additive{
+      {w.data(), hidden, d},
+      {w.data() + hidden * d, hidden, d},
+      w.data() + 2 * hidden * d};
+  attnpool::MultiHeadWeights<float> multi;
+  multi.heads = heads;
+  multi.w_q = {p.data(), d, d};
+  multi.w_k = {p.data() + d * d, d, d};
+  multi.w_v = {p.data() + 2 * d * d, d, d};
+  multi.w_o = {p.data() + 3 * d * d, d, d};
+  using Call =
+      std::function<void(std::vector<float>&, const attnpool::Execution&)>;
+  const std::pair<const char*, Call> calls[] = {
+      {"additive",
+       [&](std::vector<float>& out, const attnpool::Execution& how) {
+         attnpool::additive_attention(
+             additive, queries, keys, keys,
+             {out.data(), batch, 1, n, d, n * d, n * d, d}, {},
+             attnpool::EmptyRows::nan, how);
+       }},
+      {"multi-head",
+       [&](std::vector<float>& out, const attnpool::Execution& how) {
+         attnpool::multi_head_attention(
+             multi, queries, keys, keys,
+             {out.data(), batch, 1, n, d, n * d, n * d, d}, {},
+             attnpool::EmptyRows::nan, how);
+       }}};
+  const std::vector<float> fill(batch * n * d, 7.0f);
+  const auto as_bytes = [](const std::vector<float>& values) {
+    const auto* first = reinterpret_cast<const unsigned char*>(values.data());
+    return std::vector<unsigned char>(first,
+                                      first + values.size() * sizeof(float));
+  };
+  for (const auto& [name, call] : calls) {
+    for (int threads : {1, 3}) {
+      INFO(name << " threads " << threads);
+      std::vector<float> out = fill;
+      call(out, {threads});
+      const auto reference = as_bytes(out);
+      const auto check = [&](int stop_at, int throw_at) {
+        std::vector<float> into = fill;
+        return CheckProgress(
+            threads, stop_at, throw_at,
+            [&](const attnpool::Execution& how) { call(into, how); },
+            [&] { return as_bytes(into); }, as_bytes(fill),
+            [&] { return as_bytes(into); }, reference);
+      };
+      const int polls = check(0, 0);
+      for (int stop_at = 1; stop_at <= polls; ++stop_at) check(stop_at, 0);
+      check(0, polls);
     }
   }
 }
