@@ -17,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source_dir=$(pwd)
+arguments=("$@")  # (as given, for sudo below)
 and_tests=0
 if [[ ${1:-} == --and-tests ]]; then
   and_tests=1
@@ -28,7 +29,7 @@ root=$scratch/root
 log=$scratch/command.log
 
 if [[ $(id -u) -ne 0 ]]; then  # chroot and mounts need root
-  command -v sudo >/dev/null && exec sudo "$0" "$@"
+  command -v sudo >/dev/null && exec sudo "$0" "${arguments[@]}"
   echo "test-fresh: needs root (chroot and mounts)" >&2
   exit 2
 fi
@@ -196,8 +197,10 @@ if ((and_tests)); then
   # with no compiler and no Highway: Debian's python3 in a venv, the wheel
   # and the tests' packages from PyPI, then `python -m attnpool` and the
   # Python tests.
-  wheel=$(ls "$root"/work/attnpool/build/wheelhouse/attnpool-*.whl 2>/dev/null | head -n 1)
-  [[ -n $wheel ]] || { echo "== fresh system: no wheel in build/wheelhouse"; exit 1; }
+  wheels=("$root"/work/attnpool/build/wheelhouse/attnpool-*.whl)
+  wheel=${wheels[0]}
+  [[ ${#wheels[@]} == 1 && -f $wheel ]] ||
+    { echo "== fresh system: not one wheel in build/wheelhouse"; exit 1; }
   echo "== the wheel $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in a fresh system without compilers"
   start=$SECONDS
   fresh_system "$wheel_root"
@@ -218,7 +221,9 @@ if ((and_tests)); then
     echo \"   the wheel installed in \$((SECONDS - wheel_start)) s\"
     /opt/venv/bin/python -m pip install -q numpy pytest scikit-learn statsmodels matplotlib
     (cd / && /opt/venv/bin/python -m attnpool) | sed 's/^/   /'
-    /opt/venv/bin/python -m pytest -q -p no:cacheprovider tests/python | tail -n 1
+    /opt/venv/bin/python -m pytest -q -p no:cacheprovider tests/python \
+      >/tmp/pytest.log 2>&1 || { cat /tmp/pytest.log; exit 1; }
+    tail -n 1 /tmp/pytest.log
   " || { echo "== the wheel failed after $((SECONDS - start)) s"; exit 1; }
   echo "== the wheel passed in $((SECONDS - start)) s"
 fi

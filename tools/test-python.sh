@@ -31,9 +31,10 @@ fi
 rm -rf build/wheel build/wheelhouse
 CC=${CC:-cc} CXX=${CXX:-c++} "$venv/bin/python" -m pip wheel -q --no-deps \
   -w build/wheel .
-PATH="$(pwd)/$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w build/wheelhouse \
-  build/wheel/attnpool-*.whl 2>&1 | grep -E "^Fixed-up wheel" ||
-  { echo "auditwheel: no wheel repaired"; exit 1; }
+PATH="$(cd "$venv" && pwd)/bin:$PATH" "$venv/bin/auditwheel" repair \
+  -w build/wheelhouse build/wheel/attnpool-*.whl >build/wheel/repair.log 2>&1 ||
+  { cat build/wheel/repair.log; exit 1; }
+grep -E "^Fixed-up wheel" build/wheel/repair.log
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps \
   build/wheelhouse/attnpool-*.whl
 "$venv/bin/python" -m pytest -q tests/python
@@ -41,8 +42,8 @@ PATH="$(pwd)/$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w build/wheelhouse 
 # compile, its paths not the checkout's: not repeated here).
 "$venv/bin/python" -m pip install -q build
 rm -rf build/sdist
-"$venv/bin/python" -m build --sdist -o build/sdist . >/dev/null 2>&1 ||
-  { echo "sdist: the build failed"; exit 1; }
+"$venv/bin/python" -m build --sdist -o build/sdist . >build/sdist.log 2>&1 ||
+  { cat build/sdist.log; exit 1; }
 missing=$(comm -23 \
   <(find CMakeLists.txt pyproject.toml LICENSE README.md cmake include core \
       src arch python -type f ! -name '*.pyc' | sort) \
