@@ -303,7 +303,10 @@ TEST_CASE("determinism: a stopped additive or multi-head call writes nothing",
     return std::vector<unsigned char>(first,
                                       first + values.size() * sizeof(float));
   };
-  for (const auto& [name, call] : calls) {
+  for (const auto& entry : calls) {
+    // (Named, not bound: clang 14 captures no structured binding.)
+    const char* const name = entry.first;
+    const Call& call = entry.second;
     for (int threads : {1, 3}) {
       INFO(name << " threads " << threads);
       std::vector<float> out = fill;
