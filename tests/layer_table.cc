@@ -72,15 +72,6 @@ void LayerCall<T>::Run(std::vector<T>& into,
   }
 }
 
-namespace {
-template <typename T>
-std::vector<unsigned char> Bytes(const std::vector<T>& data) {
-  std::vector<unsigned char> bytes(data.size() * sizeof(T));
-  if (!data.empty()) std::memcpy(bytes.data(), data.data(), bytes.size());
-  return bytes;
-}
-}  // namespace
-
 template <typename T>
 std::vector<unsigned char> LayerCall<T>::Fresh(int threads) const {
   std::vector<T> into(out.size(), std::numeric_limits<T>::quiet_NaN());

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,14 @@ enum class LayerKind {
 
 // One prepared call: every input it reads lives here, and the output view
 // into `out`, whose elements outside the view are NaN canaries.
+// The bytes of `data`.
+template <typename T>
+std::vector<unsigned char> Bytes(const std::vector<T>& data) {
+  std::vector<unsigned char> bytes(data.size() * sizeof(T));
+  if (!data.empty()) std::memcpy(bytes.data(), data.data(), bytes.size());
+  return bytes;
+}
+
 template <typename T>
 struct LayerCall {
   LayerKind kind = LayerKind::dense;

@@ -231,19 +231,13 @@ TEST_CASE("determinism: a progress callback polls and cancels",
       // (As Fresh's: NaN, which every row the call writes replaces.)
       const std::vector<float> fill(call->out.size(),
                                     std::numeric_limits<float>::quiet_NaN());
-      const auto as_bytes = [](const std::vector<float>& values) {
-        const auto* first =
-            reinterpret_cast<const unsigned char*>(values.data());
-        return std::vector<unsigned char>(
-            first, first + values.size() * sizeof(float));
-      };
       const auto check = [&](int stop_at, int throw_at) {
         std::vector<float> out = fill;
         return CheckProgress(
             threads, stop_at, throw_at,
             [&](const attnpool::Execution& how) { call->Run(out, how); },
-            [&] { return as_bytes(out); }, as_bytes(fill),
-            [&] { return as_bytes(out); }, reference);
+            [&] { return Bytes(out); }, Bytes(fill), [&] { return Bytes(out); },
+            reference);
       };
       const int polls = check(0, 0);
       for (int stop_at : {1, 2, polls}) check(stop_at, 0);
@@ -298,11 +292,6 @@ TEST_CASE("determinism: a stopped additive or multi-head call writes nothing",
              attnpool::EmptyRows::nan, how);
        }}};
   const std::vector<float> fill(batch * n * d, 7.0f);
-  const auto as_bytes = [](const std::vector<float>& values) {
-    const auto* first = reinterpret_cast<const unsigned char*>(values.data());
-    return std::vector<unsigned char>(first,
-                                      first + values.size() * sizeof(float));
-  };
   for (const auto& entry : calls) {
     // (Named, not bound: clang 14 captures no structured binding.)
     const char* const name = entry.first;
@@ -311,14 +300,14 @@ TEST_CASE("determinism: a stopped additive or multi-head call writes nothing",
       INFO(name << " threads " << threads);
       std::vector<float> out = fill;
       call(out, {threads});
-      const auto reference = as_bytes(out);
+      const auto reference = Bytes(out);
       const auto check = [&](int stop_at, int throw_at) {
         std::vector<float> into = fill;
         return CheckProgress(
             threads, stop_at, throw_at,
             [&](const attnpool::Execution& how) { call(into, how); },
-            [&] { return as_bytes(into); }, as_bytes(fill),
-            [&] { return as_bytes(into); }, reference);
+            [&] { return Bytes(into); }, Bytes(fill),
+            [&] { return Bytes(into); }, reference);
       };
       const int polls = check(0, 0);
       for (int stop_at = 1; stop_at <= polls; ++stop_at) check(stop_at, 0);
